@@ -1,0 +1,1 @@
+"""Fixed-point arithmetic with the exact semantics of ap_fixed / ap_ufixed."""

@@ -1,0 +1,1 @@
+"""KAN and MLP models: float (torch) and bit-exact fixed-point online learners."""

@@ -1,0 +1,1 @@
+"""Online-learning task streams."""
