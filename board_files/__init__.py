@@ -1,0 +1,1 @@
+"""One file per FPGA part or board: resources, default clock, part string."""

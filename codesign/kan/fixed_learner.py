@@ -1,0 +1,176 @@
+"""Bit-exact fixed-point KAN online learner: the Python reference of docs/arithmetic.md.
+
+All arithmetic is on int64 raw values. The per-sample loop is a numba kernel; the same code
+runs as plain Python under NUMBA_DISABLE_JIT=1, and a test checks the two agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codesign.kan.bspline import cardinal_basis_derivative_np, cardinal_basis_np
+from codesign.kan.learner_base import OnlineLearner, njit, pack_type, quant
+from codesign.kan.spec import KANSpec
+
+__all__ = ["KANLearner", "basis_roms", "init_kan_coefficients"]
+
+# Rows of the packed type table the kernel reads.
+T_ACT, T_COEF, T_BASIS, T_DBASIS, T_DPHI, T_ERR, T_GRAD = range(7)
+
+
+def basis_roms(spec: KANSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Basis and derivative ROMs, raw ints of shape (k+1, 2^A), sampled at address centres."""
+    n = 1 << spec.lut_bits
+    t = (np.arange(n, dtype=np.float64) + 0.5) / n
+    values = cardinal_basis_np(t, spec.spline_order).T  # (k+1, n)
+    slopes = cardinal_basis_derivative_np(t, spec.spline_order).T
+    return spec.basis_t.quantize(values), spec.dbasis_t.quantize(slopes)
+
+
+def init_kan_coefficients(spec: KANSpec, seed: int = 0) -> list[np.ndarray]:
+    """Float initial coefficients per layer, shape (out, in, G+k).
+
+    Hidden edges start as random ramps (B-splines reproduce a line when the coefficients sit
+    on the Greville abscissae), so every hidden unit passes a spread of values and gradients
+    on from the first sample; the output layer starts at zero, so the first prediction is 0.
+    """
+    rng = np.random.default_rng(seed)
+    lo, hi = spec.grid_range
+    k, h = spec.spline_order, spec.cell_width
+    knots = lo + (np.arange(spec.grid_size + 2 * k + 1) - k) * h
+    greville = np.array([knots[m + 1 : m + k + 1].mean() for m in range(spec.n_coef)])
+    greville = np.clip(greville, lo, hi)
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    coefs = []
+    for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
+        if layer == len(spec.layer_shapes) - 1:
+            coefs.append(np.zeros((n_out, n_in, spec.n_coef)))
+            continue
+        slope = rng.normal(0.0, 1.0 / np.sqrt(n_in), size=(n_out, n_in, 1))
+        noise = rng.normal(0.0, 0.1 / np.sqrt(n_in), size=(n_out, n_in, spec.n_coef))
+        coefs.append(slope * (greville - centre) / half + noise)
+    return coefs
+
+
+class KANLearner(OnlineLearner):
+    """A KAN online learner on fixed-point integers, exactly as docs/arithmetic.md specifies."""
+
+    def __init__(self, spec: KANSpec | None = None, coefficients: list[np.ndarray] | None = None, seed: int = 0):
+        self.spec = spec if spec is not None else KANSpec()
+        shapes = [(o, i, self.spec.n_coef) for i, o in self.spec.layer_shapes]
+        if coefficients is None:
+            coefficients = init_kan_coefficients(self.spec, seed)
+        if len(coefficients) != len(shapes):
+            raise ValueError(f"{len(coefficients)} coefficient arrays for {len(shapes)} layers")
+        for layer, (c, shape) in enumerate(zip(coefficients, shapes)):
+            if np.shape(c) != shape:
+                raise ValueError(f"layer {layer} coefficients have shape {np.shape(c)}, expected {shape}")
+        self.offsets = np.cumsum([0] + [int(np.prod(s)) for s in shapes]).astype(np.int64)
+        self.coef = np.concatenate([self.spec.coef_t.quantize(np.ravel(c)) for c in coefficients])
+        self.brom, self.drom = basis_roms(self.spec)
+        self.types = np.stack(
+            [pack_type(getattr(self.spec, n)) for n in ("act_t", "coef_t", "basis_t", "dbasis_t", "dphi_t", "err_t", "grad_t")]
+        )
+        g = self.spec.grid_constants()
+        self.grid = np.array([g.lo_raw, g.inv_h_raw, g.inv_h_frac, g.u_shift, g.u_max, self.spec.lut_bits], dtype=np.int64)
+
+    def coefficients_raw(self) -> list[np.ndarray]:
+        """Raw coef_t integers per layer, shape (out, in, G+k) (a copy)."""
+        return [
+            self.coef[a:b].reshape(o, i, self.spec.n_coef).copy()
+            for (a, b), (i, o) in zip(zip(self.offsets[:-1], self.offsets[1:]), self.spec.layer_shapes)
+        ]
+
+    def coefficients(self) -> list[np.ndarray]:
+        """Float coefficients per layer, shape (out, in, G+k)."""
+        return [self.spec.coef_t.to_float(c) for c in self.coefficients_raw()]
+
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True) -> np.ndarray:
+        """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
+        x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
+        y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
+        train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x_raw.shape[0],)).copy()
+        pred = np.zeros((x_raw.shape[0], self.spec.n_outputs), dtype=np.int64)
+        widths = np.array(self.spec.widths, dtype=np.int64)
+        _kan_stream(
+            x_raw, y_raw, train_arr, self.coef, widths, self.offsets, self.spec.n_coef,
+            self.brom, self.drom, self.types, self.grid, self.spec.lr_shift, pred,
+        )
+        return pred
+
+
+@njit(cache=True)
+def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, grid, lr_shift, pred):
+    """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§6)."""
+    n_layers = widths.shape[0] - 1
+    w_max = widths.max()
+    k1 = brom.shape[0]
+    lo_raw, inv_h_raw, inv_h_frac, u_shift, u_max, lut_bits = grid[0], grid[1], grid[2], grid[3], grid[4], grid[5]
+    addr_mask = (1 << lut_bits) - 1
+    f_act, f_coef, f_basis, f_dbasis, f_dphi = types[T_ACT, 1], types[T_COEF, 1], types[T_BASIS, 1], types[T_DBASIS, 1], types[T_DPHI, 1]
+    acts = np.zeros((n_layers + 1, w_max), dtype=np.int64)
+    cells = np.zeros((n_layers, w_max), dtype=np.int64)
+    addrs = np.zeros((n_layers, w_max), dtype=np.int64)
+    clamped = np.zeros((n_layers, w_max), dtype=np.int64)
+    grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
+    for t in range(x.shape[0]):
+        # §3 forward
+        for i in range(widths[0]):
+            acts[0, i] = x[t, i]
+        for l in range(n_layers):
+            n_in, n_out = widths[l], widths[l + 1]
+            for i in range(n_in):
+                prod = (acts[l, i] - lo_raw) * inv_h_raw
+                u = prod >> u_shift if u_shift >= 0 else prod << -u_shift
+                clamped[l, i] = 0
+                if u < 0:
+                    u = 0
+                    clamped[l, i] = 1
+                elif u > u_max:
+                    u = u_max
+                    clamped[l, i] = 1
+                cells[l, i] = u >> lut_bits
+                addrs[l, i] = u & addr_mask
+            for o in range(n_out):
+                acc = 0
+                for i in range(n_in):
+                    base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
+                    a = addrs[l, i]
+                    for j in range(k1):
+                        acc += brom[j, a] * coef[base + j]
+                acts[l + 1, o] = quant(acc, f_basis + f_coef, types[T_ACT])
+        for o in range(widths[n_layers]):
+            pred[t, o] = acts[n_layers, o]
+        if train[t] == 0:
+            continue
+        # §4 error at the output
+        for o in range(widths[n_layers]):
+            grads[n_layers, o] = quant(acts[n_layers, o] - y[t, o], f_act, types[T_ERR])
+        # §5 backward with pre-update coefficients, then §6 the sparse update, layer by layer
+        for l in range(n_layers - 1, -1, -1):
+            n_in, n_out = widths[l], widths[l + 1]
+            f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
+            if l > 0:
+                for i in range(n_in):
+                    if clamped[l, i] == 1:
+                        grads[l, i] = 0
+                        continue
+                    a = addrs[l, i]
+                    s = 0
+                    for o in range(n_out):
+                        base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
+                        dacc = 0
+                        for j in range(k1):
+                            dacc += drom[j, a] * coef[base + j]
+                        s += grads[l + 1, o] * quant(dacc, f_dbasis + f_coef, types[T_DPHI])
+                    grads[l, i] = quant(s * inv_h_raw, f_g + f_dphi + inv_h_frac, types[T_GRAD])
+            f_delta = f_g + f_basis + lr_shift
+            f_full = max(f_coef, f_delta)
+            for o in range(n_out):
+                g = grads[l + 1, o]
+                for i in range(n_in):
+                    base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
+                    a = addrs[l, i]
+                    for j in range(k1):
+                        full = (coef[base + j] << (f_full - f_coef)) - ((g * brom[j, a]) << (f_full - f_delta))
+                        coef[base + j] = quant(full, f_full, types[T_COEF])

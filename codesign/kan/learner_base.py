@@ -1,0 +1,71 @@
+"""What the bit-exact online learners share: type packing for the kernels, stream checks, run()."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from codesign.fixed import FixedType
+from codesign.fixed.kernel import requantize
+from codesign.kan.spec import KANSpec, MLPSpec
+
+try:  # numba compiles the per-sample loops; without it they run (slowly) as plain Python.
+    from numba import njit
+except ImportError:  # pragma: no cover - numba is a hard dependency; this keeps imports working
+    def njit(*args, **kwargs):  # type: ignore[no-redef]
+        """Identity decorator used when numba is missing."""
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+__all__ = ["OnlineLearner", "pack_type", "quant", "njit"]
+
+
+def pack_type(t: FixedType) -> np.ndarray:
+    """A FixedType as the int64 row (width, frac, signed, qmode, omode) that the kernels read."""
+    return np.array([t.width, t.frac, int(t.signed), int(t.qmode), int(t.omode)], dtype=np.int64)
+
+
+@njit(cache=True)
+def quant(v, frac_in, trow):
+    """Cast an exact value with frac_in fractional bits to the type packed in trow (assignment semantics)."""
+    return requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+
+
+class OnlineLearner(ABC):
+    """Base of the bit-exact learners: quantizes a float stream and runs the integer kernel."""
+
+    spec: KANSpec | MLPSpec
+
+    def _check_stream(self, x: np.ndarray, y: np.ndarray, train) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if x.ndim == 1:
+            x = x[:, None]
+        if y.ndim == 1:
+            y = y[:, None]
+        if x.ndim != 2 or x.shape[1] != self.spec.n_inputs:
+            raise ValueError(f"inputs have shape {x.shape}, expected (n, {self.spec.n_inputs})")
+        if y.ndim != 2 or y.shape[1] != self.spec.n_outputs:
+            raise ValueError(f"targets have shape {y.shape}, expected (n, {self.spec.n_outputs})")
+        if x.shape[0] != y.shape[0]:
+            raise ValueError(f"{x.shape[0]} inputs but {y.shape[0]} targets")
+        for name, arr in (("inputs", x), ("targets", y)):
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                idx = np.argwhere(bad)[0]
+                raise ValueError(f"{name} hold a non-finite value {arr[tuple(idx)]} at sample {idx[0]}")
+        train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x.shape[0],)).copy()
+        return x, y, train_arr
+
+    def run(self, x: np.ndarray, y: np.ndarray, train=True) -> np.ndarray:
+        """Stream float samples through the learner (predict, then update); returns float predictions."""
+        x, y, train_arr = self._check_stream(x, y, train)
+        act = self.spec.act_t
+        pred = self.run_raw(act.quantize(x), act.quantize(y), train_arr)
+        return act.to_float(pred)
+
+    @abstractmethod
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train) -> np.ndarray:
+        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""

@@ -1,0 +1,132 @@
+"""Bit-exact fixed-point MLP online learner: the baseline, in the same types and the same SGD.
+
+Arithmetic (docs/arithmetic.md §8): each neuron's sum is exact, then one cast to act_t; the
+hidden activation is ReLU or hardtanh; the update and the backward pass follow the KAN's rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codesign.kan.learner_base import OnlineLearner, njit, pack_type, quant
+from codesign.kan.spec import MLPSpec
+
+__all__ = ["MLPLearner", "init_mlp_weights"]
+
+T_ACT, T_COEF, T_ERR, T_GRAD = range(4)
+ACT_RELU, ACT_HARDTANH = 0, 1
+
+
+def init_mlp_weights(spec: MLPSpec, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Float (weights (out, in), biases (out,)) per layer: He-uniform hidden layers, zero output layer."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
+        if layer == len(spec.layer_shapes) - 1:
+            params.append((np.zeros((n_out, n_in)), np.zeros(n_out)))
+            continue
+        bound = np.sqrt(6.0 / n_in)
+        params.append((rng.uniform(-bound, bound, (n_out, n_in)), rng.uniform(-0.5, 0.5, n_out)))
+    return params
+
+
+class MLPLearner(OnlineLearner):
+    """An MLP online learner on fixed-point integers (SGD, batch 1, predict-then-update)."""
+
+    def __init__(self, spec: MLPSpec | None = None, params: list[tuple[np.ndarray, np.ndarray]] | None = None, seed: int = 0):
+        self.spec = spec if spec is not None else MLPSpec()
+        if params is None:
+            params = init_mlp_weights(self.spec, seed)
+        if len(params) != len(self.spec.layer_shapes):
+            raise ValueError(f"{len(params)} parameter pairs for {len(self.spec.layer_shapes)} layers")
+        flat = []
+        for layer, ((w, b), (n_in, n_out)) in enumerate(zip(params, self.spec.layer_shapes)):
+            if np.shape(w) != (n_out, n_in) or np.shape(b) != (n_out,):
+                raise ValueError(
+                    f"layer {layer} has weights {np.shape(w)} and biases {np.shape(b)}, expected ({n_out}, {n_in}) and ({n_out},)"
+                )
+            # One row per neuron: n_in weights, then the bias.
+            flat.append(np.concatenate([np.asarray(w, float), np.asarray(b, float)[:, None]], axis=1).ravel())
+        self.offsets = np.cumsum([0] + [f.size for f in flat]).astype(np.int64)
+        self.weights = self.spec.coef_t.quantize(np.concatenate(flat))
+        self.types = np.stack([pack_type(getattr(self.spec, n)) for n in ("act_t", "coef_t", "err_t", "grad_t")])
+        self.activation = ACT_RELU if self.spec.activation == "relu" else ACT_HARDTANH
+
+    def params_raw(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Raw coef_t (weights, biases) per layer (copies)."""
+        out = []
+        for (a, b), (n_in, n_out) in zip(zip(self.offsets[:-1], self.offsets[1:]), self.spec.layer_shapes):
+            rows = self.weights[a:b].reshape(n_out, n_in + 1)
+            out.append((rows[:, :n_in].copy(), rows[:, n_in].copy()))
+        return out
+
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True) -> np.ndarray:
+        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""
+        x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
+        y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
+        train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x_raw.shape[0],)).copy()
+        pred = np.zeros((x_raw.shape[0], self.spec.n_outputs), dtype=np.int64)
+        widths = np.array(self.spec.widths, dtype=np.int64)
+        _mlp_stream(x_raw, y_raw, train_arr, self.weights, widths, self.offsets, self.types, self.activation, self.spec.lr_shift, pred)
+        return pred
+
+
+@njit(cache=True)
+def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, pred):
+    """Predict-then-update over a stream; wts is updated in place (docs/arithmetic.md §8)."""
+    n_layers = widths.shape[0] - 1
+    w_max = widths.max()
+    f_act, f_coef = types[T_ACT, 1], types[T_COEF, 1]
+    one = np.int64(1) << f_act
+    pre = np.zeros((n_layers + 1, w_max), dtype=np.int64)  # cast sums, before the activation
+    acts = np.zeros((n_layers + 1, w_max), dtype=np.int64)
+    grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
+    for t in range(x.shape[0]):
+        for i in range(widths[0]):
+            acts[0, i] = x[t, i]
+        for l in range(n_layers):
+            n_in, n_out = widths[l], widths[l + 1]
+            for o in range(n_out):
+                row = offsets[l] + o * (n_in + 1)
+                acc = wts[row + n_in] << f_act  # bias, aligned to the products' f_coef + f_act bits
+                for i in range(n_in):
+                    acc += wts[row + i] * acts[l, i]
+                z = quant(acc, f_coef + f_act, types[T_ACT])
+                pre[l + 1, o] = z
+                if l < n_layers - 1:
+                    if activation == ACT_RELU:
+                        z = max(z, 0)
+                    else:
+                        z = min(max(z, -one), one)
+                acts[l + 1, o] = z
+        for o in range(widths[n_layers]):
+            pred[t, o] = acts[n_layers, o]
+        if train[t] == 0:
+            continue
+        for o in range(widths[n_layers]):
+            grads[n_layers, o] = quant(acts[n_layers, o] - y[t, o], f_act, types[T_ERR])
+        for l in range(n_layers - 1, -1, -1):
+            n_in, n_out = widths[l], widths[l + 1]
+            f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
+            # gradient through the activation of this layer's outputs (the last layer is linear)
+            if l < n_layers - 1:
+                for o in range(n_out):
+                    z = pre[l + 1, o]
+                    active = z > 0 if activation == ACT_RELU else (z > -one and z < one)
+                    if not active:
+                        grads[l + 1, o] = 0
+            if l > 0:
+                for i in range(n_in):
+                    s = 0
+                    for o in range(n_out):
+                        s += grads[l + 1, o] * wts[offsets[l] + o * (n_in + 1) + i]
+                    grads[l, i] = quant(s, f_g + f_coef, types[T_GRAD])
+            f_delta = f_g + f_act + lr_shift
+            f_full = max(f_coef, f_delta)
+            for o in range(n_out):
+                g = grads[l + 1, o]
+                row = offsets[l] + o * (n_in + 1)
+                for i in range(n_in + 1):
+                    xin = acts[l, i] if i < n_in else one  # the bias sees a constant input of 1.0
+                    full = (wts[row + i] << (f_full - f_coef)) - ((g * xin) << (f_full - f_delta))
+                    wts[row + i] = quant(full, f_full, types[T_COEF])

@@ -1,0 +1,1 @@
+"""Header-only HLS C++ library that emitted projects include (shipped as package data)."""

@@ -1,0 +1,1 @@
+"""Triton GPU kernels, importable as codesign.kernels."""

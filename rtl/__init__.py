@@ -1,0 +1,1 @@
+"""Parameterized SystemVerilog modules (shipped as package data)."""
