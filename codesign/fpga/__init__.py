@@ -1,0 +1,1 @@
+"""FPGA backend: spec -> HLS project, C-simulation, reports."""
