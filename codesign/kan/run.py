@@ -43,5 +43,8 @@ def learn_on_task(
     metrics = online_metrics(pred, stream)
     print(f"{learner} on {task}: {len(stream)} samples, {spec.num_parameters} parameters, {len(stream) / elapsed:,.0f} samples/s")
     for key, value in metrics.items():
-        print(f"  {key}: {value}")
+        if isinstance(value, float):
+            print(f"  {key:>16s}: {value:.4g}")
+        elif isinstance(value, tuple):
+            print(f"  {key:>16s}: " + ", ".join("never" if v is None else f"{v:.4g}" for v in value))
     return pred, stream, metrics
