@@ -1,0 +1,556 @@
+"""Floating-point KAN and MLP models (torch) and a predict-then-update online learner.
+
+Layout: a :class:`KANLayer` with ``in_features`` inputs, ``out_features``
+outputs, grid size ``G`` and spline order ``k`` holds ``coef`` of shape
+``(out, in, G + k)``; edge ``(o, i)`` computes
+``phi_{o,i}(x_i) = sum_m coef[o, i, m] B_m(x_i)`` (plus ``base_weight[o, i] *
+silu(x_i)`` when the base branch is enabled) and ``y_o = sum_i phi_{o,i}(x_i)``.
+The basis ``B_m`` follows :mod:`codesign.kan.bspline` (uniform grid on
+``grid_range``, inputs clamped to the grid). There is no bias, normalisation
+or grid update.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from codesign.kan.bspline import (
+    bspline_basis,
+    cardinal_basis,
+    cardinal_basis_derivative,
+    cardinal_basis_derivative_np,
+    cardinal_basis_np,
+    cardinal_coefficients,
+    cardinal_derivative_coefficients,
+    cox_de_boor,
+    knot_vector,
+    validate_grid,
+)
+
+__all__ = [
+    "bspline_basis",
+    "cardinal_basis",
+    "cardinal_basis_derivative",
+    "cardinal_basis_np",
+    "cardinal_basis_derivative_np",
+    "cox_de_boor",
+    "KANLayer",
+    "KAN",
+    "MLP",
+    "ACTIVATIONS",
+    "train_online",
+]
+
+ACTIVATIONS: tuple[str, ...] = ("relu", "hardtanh", "tanh", "silu")
+
+
+def _is_int(value: object) -> bool:
+    """Return True for a genuine integer (bool excluded)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    """Raise ValueError unless ``value`` is an integer >= 1."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_widths(widths: Sequence[int]) -> tuple[int, ...]:
+    """Validate a layer-width list and return it as a tuple of ints."""
+    try:
+        ws = tuple(widths)
+    except TypeError:
+        raise ValueError(f"widths must be a sequence of positive integers, got {widths!r}") from None
+    if len(ws) < 2:
+        raise ValueError(f"widths needs at least 2 entries (input and output), got {list(ws)!r}")
+    for w in ws:
+        if not _is_int(w) or w < 1:
+            raise ValueError(f"widths must all be positive integers, got {w!r} in {list(ws)!r}")
+    return tuple(int(w) for w in ws)
+
+
+def _make_generator(seed: int | None) -> torch.Generator | None:
+    """Return a seeded CPU generator, or None to use the global RNG."""
+    if seed is None:
+        return None
+    if not _is_int(seed):
+        raise ValueError(f"seed must be an integer or None, got {seed!r}")
+    gen = torch.Generator()
+    gen.manual_seed(int(seed))
+    return gen
+
+
+def _check_input(x: Tensor, in_features: int) -> None:
+    """Raise ValueError if ``x`` is not a tensor whose last dim is ``in_features``."""
+    if not isinstance(x, Tensor):
+        raise ValueError(f"input must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 1 or x.shape[-1] != in_features:
+        raise ValueError(
+            f"input last dimension must be {in_features}, got shape {tuple(x.shape)}"
+        )
+
+
+class KANLayer(nn.Module):
+    """One KAN layer: ``y_o = sum_i sum_m coef[o, i, m] B_m(x_i)`` (+ optional silu base)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        grid_size: int = 8,
+        spline_order: int = 3,
+        grid_range: tuple[float, float] = (-1.0, 1.0),
+        base: bool = False,
+        init_scale: float = 0.1,
+        generator: torch.Generator | None = None,
+        seed: int | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        """Build the layer; ``coef ~ N(0, init_scale**2)``, ``base_weight ~ U(+-1/sqrt(in))``."""
+        super().__init__()
+        _check_positive_int("in_features", in_features)
+        _check_positive_int("out_features", out_features)
+        try:
+            lo, hi = grid_range
+        except (TypeError, ValueError):
+            raise ValueError(f"grid_range must be a pair (lo, hi), got {grid_range!r}") from None
+        validate_grid(grid_size, spline_order, lo, hi)
+        if not isinstance(init_scale, (int, float)) or not math.isfinite(init_scale) or init_scale < 0:
+            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        if generator is not None and seed is not None:
+            raise ValueError("pass either generator or seed, not both")
+        if generator is None:
+            generator = _make_generator(seed)
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        self.grid_size = int(grid_size)
+        self.spline_order = int(spline_order)
+        self.grid_range = (float(lo), float(hi))
+        self.base = bool(base)
+        self.init_scale = float(init_scale)
+
+        n_basis = self.grid_size + self.spline_order
+        # Draw in float64 so that the initial values do not depend on ``dtype``.
+        coef = torch.randn(
+            self.out_features, self.in_features, n_basis, generator=generator, dtype=torch.float64
+        )
+        self.coef = nn.Parameter((coef * self.init_scale).to(dtype))
+        if self.base:
+            bound = 1.0 / math.sqrt(self.in_features)
+            w = torch.rand(
+                self.out_features, self.in_features, generator=generator, dtype=torch.float64
+            )
+            self.base_weight = nn.Parameter(((2.0 * w - 1.0) * bound).to(dtype))
+        else:
+            self.register_parameter("base_weight", None)
+
+    @property
+    def lo(self) -> float:
+        """Lower end of the grid."""
+        return self.grid_range[0]
+
+    @property
+    def hi(self) -> float:
+        """Upper end of the grid."""
+        return self.grid_range[1]
+
+    @property
+    def h(self) -> float:
+        """Grid cell width ``(hi - lo) / G``."""
+        return (self.hi - self.lo) / self.grid_size
+
+    @property
+    def n_basis(self) -> int:
+        """Number of coefficients per edge, ``G + k``."""
+        return self.grid_size + self.spline_order
+
+    def knots(self) -> np.ndarray:
+        """Extended knot vector (float64) of length ``G + 2k + 1``."""
+        return knot_vector(self.grid_size, self.spline_order, self.lo, self.hi)
+
+    def basis(self, x: Tensor) -> Tensor:
+        """B-spline basis of the inputs, shape (..., in, G+k)."""
+        _check_input(x, self.in_features)
+        return bspline_basis(x, self.grid_size, self.spline_order, self.lo, self.hi)
+
+    def edge_functions(self, x: Tensor) -> Tensor:
+        """Per-edge values ``phi_{o,i}(x_i)``, shape (..., out, in)."""
+        b = self.basis(x)
+        phi = torch.einsum("...im,oim->...oi", b, self.coef)
+        if self.base_weight is not None:
+            phi = phi + self.base_weight * nn.functional.silu(x).unsqueeze(-2)
+        return phi
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Layer output ``y_o = sum_i phi_{o,i}(x_i)``, shape (..., out)."""
+        b = self.basis(x)
+        flat = b.reshape(*b.shape[:-2], self.in_features * self.n_basis)
+        y = flat @ self.coef.reshape(self.out_features, -1).t()
+        if self.base_weight is not None:
+            y = y + nn.functional.silu(x) @ self.base_weight.t()
+        return y
+
+    def extra_repr(self) -> str:
+        """Summary shown by ``repr``."""
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"grid_size={self.grid_size}, spline_order={self.spline_order}, "
+            f"grid_range={self.grid_range}, base={self.base}"
+        )
+
+
+class KAN(nn.Module):
+    """Stack of :class:`KANLayer` with layer widths ``widths`` (input first, output last)."""
+
+    def __init__(
+        self,
+        widths: Sequence[int],
+        grid_size: int = 8,
+        spline_order: int = 3,
+        grid_range: tuple[float, float] = (-1.0, 1.0),
+        base: bool = False,
+        init_scale: float = 0.1,
+        seed: int | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        """Build the network; one generator seeded with ``seed`` initialises all layers."""
+        super().__init__()
+        self.widths = _check_widths(widths)
+        generator = _make_generator(seed)
+        self.layers = nn.ModuleList(
+            KANLayer(
+                w_in,
+                w_out,
+                grid_size=grid_size,
+                spline_order=spline_order,
+                grid_range=grid_range,
+                base=base,
+                init_scale=init_scale,
+                generator=generator,
+                dtype=dtype,
+            )
+            for w_in, w_out in zip(self.widths[:-1], self.widths[1:])
+        )
+        first = self.layers[0]
+        self.grid_size = first.grid_size
+        self.spline_order = first.spline_order
+        self.grid_range = first.grid_range
+        self.base = first.base
+
+    @property
+    def in_features(self) -> int:
+        """Input width."""
+        return self.widths[0]
+
+    @property
+    def out_features(self) -> int:
+        """Output width."""
+        return self.widths[-1]
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Network output, shape (..., widths[-1])."""
+        _check_input(x, self.widths[0])
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def num_parameters(self) -> int:
+        """Total number of trainable scalars."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+class MLP(nn.Module):
+    """Float MLP baseline: Linear layers with ``activation`` between them (none at the output)."""
+
+    def __init__(
+        self,
+        widths: Sequence[int],
+        activation: str = "relu",
+        bias: bool = True,
+        seed: int | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        """Build the network; weights and biases ~ U(+-1/sqrt(fan_in)) as in torch's default."""
+        super().__init__()
+        self.widths = _check_widths(widths)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.activation = activation
+        self.bias = bool(bias)
+        generator = _make_generator(seed)
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        self.layers = nn.ModuleList()
+        for w_in, w_out in zip(self.widths[:-1], self.widths[1:]):
+            lin = nn.Linear(w_in, w_out, bias=self.bias, dtype=dtype)
+            bound = 1.0 / math.sqrt(w_in)
+            with torch.no_grad():
+                w = torch.rand(w_out, w_in, generator=generator, dtype=torch.float64)
+                lin.weight.copy_((2.0 * w - 1.0) * bound)
+                if lin.bias is not None:
+                    b = torch.rand(w_out, generator=generator, dtype=torch.float64)
+                    lin.bias.copy_((2.0 * b - 1.0) * bound)
+            self.layers.append(lin)
+
+    @property
+    def in_features(self) -> int:
+        """Input width."""
+        return self.widths[0]
+
+    @property
+    def out_features(self) -> int:
+        """Output width."""
+        return self.widths[-1]
+
+    def act(self, z: Tensor) -> Tensor:
+        """Apply the hidden activation."""
+        if self.activation == "relu":
+            return torch.relu(z)
+        if self.activation == "hardtanh":
+            return nn.functional.hardtanh(z)
+        if self.activation == "tanh":
+            return torch.tanh(z)
+        return nn.functional.silu(z)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Network output, shape (..., widths[-1])."""
+        _check_input(x, self.widths[0])
+        for n, layer in enumerate(self.layers):
+            x = layer(x)
+            if n < len(self.layers) - 1:
+                x = self.act(x)
+        return x
+
+    def num_parameters(self) -> int:
+        """Total number of trainable scalars."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+# ---------------------------------------------------------------------------
+# Online (batch size 1, predict-then-update) SGD
+# ---------------------------------------------------------------------------
+
+
+def _silu_np(z: np.ndarray) -> np.ndarray:
+    """Numpy silu ``z * sigmoid(z)``."""
+    return z / (1.0 + np.exp(-z))
+
+
+def _silu_grad_np(z: np.ndarray) -> np.ndarray:
+    """Derivative of silu."""
+    s = 1.0 / (1.0 + np.exp(-z))
+    return s * (1.0 + z * (1.0 - s))
+
+
+def _train_online_kan(model: KAN, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
+    """Hand-written forward/backward of a KAN for one-sample SGD (parameters' dtype)."""
+    dt = np.dtype(str(model.layers[0].coef.dtype).replace("torch.", ""))
+    G, k = model.grid_size, model.spline_order
+    lo, hi = model.grid_range
+    inv_h = 1.0 / ((hi - lo) / G)
+    m_val = cardinal_coefficients(k).T.astype(dt)  # row p: power-p coefficients of b_0..b_k
+    m_der = cardinal_derivative_coefficients(k).T.astype(dt)
+    n_basis = G + k
+    offsets = np.arange(k + 1)
+    powers = np.arange(k + 1, dtype=dt)
+    lr = dt.type(lr)
+
+    # Flat (out, in * (G+k)) copies; coefficient of edge (o, i), basis m sits at i*(G+k) + m.
+    coefs = [
+        layer.coef.detach().cpu().numpy().astype(dt, copy=True).reshape(layer.out_features, -1)
+        for layer in model.layers
+    ]
+    bases = [
+        None
+        if layer.base_weight is None
+        else layer.base_weight.detach().cpu().numpy().astype(dt, copy=True)
+        for layer in model.layers
+    ]
+    row_starts = [(np.arange(layer.in_features) * n_basis)[:, None] + offsets for layer in model.layers]
+    xs = x.astype(dt)
+    ys = y.astype(dt)
+    preds = np.empty((x.shape[0], model.out_features), dtype=np.float64)
+    n_layers = len(coefs)
+
+    with np.errstate(over="ignore"):  # exp overflow in the sigmoid just gives 0 or 1
+        for n in range(xs.shape[0]):
+            a = xs[n]
+            cache = []
+            for li in range(n_layers):
+                s = (np.minimum(np.maximum(a, lo), hi) - lo) * inv_h
+                cell = np.minimum(np.floor(s), G - 1)
+                t = s - cell
+                tp = t[:, None] ** powers  # (in, k+1): t**0 .. t**k
+                bvals = (tp @ m_val).ravel()  # (in * (k+1),)
+                fidx = (row_starts[li] + cell.astype(np.intp)[:, None]).ravel()
+                local = coefs[li][:, fidx]  # (out, in * (k+1))
+                out = local @ bvals
+                sa = None
+                if bases[li] is not None:
+                    sig = 1.0 / (1.0 + np.exp(-a))
+                    sa = a * sig
+                    out = out + bases[li] @ sa
+                    cache.append((a, tp, bvals, fidx, local, sa, sig))
+                else:
+                    cache.append((a, tp, bvals, fidx, local, None, None))
+                a = out
+            preds[n] = a
+            g = a - ys[n]
+            for li in range(n_layers - 1, -1, -1):
+                a_in, tp, bvals, fidx, local, sa, sig = cache[li]
+                if li > 0:
+                    # d y_o / d x_i = sum_j local[o,i,j] (1/h) db_j/dt, zero outside the grid.
+                    dvals = tp[:, :k] @ m_der
+                    w = (g @ local).reshape(-1, k + 1)
+                    g_in = (w * dvals).sum(axis=1) * inv_h
+                    g_in *= (a_in >= lo) & (a_in <= hi)
+                    if sa is not None:
+                        g_in += (g @ bases[li]) * (sig * (1.0 + a_in * (1.0 - sig)))
+                coefs[li][:, fidx] = local - lr * (g[:, None] * bvals)
+                if sa is not None:
+                    bases[li] -= lr * (g[:, None] * sa)
+                if li > 0:
+                    g = g_in
+
+    with torch.no_grad():
+        for layer, c, b in zip(model.layers, coefs, bases):
+            layer.coef.copy_(torch.from_numpy(c.reshape(layer.coef.shape)))
+            if b is not None:
+                layer.base_weight.copy_(torch.from_numpy(b))
+    return preds
+
+
+def _act_np(name: str, z: np.ndarray) -> np.ndarray:
+    """Numpy hidden activation."""
+    if name == "relu":
+        return np.maximum(z, 0.0)
+    if name == "hardtanh":
+        return np.clip(z, -1.0, 1.0)
+    if name == "tanh":
+        return np.tanh(z)
+    return _silu_np(z)
+
+
+def _act_grad_np(name: str, z: np.ndarray) -> np.ndarray:
+    """Derivative of the hidden activation (torch's conventions at the kinks)."""
+    if name == "relu":
+        return (z > 0).astype(z.dtype)
+    if name == "hardtanh":
+        return ((z > -1.0) & (z < 1.0)).astype(z.dtype)
+    if name == "tanh":
+        return 1.0 - np.tanh(z) ** 2
+    return _silu_grad_np(z)
+
+
+def _train_online_mlp(model: MLP, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
+    """Hand-written forward/backward of an MLP for one-sample SGD (parameters' dtype)."""
+    dt = np.dtype(str(model.layers[0].weight.dtype).replace("torch.", ""))
+    lr = dt.type(lr)
+    ws = [layer.weight.detach().cpu().numpy().astype(dt, copy=True) for layer in model.layers]
+    bs = [
+        None if layer.bias is None else layer.bias.detach().cpu().numpy().astype(dt, copy=True)
+        for layer in model.layers
+    ]
+    name = model.activation
+    xs, ys = x.astype(dt), y.astype(dt)
+    preds = np.empty((x.shape[0], model.out_features), dtype=np.float64)
+    n_layers = len(ws)
+    for n in range(xs.shape[0]):
+        a = xs[n]
+        inputs, pre = [], []
+        for li in range(n_layers):
+            inputs.append(a)
+            z = ws[li] @ a
+            if bs[li] is not None:
+                z = z + bs[li]
+            pre.append(z)
+            a = _act_np(name, z) if li < n_layers - 1 else z
+        preds[n] = a
+        g = a - ys[n]
+        for li in range(n_layers - 1, -1, -1):
+            g_in = (g @ ws[li]) * _act_grad_np(name, pre[li - 1]) if li > 0 else None
+            ws[li] -= lr * np.outer(g, inputs[li])
+            if bs[li] is not None:
+                bs[li] -= lr * g
+            g = g_in
+    with torch.no_grad():
+        for layer, w, b in zip(model.layers, ws, bs):
+            layer.weight.copy_(torch.from_numpy(w))
+            if b is not None:
+                layer.bias.copy_(torch.from_numpy(b))
+    return preds
+
+
+def _train_online_autograd(model: nn.Module, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
+    """Generic one-sample SGD through autograd, for any module."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters")
+    dtype, device = params[0].dtype, params[0].device
+    xs = torch.as_tensor(x, dtype=dtype, device=device)
+    ys = torch.as_tensor(y, dtype=dtype, device=device)
+    preds = np.empty(y.shape, dtype=np.float64)
+    for n in range(xs.shape[0]):
+        y_hat = model(xs[n : n + 1])
+        if y_hat.shape != (1, ys.shape[1]):
+            raise ValueError(
+                f"model output shape {tuple(y_hat.shape)} does not match targets (1, {ys.shape[1]})"
+            )
+        preds[n] = y_hat.detach().cpu().double().numpy()[0]
+        loss = 0.5 * ((y_hat - ys[n : n + 1]) ** 2).sum()
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        with torch.no_grad():
+            for p, gr in zip(params, grads):
+                if gr is not None:
+                    p.sub_(lr * gr)
+    return preds
+
+
+def train_online(
+    model: nn.Module,
+    x: np.ndarray,
+    y: np.ndarray,
+    lr: float,
+    *,
+    method: Literal["auto", "manual", "autograd"] = "auto",
+) -> np.ndarray:
+    """Predict-then-update SGD (batch 1, loss 0.5*||y_hat - y||^2); returns predictions (n, out)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (n, in), got {x.shape}")
+    if y.ndim != 2:
+        raise ValueError(f"y must have shape (n, out), got {y.shape}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y need the same number of samples, got {x.shape[0]} and {y.shape[0]}")
+    if not isinstance(lr, (int, float, np.floating, np.integer)) or not math.isfinite(lr) or lr < 0:
+        raise ValueError(f"lr must be a finite number >= 0, got {lr!r}")
+    if method not in ("auto", "manual", "autograd"):
+        raise ValueError(f"method must be 'auto', 'manual' or 'autograd', got {method!r}")
+    in_features = getattr(model, "in_features", None)
+    out_features = getattr(model, "out_features", None)
+    if in_features is not None and x.shape[1] != in_features:
+        raise ValueError(f"x has {x.shape[1]} features but the model expects {in_features}")
+    if out_features is not None and y.shape[1] != out_features:
+        raise ValueError(f"y has {y.shape[1]} outputs but the model produces {out_features}")
+
+    manual_ok = isinstance(model, (KAN, MLP)) and all(
+        p.requires_grad and p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
+        for p in model.parameters()
+    )
+    if method == "manual" and not manual_ok:
+        raise ValueError(
+            f"method='manual' needs a CPU float32/float64 KAN or MLP, got {type(model).__name__}"
+        )
+    if method == "autograd" or (method == "auto" and not manual_ok):
+        return _train_online_autograd(model, x, y, float(lr))
+    if isinstance(model, KAN):
+        return _train_online_kan(model, x, y, float(lr))
+    with np.errstate(over="ignore"):  # exp overflow in the sigmoid just gives 0 or 1
+        return _train_online_mlp(model, x, y, float(lr))
