@@ -1,0 +1,1 @@
+"""CIM backend: simulated noisy compute-in-memory crossbars, converters, energy."""

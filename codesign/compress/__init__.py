@@ -1,0 +1,1 @@
+"""LLM weight compression: quantizers, low-rank reconstruction, kernel dispatch."""
