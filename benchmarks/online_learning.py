@@ -171,11 +171,13 @@ def write_plot(curves, tasks, path: Path) -> None:
     fig, axes = plt.subplots(len(tasks), 1, figsize=(10, 3.2 * len(tasks)), constrained_layout=True)
     styles = {"float": "-", "ap_fixed<16,6>": "--", "ap_fixed<12,4>": "-.", "ap_fixed<8,3>": ":"}
     for ax, task in zip(np.atleast_1d(axes), tasks):
+        task_switches: tuple[int, ...] = ()
         for (t, model, prec), (wm, switches) in curves.items():
             if t != task:
                 continue
+            task_switches = switches
             ax.plot(wm, styles[prec], color="tab:blue" if model == "KAN" else "tab:orange", lw=1.2, label=f"{model} {prec}")
-        for s in switches:
+        for s in task_switches:
             ax.axvline(s, color="grey", lw=0.8, alpha=0.6)
         ax.set_yscale("log")
         ax.set_title(task)
