@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from codesign.kan.bspline import cardinal_basis_derivative_np, cardinal_basis_np
-from codesign.kan.learner_base import OnlineLearner, njit, pack_type, quant
+from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, probe
 from codesign.kan.spec import KANSpec
 
 __all__ = ["KANLearner", "basis_roms", "init_kan_coefficients"]
@@ -74,6 +74,35 @@ class KANLearner(OnlineLearner):
         g = self.spec.grid_constants()
         self.grid = np.array([g.lo_raw, g.inv_h_raw, g.inv_h_frac, g.u_shift, g.u_max, self.spec.lut_bits], dtype=np.int64)
 
+    def signal_names(self) -> list[str]:
+        """Instrumented signals: per layer the grid inputs, outputs, derivatives, input gradients, updates; the errors."""
+        names = []
+        for l, (n_in, n_out) in enumerate(self.spec.layer_shapes):
+            names += [f"layer{l}.grid_in[i={i}]" for i in range(n_in)]
+            names += [f"layer{l}.out[o={o}]" for o in range(n_out)]
+            edges = [f"o={o},i={i}" for o in range(n_out) for i in range(n_in)]
+            if l > 0:
+                names += [f"layer{l}.dphi[{e}]" for e in edges]
+                names += [f"layer{l}.grad_in[i={i}]" for i in range(n_in)]
+            names += [f"layer{l}.coef_update[{e}]" for e in edges]
+        names += [f"err[o={o}]" for o in range(self.spec.n_outputs)]
+        return names
+
+    def _signal_bases(self) -> np.ndarray:
+        """First stats row of each signal kind per layer, in signal_names() order (-1: absent)."""
+        shapes = self.spec.layer_shapes
+        bases = np.full((len(shapes) + 1, 5), -1, dtype=np.int64)
+        row = 0
+        for l, (n_in, n_out) in enumerate(shapes):
+            bases[l, 0], row = row, row + n_in
+            bases[l, 1], row = row, row + n_out
+            if l > 0:
+                bases[l, 2], row = row, row + n_in * n_out
+                bases[l, 3], row = row, row + n_in
+            bases[l, 4], row = row, row + n_in * n_out
+        bases[len(shapes), 0] = row
+        return bases
+
     def coefficients_raw(self) -> list[np.ndarray]:
         """Raw coef_t integers per layer, shape (out, in, G+k) (a copy)."""
         return [
@@ -85,7 +114,7 @@ class KANLearner(OnlineLearner):
         """Float coefficients per layer, shape (out, in, G+k)."""
         return [self.spec.coef_t.to_float(c) for c in self.coefficients_raw()]
 
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
         x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
         y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
@@ -95,13 +124,17 @@ class KANLearner(OnlineLearner):
         _kan_stream(
             x_raw, y_raw, train_arr, self.coef, widths, self.offsets, self.spec.n_coef,
             self.brom, self.drom, self.types, self.grid, self.spec.lr_shift, pred,
+            np.zeros((0, 5)) if stats is None else stats, self._signal_bases(),
         )
         return pred
 
 
 @njit(cache=True)
-def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, grid, lr_shift, pred):
-    """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§6)."""
+def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, grid, lr_shift, pred, stats, sig):
+    """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§6).
+
+    stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.
+    """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
     k1 = brom.shape[0]
@@ -131,6 +164,7 @@ def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, g
                     clamped[l, i] = 1
                 cells[l, i] = u >> lut_bits
                 addrs[l, i] = u & addr_mask
+                note_clamp(acts[l, i], f_act, clamped[l, i], stats, sig[l, 0] + i, t)
             for o in range(n_out):
                 acc = 0
                 for i in range(n_in):
@@ -138,14 +172,14 @@ def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, g
                     a = addrs[l, i]
                     for j in range(k1):
                         acc += brom[j, a] * coef[base + j]
-                acts[l + 1, o] = quant(acc, f_basis + f_coef, types[T_ACT])
+                acts[l + 1, o] = probe(acc, f_basis + f_coef, types[T_ACT], stats, sig[l, 1] + o, t)
         for o in range(widths[n_layers]):
             pred[t, o] = acts[n_layers, o]
         if train[t] == 0:
             continue
         # §4 error at the output
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = quant(acts[n_layers, o] - y[t, o], f_act, types[T_ERR])
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types[T_ERR], stats, sig[n_layers, 0] + o, t)
         # §5 backward with pre-update coefficients, then §6 the sparse update, layer by layer
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
@@ -162,8 +196,9 @@ def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, g
                         dacc = 0
                         for j in range(k1):
                             dacc += drom[j, a] * coef[base + j]
-                        s += grads[l + 1, o] * quant(dacc, f_dbasis + f_coef, types[T_DPHI])
-                    grads[l, i] = quant(s * inv_h_raw, f_g + f_dphi + inv_h_frac, types[T_GRAD])
+                        dphi = probe(dacc, f_dbasis + f_coef, types[T_DPHI], stats, sig[l, 2] + o * n_in + i, t)
+                        s += grads[l + 1, o] * dphi
+                    grads[l, i] = probe(s * inv_h_raw, f_g + f_dphi + inv_h_frac, types[T_GRAD], stats, sig[l, 3] + i, t)
             f_delta = f_g + f_basis + lr_shift
             f_full = max(f_coef, f_delta)
             for o in range(n_out):
@@ -173,4 +208,4 @@ def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, g
                     a = addrs[l, i]
                     for j in range(k1):
                         full = (coef[base + j] << (f_full - f_coef)) - ((g * brom[j, a]) << (f_full - f_delta))
-                        coef[base + j] = quant(full, f_full, types[T_COEF])
+                        coef[base + j] = probe(full, f_full, types[T_COEF], stats, sig[l, 4] + o * n_in + i, t)

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from codesign.fixed import FixedType
+from codesign.fixed import FixedType, OMode
 from codesign.fixed.kernel import requantize
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -19,7 +19,12 @@ except ImportError:  # pragma: no cover - numba is a hard dependency; this keeps
             return args[0]
         return lambda f: f
 
-__all__ = ["OnlineLearner", "pack_type", "quant", "njit"]
+__all__ = ["OnlineLearner", "pack_type", "quant", "probe", "note_clamp", "STAT_COLUMNS", "njit"]
+
+# Columns of a profile's stats table, one row per named signal.
+STAT_COLUMNS = ("min", "max", "saturations", "first_saturation", "count")
+_WIDE = 62
+_SAT = int(OMode.AP_SAT)
 
 
 def pack_type(t: FixedType) -> np.ndarray:
@@ -31,6 +36,41 @@ def pack_type(t: FixedType) -> np.ndarray:
 def quant(v, frac_in, trow):
     """Cast an exact value with frac_in fractional bits to the type packed in trow (assignment semantics)."""
     return requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+
+
+@njit(cache=True)
+def probe(v, frac_in, trow, stats, sid, t):
+    """quant(), and when stats has rows, record the exact value and any overflow of signal sid at sample t."""
+    r = requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    if stats.shape[0] > 0:
+        x = v * 2.0 ** (-frac_in)
+        if stats[sid, 4] == 0 or x < stats[sid, 0]:
+            stats[sid, 0] = x
+        if stats[sid, 4] == 0 or x > stats[sid, 1]:
+            stats[sid, 1] = x
+        # the same rounding into a type too wide to overflow: any difference is an overflow
+        if requantize(v, frac_in - trow[1], _WIDE, 1, trow[3], _SAT) != r:
+            stats[sid, 2] += 1
+            if stats[sid, 3] < 0:
+                stats[sid, 3] = t
+        stats[sid, 4] += 1
+    return r
+
+
+@njit(cache=True)
+def note_clamp(x, frac, clamped, stats, sid, t):
+    """Record an input of the grid (value, and whether the grid clamped it) when profiling."""
+    if stats.shape[0] > 0:
+        v = x * 2.0 ** (-frac)
+        if stats[sid, 4] == 0 or v < stats[sid, 0]:
+            stats[sid, 0] = v
+        if stats[sid, 4] == 0 or v > stats[sid, 1]:
+            stats[sid, 1] = v
+        if clamped:
+            stats[sid, 2] += 1
+            if stats[sid, 3] < 0:
+                stats[sid, 3] = t
+        stats[sid, 4] += 1
 
 
 class OnlineLearner(ABC):
@@ -67,5 +107,19 @@ class OnlineLearner(ABC):
         return act.to_float(pred)
 
     @abstractmethod
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train) -> np.ndarray:
-        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""
+    def signal_names(self) -> list[str]:
+        """Names of the instrumented signals, in the row order of a profile's stats table."""
+
+    @abstractmethod
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
+        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs).
+
+        With a stats table (rows = signal_names(), columns = STAT_COLUMNS, first_saturation
+        preset to -1) every named signal's range and overflows are recorded in it.
+        """
+
+    def new_stats(self) -> np.ndarray:
+        """An empty stats table for run_raw()."""
+        stats = np.zeros((len(self.signal_names()), len(STAT_COLUMNS)))
+        stats[:, 3] = -1
+        return stats

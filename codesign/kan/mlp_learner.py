@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codesign.kan.learner_base import OnlineLearner, njit, pack_type, quant
+from codesign.kan.learner_base import OnlineLearner, njit, pack_type, probe
 from codesign.kan.spec import MLPSpec
 
 __all__ = ["MLPLearner", "init_mlp_weights"]
@@ -52,6 +52,31 @@ class MLPLearner(OnlineLearner):
         self.types = np.stack([pack_type(getattr(self.spec, n)) for n in ("act_t", "coef_t", "err_t", "grad_t")])
         self.activation = ACT_RELU if self.spec.activation == "relu" else ACT_HARDTANH
 
+    def signal_names(self) -> list[str]:
+        """Instrumented signals: per layer the outputs, input gradients and updates; the errors."""
+        names = []
+        for l, (n_in, n_out) in enumerate(self.spec.layer_shapes):
+            names += [f"layer{l}.out[o={o}]" for o in range(n_out)]
+            if l > 0:
+                names += [f"layer{l}.grad_in[i={i}]" for i in range(n_in)]
+            for o in range(n_out):
+                names += [f"layer{l}.weight_update[o={o},i={i}]" for i in range(n_in)] + [f"layer{l}.bias_update[o={o}]"]
+        names += [f"err[o={o}]" for o in range(self.spec.n_outputs)]
+        return names
+
+    def _signal_bases(self) -> np.ndarray:
+        """First stats row of outputs, input gradients and updates per layer (-1: absent); errors last."""
+        shapes = self.spec.layer_shapes
+        bases = np.full((len(shapes) + 1, 3), -1, dtype=np.int64)
+        row = 0
+        for l, (n_in, n_out) in enumerate(shapes):
+            bases[l, 0], row = row, row + n_out
+            if l > 0:
+                bases[l, 1], row = row, row + n_in
+            bases[l, 2], row = row, row + n_out * (n_in + 1)
+        bases[len(shapes), 0] = row
+        return bases
+
     def params_raw(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Raw coef_t (weights, biases) per layer (copies)."""
         out = []
@@ -60,20 +85,26 @@ class MLPLearner(OnlineLearner):
             out.append((rows[:, :n_in].copy(), rows[:, n_in].copy()))
         return out
 
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""
         x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
         y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
         train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x_raw.shape[0],)).copy()
         pred = np.zeros((x_raw.shape[0], self.spec.n_outputs), dtype=np.int64)
         widths = np.array(self.spec.widths, dtype=np.int64)
-        _mlp_stream(x_raw, y_raw, train_arr, self.weights, widths, self.offsets, self.types, self.activation, self.spec.lr_shift, pred)
+        _mlp_stream(
+            x_raw, y_raw, train_arr, self.weights, widths, self.offsets, self.types, self.activation,
+            self.spec.lr_shift, pred, np.zeros((0, 5)) if stats is None else stats, self._signal_bases(),
+        )
         return pred
 
 
 @njit(cache=True)
-def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, pred):
-    """Predict-then-update over a stream; wts is updated in place (docs/arithmetic.md §8)."""
+def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, pred, stats, sig):
+    """Predict-then-update over a stream; wts is updated in place (docs/arithmetic.md §8).
+
+    stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.
+    """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
     f_act, f_coef = types[T_ACT, 1], types[T_COEF, 1]
@@ -91,7 +122,7 @@ def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, 
                 acc = wts[row + n_in] << f_act  # bias, aligned to the products' f_coef + f_act bits
                 for i in range(n_in):
                     acc += wts[row + i] * acts[l, i]
-                z = quant(acc, f_coef + f_act, types[T_ACT])
+                z = probe(acc, f_coef + f_act, types[T_ACT], stats, sig[l, 0] + o, t)
                 pre[l + 1, o] = z
                 if l < n_layers - 1:
                     if activation == ACT_RELU:
@@ -104,7 +135,7 @@ def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, 
         if train[t] == 0:
             continue
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = quant(acts[n_layers, o] - y[t, o], f_act, types[T_ERR])
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types[T_ERR], stats, sig[n_layers, 0] + o, t)
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
@@ -120,7 +151,7 @@ def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, 
                     s = 0
                     for o in range(n_out):
                         s += grads[l + 1, o] * wts[offsets[l] + o * (n_in + 1) + i]
-                    grads[l, i] = quant(s, f_g + f_coef, types[T_GRAD])
+                    grads[l, i] = probe(s, f_g + f_coef, types[T_GRAD], stats, sig[l, 1] + i, t)
             f_delta = f_g + f_act + lr_shift
             f_full = max(f_coef, f_delta)
             for o in range(n_out):
@@ -129,4 +160,4 @@ def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, 
                 for i in range(n_in + 1):
                     xin = acts[l, i] if i < n_in else one  # the bias sees a constant input of 1.0
                     full = (wts[row + i] << (f_full - f_coef)) - ((g * xin) << (f_full - f_delta))
-                    wts[row + i] = quant(full, f_full, types[T_COEF])
+                    wts[row + i] = probe(full, f_full, types[T_COEF], stats, sig[l, 2] + o * (n_in + 1) + i, t)
