@@ -116,15 +116,12 @@ class KANLearner(OnlineLearner):
 
     def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
-        x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
-        y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
-        train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x_raw.shape[0],)).copy()
-        pred = np.zeros((x_raw.shape[0], self.spec.n_outputs), dtype=np.int64)
-        widths = np.array(self.spec.widths, dtype=np.int64)
+        x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
+        stats = np.zeros((0, 5)) if stats is None else stats
         _kan_stream(
             x_raw, y_raw, train_arr, self.coef, widths, self.offsets, self.spec.n_coef,
             self.brom, self.drom, self.types, self.grid, self.spec.lr_shift, pred,
-            np.zeros((0, 5)) if stats is None else stats, self._signal_bases(),
+            stats, self._signal_bases(),
         )
         return pred
 

@@ -73,6 +73,11 @@ def note_clamp(x, frac, clamped, stats, sid, t):
         stats[sid, 4] += 1
 
 
+def _train_flags(train, n: int) -> np.ndarray:
+    """Per-sample train-enable flags from a bool or an array."""
+    return np.broadcast_to(np.asarray(train, dtype=np.int64), (n,)).copy()
+
+
 class OnlineLearner(ABC):
     """Base of the bit-exact learners: quantizes a float stream and runs the integer kernel."""
 
@@ -96,8 +101,7 @@ class OnlineLearner(ABC):
             if bad.any():
                 idx = np.argwhere(bad)[0]
                 raise ValueError(f"{name} hold a non-finite value {arr[tuple(idx)]} at sample {idx[0]}")
-        train_arr = np.broadcast_to(np.asarray(train, dtype=np.int64), (x.shape[0],)).copy()
-        return x, y, train_arr
+        return x, y, _train_flags(train, x.shape[0])
 
     def run(self, x: np.ndarray, y: np.ndarray, train=True) -> np.ndarray:
         """Stream float samples through the learner (predict, then update); returns float predictions."""
@@ -117,6 +121,15 @@ class OnlineLearner(ABC):
         With a stats table (rows = signal_names(), columns = STAT_COLUMNS, first_saturation
         preset to -1) every named signal's range and overflows are recorded in it.
         """
+
+    def _kernel_arrays(self, x_raw, y_raw, train) -> tuple[np.ndarray, ...]:
+        """What every kernel takes: contiguous int64 samples and targets, train flags, an empty
+        prediction array and the layer widths."""
+        x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)
+        y_raw = np.ascontiguousarray(y_raw, dtype=np.int64)
+        pred = np.zeros((x_raw.shape[0], self.spec.n_outputs), dtype=np.int64)
+        widths = np.array(self.spec.widths, dtype=np.int64)
+        return x_raw, y_raw, _train_flags(train, x_raw.shape[0]), pred, widths
 
     def new_stats(self) -> np.ndarray:
         """An empty stats table for run_raw()."""
