@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -26,6 +27,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from codesign.kan.profile_cli import run_profile
+
+    run_profile(args.learner, args.config, args.task, args.samples, args.seed, args.out, args.force)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="codesign", description=__doc__)
@@ -42,6 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
     p.add_argument("--config", help="TOML or YAML file overriding spec fields")
     p.set_defaults(func=_cmd_learn)
+
+    p = sub.add_parser("profile", help="range, overflow and narrowest type of every named fixed-point signal over a stream")
+    p.add_argument("learner", help="kan_online or mlp_online")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--task", default="function_tracking", help="task name (see `codesign tasks`)")
+    p.add_argument("--samples", type=int, default=20_000, help="stream length (default 20000)")
+    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    p.add_argument("--out", help="output folder (default ./codesign_out/profile_<learner>)")
+    p.add_argument("--force", action="store_true", help="replace profile files in an existing output folder")
+    p.set_defaults(func=_cmd_profile)
     return parser
 
 
@@ -61,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("codesign: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 if __name__ == "__main__":
