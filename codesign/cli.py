@@ -34,6 +34,50 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_boards(args: argparse.Namespace) -> int:
+    from codesign.fpga.boards import load_boards
+    from codesign.fpga.report import format_boards
+
+    print(format_boards(load_boards()))
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from codesign.fpga.build import build
+    from codesign.fpga.csim import CsimError
+
+    try:
+        report = build(
+            args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
+            samples=args.samples, task=args.task, seed=args.seed,
+        )
+    except CsimError as exc:  # the generated project did not compile or run: not a usage error
+        print(f"codesign: error: {exc}", file=sys.stderr)
+        return 1
+    csim = report["csim"]
+    if not csim["bit_exact"]:
+        print(
+            f"codesign: error: the C-simulation does not match the Python reference ({csim['mismatches']} mismatches); "
+            f"see {report['output']}/csim/csim.log",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+_BUILD_EPILOG = """The output folder (default ./codesign_out/<learner>_<part>, e.g. codesign_out/kan_online_xcvu9p)
+holds firmware/, tb/, tb_data/, csim/, build_prj.tcl (vitis_hls -f build_prj.tcl), README.md,
+manifest.json and report.json. An existing non-empty folder is refused; --force replaces those
+generated entries (and the Vitis project folder <learner>_prj/) and leaves other files alone.
+
+C-simulation stream: --samples samples of --task (a task with an n_inputs option, such as
+function_tracking, is generated with the spec's input width; otherwise task columns are reused
+cyclically, negated on every second pass, to fit the spec's widths), then 512 corner samples
+(act_t extremes, grid edges, random raw values, train off for about a quarter). The learner's
+clock is the board's default unless the config sets clock_mhz.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="codesign", description=__doc__)
@@ -60,6 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default ./codesign_out/profile_<learner>)")
     p.add_argument("--force", action="store_true", help="replace profile files in an existing output folder")
     p.set_defaults(func=_cmd_profile)
+
+    p = sub.add_parser("boards", help="list the FPGA parts and boards that --target accepts")
+    p.set_defaults(func=_cmd_boards)
+
+    p = sub.add_parser(
+        "build",
+        help="emit a Vitis HLS project of an online learner and verify it by g++ C-simulation",
+        epilog=_BUILD_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("learner", help="kan_online or mlp_online")
+    p.add_argument("--target", default="xcvu9p", help="part or board name, e.g. xcvu9p or vcu118 (see `codesign boards`)")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--out", help="output folder (default ./codesign_out/<learner>_<part>)")
+    p.add_argument("--force", action="store_true", help="replace the generated files of an existing output folder")
+    p.add_argument("--samples", type=int, default=10_000, help="task samples of the C-simulation stream (default 10000)")
+    p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
+    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    p.set_defaults(func=_cmd_build)
     return parser
 
 

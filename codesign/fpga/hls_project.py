@@ -1,0 +1,114 @@
+"""Write a complete Vitis HLS project for a learner spec: firmware, library copy, testbench,
+testbench data, ``build_prj.tcl``, README and ``manifest.json``.
+
+Every file comes from a template under ``hls/templates/`` with named slots; the
+learner-specific firmware comes from :mod:`codesign.fpga.kan_firmware` or
+:mod:`codesign.fpga.mlp_firmware`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+from codesign import __version__
+from codesign.fpga import kan_firmware, mlp_firmware
+from codesign.fpga.boards import Board
+from codesign.fpga.manifest import interface_table, manifest
+from codesign.fpga.stimulus import Reference, Stimulus, write_tb_data
+from codesign.fpga.templates import library_headers, render
+from codesign.fpga.timing import Timing
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["GENERATED", "firmware_module", "prepare_output", "write_project", "project_name"]
+
+# What a build writes at the top of its folder; --force replaces these and nothing else.
+GENERATED = ("firmware", "tb", "tb_data", "csim", "build_prj.tcl", "README.md", "manifest.json", "report.json")
+
+
+def firmware_module(spec: KANSpec | MLPSpec) -> ModuleType:
+    """The firmware renderer of a spec's learner."""
+    return kan_firmware if isinstance(spec, KANSpec) else mlp_firmware
+
+
+def project_name(learner: str) -> str:
+    """The Vitis HLS project folder that build_prj.tcl creates."""
+    return f"{learner}_prj"
+
+
+def prepare_output(out: Path, learner: str, force: bool) -> None:
+    """Make ``out`` ready for a build: refuse a non-empty folder without force; with force,
+    remove only what a build generates (and the Vitis project folder), leaving other files."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"output path {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise FileExistsError(f"output folder {out} exists and is not empty: pass --force to replace its generated files")
+        for name in (*GENERATED, project_name(learner)):
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _spec_text(spec: KANSpec | MLPSpec) -> str:
+    return "\n    ".join(f"{k} = {v}" for k, v in spec.to_dict().items())
+
+
+def _timing_text(timing: Timing, clock_mhz: float) -> str:
+    t = timing.to_dict(clock_mhz)
+    stages = ", ".join(f"{k} {v}" for k, v in timing.stages.items())
+    return (
+        f"Analytic stage count (to be measured by co-simulation): prediction after "
+        f"{t['prediction_latency_cycles_expected']} cycles, the whole sample (ap_done) after "
+        f"{t['latency_cycles_expected']} cycles ({t['latency_ns_expected']} ns at {clock_mhz:g} MHz); "
+        f"stages: {stages}.\n\nII: the pipeline's target is {t['ii_target']}. Exact online SGD makes "
+        f"sample t+1 read the state that sample t writes, so the expected II is the read-to-write "
+        f"distance, {t['ii_expected']} cycles, unless that chain closes in one clock. "
+        f"`csynth_design` reports the achieved II."
+    )
+
+
+def write_project(
+    out: Path, spec: KANSpec | MLPSpec, board: Board, target: str, stimulus: Stimulus,
+    reference: Reference, timing: Timing,
+) -> dict:
+    """Write every project file into ``out`` (prepared by :func:`prepare_output`); returns the manifest."""
+    fw = firmware_module(spec)
+    learner = fw.LEARNER
+    files = dict(fw.render_firmware(spec, reference.initial_state, stimulus.seed))
+    files[f"firmware/{learner}.h"] = render(
+        "common/top.h", version=__version__, learner=learner, top=f"{learner}_top",
+        guard=f"{learner.upper()}_H_", state_what=fw.STATE_WHAT,
+    )
+    for name, text in library_headers().items():
+        files[f"firmware/codesign/{name}"] = text
+    files[f"tb/{learner}_test.cpp"] = render(
+        "common/testbench.cpp", version=__version__, learner=learner, top=f"{learner}_top", top_header=f"{learner}.h",
+    )
+    target_label = board.label
+    clock = spec.clock_mhz
+    files["build_prj.tcl"] = render(
+        "common/build_prj.tcl", version=__version__, learner=learner, top=f"{learner}_top",
+        target_label=target_label, part=board.part, clock_mhz=f"{clock:g}",
+        clock_period_ns=f"{1000.0 / clock:.4g}", project_name=project_name(learner),
+    )
+    data = manifest(learner, spec, board, timing)
+    files["README.md"] = render(
+        "common/README.md", version=__version__, learner=learner, learner_title=fw.TITLE, target=target,
+        target_label=target_label, part=board.part, clock_mhz=f"{clock:g}", top=f"{learner}_top",
+        project_name=project_name(learner),
+        firmware_rows="\n".join(f"| `{path}` | {what} |" for path, what in fw.FIRMWARE_ROWS.items()),
+        interface_text=interface_table(data), spec_text=_spec_text(spec), timing_text=_timing_text(timing, clock),
+    )
+    files["manifest.json"] = json.dumps(data, indent=2) + "\n"
+    for rel, text in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    write_tb_data(out / "tb_data", stimulus, reference)
+    return data

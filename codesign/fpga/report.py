@@ -1,0 +1,84 @@
+"""The build report: ``report.json`` in the output folder and a readable summary for the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codesign import __version__
+from codesign.fpga.boards import Board
+from codesign.fpga.csim import CsimResult
+from codesign.fpga.stimulus import Reference, Stimulus
+from codesign.fpga.timing import Timing
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["build_report", "format_report", "format_boards"]
+
+
+def build_report(
+    learner: str, target: str, board: Board, spec: KANSpec | MLPSpec, stimulus: Stimulus,
+    reference: Reference, csim: CsimResult, timing: Timing, out: Path, steps: dict[str, float],
+) -> dict:
+    """Everything a build established, as plain data for report.json."""
+    t = timing.to_dict(spec.clock_mhz)
+    return {
+        "generator": f"codesign {__version__}",
+        "learner": learner,
+        "target": target,
+        "board": board.board or None,
+        "part": board.part,
+        "family": board.family,
+        "device_resources": board.to_dict()["resources"],
+        "clock_mhz": spec.clock_mhz,
+        "spec": spec.to_dict(),
+        "parameters": spec.num_parameters,
+        "stream": {
+            "task": stimulus.task, "seed": stimulus.seed, "task_samples": stimulus.task_samples,
+            "corner_samples": stimulus.corner_samples, "samples": stimulus.samples,
+        },
+        "csim": csim.to_dict(),
+        "reference_seconds": round(reference.seconds, 3),
+        "latency_cycles_expected": t["latency_cycles_expected"],
+        "prediction_latency_cycles_expected": t["prediction_latency_cycles_expected"],
+        "latency_ns_expected": t["latency_ns_expected"],
+        "ii_target": t["ii_target"],
+        "ii_expected": t["ii_expected"],
+        "timing": t,
+        "output": str(out),
+        "step_seconds": {k: round(v, 3) for k, v in steps.items()},
+    }
+
+
+def format_report(report: dict) -> str:
+    """The report as a few aligned lines for the terminal."""
+    spec = report["spec"]
+    types = ", ".join(f"{k} {v}" for k, v in spec.items() if k.endswith("_t"))
+    fields = ", ".join(f"{k} {tuple(v) if isinstance(v, list) else v}" for k, v in spec.items() if not k.endswith("_t"))
+    c, s = report["csim"], report["stream"]
+    verdict = "bit-exact" if c["bit_exact"] else "NOT bit-exact"
+    board = f" ({report['board']})" if report["board"] else ""
+    lines = [
+        f"{report['learner']} for {report['target']}{board}: part {report['part']}, {report['clock_mhz']:g} MHz",
+        f"  spec        {fields}",
+        f"  types       {types}",
+        f"  parameters  {report['parameters']:,}",
+        f"  C-sim       {c['samples']:,} samples ({s['task_samples']:,} of {s['task']} + {s['corner_samples']} corner): "
+        f"{verdict}, {c['prediction_mismatches']} prediction and {c['state_mismatches']} of "
+        f"{c['state_values']:,} final-state mismatches ({c['seconds']:.2f} s)",
+        f"  timing      expected latency {report['latency_cycles_expected']} cycles "
+        f"({report['latency_ns_expected']:g} ns), prediction after {report['prediction_latency_cycles_expected']}; "
+        f"II target {report['ii_target']}, expected {report['ii_expected']} (analytic; co-simulation measures it)",
+        f"  project     {report['output']}  (run: vitis_hls -f build_prj.tcl)",
+    ]
+    return "\n".join(lines)
+
+
+def format_boards(boards: dict[str, Board]) -> str:
+    """The board files as a table for `codesign boards`."""
+    head = f"{'target':9s} {'board':11s} {'part':22s} {'LUT':>10s} {'FF':>10s} {'DSP':>7s} {'BRAM36':>7s} {'URAM':>6s} {'clock':>8s}"
+    rows = [head]
+    for b in boards.values():
+        rows.append(
+            f"{b.name:9s} {b.board or '-':11s} {b.part:22s} {b.lut:>10,} {b.ff:>10,} {b.dsp:>7,} "
+            f"{b.bram_36k:>7,} {b.uram:>6,} {b.clock_mhz:>4g} MHz"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,144 @@
+"""Stimulus of the C-simulation and the Python reference's expected outputs, as raw integers.
+
+The stream (documented in ``codesign build --help`` and the project README):
+
+1. ``n_samples`` samples of an online task (default ``function_tracking``, seed 0), all with
+   train enabled. A task that takes ``n_inputs`` (function_tracking) is generated with the
+   spec's input width. Otherwise, and for the targets, the task's columns are adapted to the
+   spec's widths: column c of the stimulus is column ``c % d`` of the task's ``d`` columns,
+   negated on every second pass (so extra columns are not copies). Values are quantized to
+   ``act_t`` exactly as ``ap_fixed(double)`` does.
+2. ``CORNER_SAMPLES`` corner samples: each input and target is, with even odds, an edge value
+   (the extremes of ``act_t``, 0, +-1 LSB, +-1.0 and, for a KAN, the grid edges lo and hi
+   and their neighbours) or a uniformly random raw value of ``act_t``; train is enabled with
+   probability 3/4. They drive saturation, inputs outside the grid, grid edges and
+   prediction-only samples.
+
+The reference learner starts from the same seeded initial state that the firmware holds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from codesign.kan.run import make_learner
+from codesign.kan.spec import KANSpec, MLPSpec
+from codesign.tasks import make_stream, task_options
+
+__all__ = ["CORNER_SAMPLES", "Stimulus", "Reference", "adapt_columns", "make_stimulus", "run_reference", "write_tb_data"]
+
+CORNER_SAMPLES = 512
+
+
+@dataclass(frozen=True)
+class Stimulus:
+    """What the testbench streams through the top: raw act_t integers and train enables."""
+
+    x: np.ndarray  # (n, n_in) raw act_t
+    y: np.ndarray  # (n, n_out) raw act_t
+    train: np.ndarray  # (n,) 0 or 1
+    task: str
+    task_samples: int
+    corner_samples: int
+    seed: int
+
+    @property
+    def samples(self) -> int:
+        """Stream length."""
+        return int(self.x.shape[0])
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The Python reference's run over a stimulus: initial state, predictions, final state."""
+
+    initial_state: list  # per layer, the firmware's initial values (raw)
+    predictions: np.ndarray  # (n, n_out) raw act_t
+    state: np.ndarray  # final state, flat, in the testbench's read-back order
+    state_names: list[str]
+    seconds: float
+
+
+def adapt_columns(a: np.ndarray, n: int) -> np.ndarray:
+    """``n`` columns from ``a``'s ``d``: column c is column ``c % d``, negated on odd passes ``c // d``."""
+    d = a.shape[1]
+    cols = [a[:, c % d] * (-1.0 if (c // d) % 2 else 1.0) for c in range(n)]
+    return np.stack(cols, axis=1)
+
+
+def _corner_values(spec: KANSpec | MLPSpec) -> np.ndarray:
+    """Edge values of act_t (raw) that the corner samples draw from."""
+    act = spec.act_t
+    values = {act.min_raw, act.max_raw, act.min_raw + 1, act.max_raw - 1, 0, 1, -1}
+    if act.frac >= 0:
+        values |= {1 << act.frac, -(1 << act.frac)}
+    if isinstance(spec, KANSpec):
+        lo_raw, hi_raw = (int(round(v * 2.0**act.frac)) for v in spec.grid_range)
+        values |= {v + d for v in (lo_raw, hi_raw) for d in (-1, 0, 1)}
+    return np.clip(np.array(sorted(values), dtype=np.int64), act.min_raw, act.max_raw)
+
+
+def _corner_block(spec: KANSpec | MLPSpec, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng([seed, 0xC0])
+    act = spec.act_t
+    edges = _corner_values(spec)
+
+    def draw(cols: int) -> np.ndarray:
+        random = rng.integers(act.min_raw, act.max_raw, size=(n, cols), endpoint=True)
+        pick = rng.integers(0, len(edges), size=(n, cols))
+        return np.where(rng.random((n, cols)) < 0.5, edges[pick], random).astype(np.int64)
+
+    x, y = draw(spec.n_inputs), draw(spec.n_outputs)
+    train = (rng.random(n) < 0.75).astype(np.int64)
+    return x, y, train
+
+
+def make_stimulus(spec: KANSpec | MLPSpec, task: str = "function_tracking", n_samples: int = 10_000, seed: int = 0) -> Stimulus:
+    """``n_samples`` task samples fitted to the spec's widths, then the corner block."""
+    if n_samples < 1:
+        raise ValueError(f"--samples={n_samples}: need at least one sample")
+    options = {"n_inputs": spec.n_inputs} if "n_inputs" in task_options(task) else {}
+    stream = make_stream(task, n_samples=n_samples, seed=seed, **options)
+    x = spec.act_t.quantize(adapt_columns(stream.x, spec.n_inputs))
+    y = spec.act_t.quantize(adapt_columns(stream.y, spec.n_outputs))
+    cx, cy, ctrain = _corner_block(spec, CORNER_SAMPLES, seed)
+    return Stimulus(
+        x=np.concatenate([x, cx]), y=np.concatenate([y, cy]),
+        train=np.concatenate([np.ones(n_samples, dtype=np.int64), ctrain]),
+        task=task, task_samples=n_samples, corner_samples=CORNER_SAMPLES, seed=seed,
+    )
+
+
+def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleType) -> Reference:
+    """Run the bit-exact Python learner (initial state from the stimulus seed) over the stimulus;
+    ``firmware`` (kan_firmware or mlp_firmware) says how to read the learner's state."""
+    learner = make_learner(spec, seed=stimulus.seed)
+    initial = firmware.learner_state(learner)
+    start = time.perf_counter()
+    pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train)
+    seconds = time.perf_counter() - start
+    final = firmware.flat_state(firmware.learner_state(learner))
+    return Reference(initial, pred, final, firmware.state_names(spec), seconds)
+
+
+def write_tb_data(folder: Path, stimulus: Stimulus, reference: Reference) -> None:
+    """The testbench's input files: stimulus.txt, expected_predictions.txt, expected_state.txt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n_in, n_out = stimulus.x.shape[1], stimulus.y.shape[1]
+    header = (
+        f"{stimulus.samples} samples: {stimulus.task_samples} of task {stimulus.task} (seed {stimulus.seed}), "
+        f"then {stimulus.corner_samples} corner samples\n"
+    )
+    rows = np.concatenate([stimulus.train[:, None], stimulus.x, stimulus.y], axis=1)
+    np.savetxt(folder / "stimulus.txt", rows, fmt="%d",
+               header=header + f"train x[0..{n_in - 1}] y[0..{n_out - 1}] (raw act_t integers)")
+    np.savetxt(folder / "expected_predictions.txt", reference.predictions, fmt="%d",
+               header=f"y_hat[0..{n_out - 1}] of the Python reference per sample (raw act_t integers)")
+    with open(folder / "expected_state.txt", "w") as f:
+        f.write("# the learner state after the stream: name raw\n")
+        f.writelines(f"{name} {int(v)}\n" for name, v in zip(reference.state_names, reference.state))

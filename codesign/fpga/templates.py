@@ -1,0 +1,73 @@
+"""Template files with named slots (``${name}``) under ``hls/templates/``, and C++ literal helpers.
+
+Templates ship as package data of ``codesign.hls``; they are read through
+``importlib.resources`` so an editable install and a wheel find them the same way. A
+template is filled with :class:`string.Template`: every slot must be given (a missing one is
+an error, not an empty string), and a literal ``$`` is written ``$$``.
+"""
+
+from __future__ import annotations
+
+import string
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["render", "library_headers", "fixed_literal", "array_initializer", "join_blocks"]
+
+
+def _template_file(name: str) -> Traversable:
+    node = files("codesign.hls").joinpath("templates")
+    for part in name.split("/"):
+        node = node.joinpath(part)
+    if not node.is_file():
+        raise FileNotFoundError(f"HLS template {name} is missing from the installed package")
+    return node
+
+
+def render(name: str, **slots: object) -> str:
+    """The template ``hls/templates/<name>`` with every ``${slot}`` filled."""
+    text = _template_file(name).read_text()
+    try:
+        return string.Template(text).substitute({k: str(v) for k, v in slots.items()})
+    except KeyError as exc:
+        raise KeyError(f"template {name} has a slot {exc} that was not given") from None
+
+
+def library_headers() -> dict[str, str]:
+    """The header-only HLS library (``hls/codesign/*.h``): file name -> text."""
+    lib = files("codesign.hls").joinpath("codesign")
+    return {f.name: f.read_text() for f in sorted(lib.iterdir(), key=lambda f: f.name) if f.name.endswith(".h")}
+
+
+def fixed_literal(raw: int, frac: int) -> str:
+    """A C++ double literal equal to ``raw * 2^-frac`` exactly (ap_fixed(double) is then exact)."""
+    value = float(raw) * 2.0**-frac
+    if int(round(value * 2.0**frac)) != int(raw):  # a raw value above 2^53 would not survive a double
+        raise ValueError(f"raw value {raw} with {frac} fractional bits is not exact as a double")
+    text = repr(value)
+    return text if ("." in text or "e" in text or "inf" in text) else text + ".0"
+
+
+def array_initializer(raw: np.ndarray, frac: int, indent: str = "    ", per_line: int = 8) -> str:
+    """A nested brace initializer of an N-d array of raw fixed-point values."""
+    raw = np.asarray(raw)
+
+    def block(a: np.ndarray, depth: int) -> str:
+        pad = indent * (depth + 1)
+        if a.ndim == 1:
+            items = [fixed_literal(int(v), frac) for v in a]
+            lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
+            return "{\n" + ",\n".join(pad + line for line in lines) + "\n" + indent * depth + "}"
+        inner = [block(sub, depth + 1) for sub in a]
+        return "{\n" + ",\n".join(pad + s for s in inner) + "\n" + indent * depth + "}"
+
+    return block(raw, 0)
+
+
+def join_blocks(blocks: Iterable[str], separator: str = "\n") -> str:
+    """Rendered snippets joined into one slot value."""
+    return separator.join(b.rstrip("\n") for b in blocks)
+

@@ -1,0 +1,97 @@
+"""The design's expected latency and initiation interval: an analytic count of pipeline stages.
+
+These are expectations, not measurements: C/RTL co-simulation (``cosim_design`` in the
+generated tcl) measures the real numbers. The model counts one clock per registered memory
+or ROM read, per multiply, per rounding/saturation cast and per memory write, and
+``ADDER_LEVELS_PER_CYCLE`` levels of an adder tree per clock.
+
+II: the top is pipelined with a target of II = 1. Exact online SGD carries a dependence from
+one sample to the next through the coefficients: sample t+1 reads what sample t writes, and
+that write comes after the whole forward, error and backward chain. Unless that chain fits
+one clock, the scheduler must space samples by the read-to-write distance, so the expected
+II is that distance; the target of one sample per clock holds where the chain closes in one
+cycle (a low clock, or a small learner).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["Timing", "expected_timing", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
+
+READ = 1  # a registered memory or ROM read
+MULTIPLY = 1  # one DSP multiply
+CAST = 1  # rounding and saturation to a narrower type
+WRITE = 1  # a memory write
+ADDER_LEVELS_PER_CYCLE = 2  # adder-tree levels that fit one clock at the target
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Expected cycles of one sample through the top (analytic, to be measured by co-simulation)."""
+
+    prediction_latency: int  # sample in -> prediction valid
+    latency: int  # sample in -> last state write (the top's ap_done)
+    ii_expected: int  # samples apart, set by the state read -> write recurrence
+    ii_target: int = 1  # the PIPELINE pragma's target
+    stages: dict[str, int] = field(default_factory=dict)  # where the cycles go
+
+    def to_dict(self, clock_mhz: float) -> dict:
+        """Plain data for reports and the manifest."""
+        ns = 1000.0 / clock_mhz
+        return {
+            "prediction_latency_cycles_expected": self.prediction_latency,
+            "latency_cycles_expected": self.latency,
+            "latency_ns_expected": round(self.latency * ns, 3),
+            "ii_target": self.ii_target,
+            "ii_expected": self.ii_expected,
+            "stages": dict(self.stages),
+            "basis": "analytic stage count (codesign.fpga.timing); measure with C/RTL co-simulation",
+        }
+
+
+def _tree(terms: int) -> int:
+    """Clocks of an adder tree over ``terms`` values."""
+    levels = math.ceil(math.log2(terms)) if terms > 1 else 0
+    return math.ceil(levels / ADDER_LEVELS_PER_CYCLE)
+
+
+def _kan_timing(spec: KANSpec) -> Timing:
+    k1 = spec.spline_order + 1
+    shift_only = spec.grid_constants().power_of_two  # the 1/h multiply is a shift
+    grid = (0 if shift_only else MULTIPLY) + 1  # multiply, then shift, clamp, cell and address
+    stages: dict[str, int] = {}
+    for layer, (n_in, _) in enumerate(spec.layer_shapes):
+        stages[f"forward_l{layer}"] = grid + READ + MULTIPLY + _tree(n_in * k1) + CAST
+    stages["error"] = CAST
+    for layer in range(len(spec.layer_shapes) - 1, 0, -1):
+        n_out = spec.layer_shapes[layer][1]
+        dphi = MULTIPLY + _tree(k1) + CAST
+        stages[f"gradient_l{layer}"] = dphi + MULTIPLY + _tree(n_out) + (0 if shift_only else MULTIPLY) + CAST
+    stages["update_l0"] = MULTIPLY + CAST + WRITE
+    latency = sum(stages.values())
+    prediction = sum(v for k, v in stages.items() if k.startswith("forward"))
+    # Layer 0's coefficients are read once the grid coordinate is known and written last.
+    return Timing(prediction, latency, latency - grid, stages=stages)
+
+
+def _mlp_timing(spec: MLPSpec) -> Timing:
+    stages: dict[str, int] = {}
+    for layer, (n_in, _) in enumerate(spec.layer_shapes):
+        stages[f"forward_l{layer}"] = MULTIPLY + _tree(n_in + 1) + CAST
+    stages["error"] = CAST
+    for layer in range(len(spec.layer_shapes) - 1, 0, -1):
+        stages[f"gradient_l{layer}"] = MULTIPLY + _tree(spec.layer_shapes[layer][1]) + CAST
+    stages["update_l0"] = MULTIPLY + CAST + WRITE
+    latency = sum(stages.values())
+    prediction = sum(v for k, v in stages.items() if k.startswith("forward"))
+    # The weights sit in registers and are used from the first cycle.
+    return Timing(prediction, latency, latency, stages=stages)
+
+
+def expected_timing(spec: KANSpec | MLPSpec) -> Timing:
+    """The expected latency and II of the generated top for a spec."""
+    return _kan_timing(spec) if isinstance(spec, KANSpec) else _mlp_timing(spec)

@@ -1,0 +1,23 @@
+// Output error of the online learners (docs/arithmetic.md §4), shared by KAN and MLP.
+#ifndef CODESIGN_ONLINE_ERROR_H_
+#define CODESIGN_ONLINE_ERROR_H_
+
+#include <ap_fixed.h>
+
+namespace codesign {
+
+// e = cast_err_t(y_hat - y): the difference is exact (one more integer bit), the
+// assignment to ERR is the only rounding and saturation. e is the gradient of 0.5 * e^2.
+template <class ACT, class ERR, int N>
+void output_error(const ACT y_hat[N], const ACT y[N], ERR e[N]) {
+#pragma HLS INLINE
+output_error_loop:
+  for (int o = 0; o < N; o++) {
+#pragma HLS UNROLL
+    e[o] = y_hat[o] - y[o];
+  }
+}
+
+}  // namespace codesign
+
+#endif  // CODESIGN_ONLINE_ERROR_H_

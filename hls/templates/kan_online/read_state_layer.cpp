@@ -1,0 +1,1 @@
+  out = codesign::kan_online::read_coefficients<layer${layer}_config>(coef_l${layer}, out);

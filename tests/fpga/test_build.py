@@ -1,0 +1,191 @@
+"""`codesign build`: the emitted project's C-simulation matches the Python reference bit for bit.
+
+Each build compiles the generated testbench and firmware with g++ (about 10-20 s); the bare
+build is shared by the tests that inspect its folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codesign.fpga.csim import run_csim
+from codesign.kan.spec import KANSpec, MLPSpec
+
+from .conftest import read_report, run_build
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which(os.environ.get("CXX") or "g++") is None, reason="the C-simulation needs g++"),
+]
+
+
+def test_bare_command_is_bit_exact_over_10000_samples(bare_build):
+    report = read_report(bare_build)
+    assert report["target"] == "xcvu9p" and report["part"] == "xcvu9p-flga2104-2L-e" and report["board"] == "VCU118"
+    assert report["spec"] == KANSpec().to_dict()
+    assert report["csim"]["bit_exact"] is True and report["csim"]["mismatches"] == 0
+    assert report["csim"]["samples"] >= 10_000 and report["stream"]["task_samples"] == 10_000
+    assert report["csim"]["state_values"] == KANSpec().num_parameters == report["parameters"]
+    assert report["latency_cycles_expected"] > 0 and report["ii_target"] == 1
+    assert 1 <= report["ii_expected"] <= report["latency_cycles_expected"]
+    assert report["clock_mhz"] == 250.0
+
+
+def test_bare_project_is_complete(bare_build):
+    for rel in ("firmware/kan_online.cpp", "firmware/kan_online.h", "firmware/parameters.h",
+                "firmware/basis_roms.h", "firmware/initial_coefficients.h", "firmware/codesign/kan_online.h",
+                "firmware/codesign/kan_grid.h", "tb/kan_online_test.cpp", "tb_data/stimulus.txt",
+                "tb_data/expected_predictions.txt", "tb_data/expected_state.txt", "README.md", "manifest.json"):
+        assert (bare_build / rel).is_file(), rel
+    top = (bare_build / "firmware/kan_online.cpp").read_text()
+    assert "#pragma HLS PIPELINE II=1" in top and "void kan_online_top(" in top
+    assert "ARRAY_PARTITION variable=coef_l0 complete dim=3" in top  # one bank per active coefficient
+    params = (bare_build / "firmware/parameters.h").read_text()
+    assert "typedef ap_fixed<16,6,AP_RND_CONV,AP_SAT> act_t;" in params
+    assert "typedef ap_ufixed<18,1,AP_RND_CONV,AP_SAT> basis_t;" in params
+    readme = (bare_build / "README.md").read_text()
+    assert "vitis_hls -f build_prj.tcl" in readme
+
+
+def test_tcl_names_the_boards_part(bare_build):
+    tcl = (bare_build / "build_prj.tcl").read_text()
+    assert "set_part {xcvu9p-flga2104-2L-e}" in tcl
+    assert "create_clock -period 4 " in tcl and "set_top kan_online_top" in tcl
+    for step in ("csim_design", "csynth_design", "cosim_design", "export_design -format ip_catalog"):
+        assert step in tcl
+
+
+def test_manifest_describes_the_ports(bare_build):
+    data = json.loads((bare_build / "manifest.json").read_text())
+    ports = {p["name"]: p for p in data["ports"]}
+    assert {"x", "y", "train", "y_hat", "ap_start", "ap_done"} <= set(ports)
+    assert ports["x"]["direction"] == "in" and ports["x"]["width"] == 32 and ports["x"]["elements"] == 2
+    assert ports["y_hat"]["direction"] == "out" and ports["y_hat"]["valid"] == "y_hat_ap_vld"
+    assert ports["x"]["element_type"] == "ap_fixed<16,6,AP_RND_CONV,AP_SAT>"
+    assert data["top"] == "kan_online_top" and data["timing"]["ii_target"] == 1
+
+
+def test_a_wrong_reference_is_detected(bare_build, tmp_path):
+    """Perturb one expected prediction and one expected coefficient: the compiled testbench must fail."""
+    data = tmp_path / "tb_data"
+    shutil.copytree(bare_build / "tb_data", data)
+    lines = (data / "expected_predictions.txt").read_text().splitlines()
+    body = [i for i, ln in enumerate(lines) if not ln.startswith("#")]
+    lines[body[1234]] = str(int(lines[body[1234]]) + 1)
+    (data / "expected_predictions.txt").write_text("\n".join(lines) + "\n")
+    binary = bare_build / "csim" / "kan_online_csim"
+    result = run_csim(binary, data)
+    assert not result.bit_exact and result.prediction_mismatches == 1 and result.state_mismatches == 0
+    out = subprocess.run([str(binary), str(data)], capture_output=True, text=True)
+    assert out.returncode == 1 and "mismatch: sample 1234 y_hat[0]" in out.stdout and "result=FAIL" in out.stdout
+
+    shutil.copy(bare_build / "tb_data" / "expected_predictions.txt", data / "expected_predictions.txt")
+    state = (data / "expected_state.txt").read_text().splitlines()
+    name, value = state[50].split()
+    state[50] = f"{name} {int(value) - 1}"
+    (data / "expected_state.txt").write_text("\n".join(state) + "\n")
+    out = subprocess.run([str(binary), str(data)], capture_output=True, text=True)
+    assert out.returncode == 1 and f"mismatch: final {name}" in out.stdout
+
+
+KAN_CONFIGS = {
+    # finer grid, quadratic splines, wider hidden layer; 1/h = 8 is a shift
+    "g16_k2.toml": ("xcvu13p", "grid_size = 16\nspline_order = 2\nwidths = [2, 6, 1]\n"),
+    # one edge, cubic, grid [-2, 2): 1/h = 1.25 is a real multiply
+    "g5_k3_single_edge.yaml": ("zcu102", "grid_size: 5\nspline_order: 3\nwidths: [1, 1]\ngrid_range: [-2.0, 2.0]\n"),
+    # depth 3, linear splines, narrow 8-bit types that saturate, 1/h = 3
+    "deep_narrow.toml": ("pynq-z2", """
+[spec]
+widths = [2, 4, 3, 1]
+grid_size = 6
+spline_order = 1
+lut_bits = 4
+lr_shift = 2
+act_t = "ap_fixed<8,3,AP_RND_CONV,AP_SAT>"
+coef_t = "ap_fixed<8,3,AP_RND_CONV,AP_SAT>"
+err_t = "ap_fixed<8,3,AP_RND_CONV,AP_SAT>"
+grad_t = "ap_fixed<8,3,AP_RND_CONV,AP_SAT>"
+basis_t = "ap_ufixed<10,1,AP_RND_CONV,AP_SAT>"
+dbasis_t = "ap_fixed<10,2,AP_RND_CONV,AP_SAT>"
+dphi_t = "ap_fixed<10,4,AP_RND_CONV,AP_SAT>"
+"""),
+    # two outputs, quartic splines, every quantization and overflow family, wrapping coefficients
+    "mixed_modes.toml": ("xcu250", """
+widths = [3, 5, 2]
+grid_size = 7
+spline_order = 4
+grid_range = [-1.5, 1.5]
+lut_bits = 5
+lr_shift = 3
+act_t = "ap_fixed<12,4,AP_RND,AP_SAT>"
+coef_t = "ap_fixed<14,5,AP_TRN,AP_WRAP>"
+err_t = "ap_fixed<10,4,AP_RND_ZERO,AP_SAT_SYM>"
+grad_t = "ap_fixed<12,3,AP_RND_INF,AP_SAT_ZERO>"
+basis_t = "ap_ufixed<16,1,AP_RND_MIN_INF,AP_SAT>"
+dbasis_t = "ap_fixed<14,3,AP_TRN_ZERO,AP_SAT>"
+dphi_t = "ap_fixed<16,5,AP_RND_CONV,AP_WRAP>"
+clock_mhz = 300
+"""),
+}
+
+
+def _build_config(capsys, tmp_path: Path, learner: str, target: str, name: str, text: str) -> tuple[Path, dict]:
+    config = tmp_path / name
+    config.write_text(text)
+    out = tmp_path / "out"
+    code, stdout, stderr = run_build(capsys, learner, "--target", target, "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    assert "bit-exact" in stdout and "[3/5] compiling the C-simulation" in stdout
+    return out, read_report(out)
+
+
+@pytest.mark.parametrize("name", sorted(KAN_CONFIGS))
+def test_other_kan_specs_are_bit_exact(capsys, tmp_path, name):
+    target, text = KAN_CONFIGS[name]
+    out, report = _build_config(capsys, tmp_path, "kan_online", target, name, text)
+    assert report["csim"]["bit_exact"] is True and report["csim"]["samples"] >= 10_000
+    from codesign.config import load_spec
+
+    expected = load_spec("kan_online", tmp_path / name)
+    spec = report["spec"]
+    for key in ("widths", "grid_size", "spline_order", "grid_range", "act_t", "coef_t", "lr_shift"):
+        assert spec[key] == expected.to_dict()[key], key
+    part = report["part"]
+    assert f"set_part {{{part}}}" in (out / "build_prj.tcl").read_text()
+    if name == "deep_narrow.toml":
+        act = expected.act_t
+        pred = np.loadtxt(out / "tb_data" / "expected_predictions.txt", dtype=np.int64)
+        assert ((pred == act.max_raw) | (pred == act.min_raw)).any()  # saturation was exercised
+
+
+MLP_CONFIGS = {
+    "default.toml": ("xcvu9p", ""),
+    # deeper, hardtanh on an act_t that cannot hold 1.0, wrapping errors, learning rate 1
+    "hardtanh_narrow.yaml": ("xczu7ev", """
+widths: [2, 5, 3, 2]
+activation: hardtanh
+act_t: "ap_fixed<8,1,AP_RND_CONV,AP_SAT>"
+coef_t: "ap_fixed<12,3,AP_RND,AP_SAT>"
+err_t: "ap_fixed<9,2,AP_TRN,AP_WRAP>"
+lr_shift: 0
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLP_CONFIGS))
+def test_mlp_baseline_is_bit_exact(capsys, tmp_path, name):
+    target, text = MLP_CONFIGS[name]
+    out, report = _build_config(capsys, tmp_path, "mlp_online", target, name, text)
+    assert report["learner"] == "mlp_online" and report["csim"]["bit_exact"] is True
+    assert report["csim"]["samples"] >= 10_000
+    if not text:
+        assert report["spec"] == MLPSpec(clock_mhz=report["clock_mhz"]).to_dict()
+    assert (out / "firmware" / "mlp_online.cpp").is_file() and (out / "firmware" / "initial_weights.h").is_file()
+    assert f"set_part {{{report['part']}}}" in (out / "build_prj.tcl").read_text()
