@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
 
-__all__ = ["LEARNERS", "load_config", "load_spec"]
+__all__ = ["LEARNERS", "load_config", "config_fields", "spec_from_fields", "load_spec"]
 
 # Learner name on the command line -> spec kind.
 LEARNERS = {"kan_online": "kan", "mlp_online": "mlp"}
@@ -37,11 +37,41 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_spec(learner: str, config: str | Path | None = None) -> KANSpec | MLPSpec:
-    """The spec of a named learner: built-in defaults, with a config file's fields on top."""
+def config_fields(config: str | Path | None) -> dict[str, Any]:
+    """The spec fields a config file sets: its top level, or its [spec] table."""
+    if config is None:
+        return {}
+    data = load_config(config)
+    data = data.get("spec", data)
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {config}: the spec table must map field names to values")
+    return data
+
+
+def _name_bad_field(kind: str, fields: Mapping[str, Any], exc: Exception) -> str:
+    """The spec's error, prefixed with the config field that causes it when the message names none."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if any(name in message for name in fields):
+        return message
+    for name, value in fields.items():
+        try:
+            spec_from_mapping(kind, {name: value})
+        except (TypeError, ValueError) as single:
+            return f"config field {name}={value!r}: {str(single).strip() or type(single).__name__}"
+    return message
+
+
+def spec_from_fields(learner: str, fields: Mapping[str, Any]) -> KANSpec | MLPSpec:
+    """A named learner's built-in spec with the given fields on top; a bad field is named in the error."""
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
-    data = load_config(config) if config is not None else {}
-    # A config may hold the fields at the top level or under a [spec] table.
-    data = data.get("spec", data)
-    return spec_from_mapping(LEARNERS[learner], data)
+    kind = LEARNERS[learner]
+    try:
+        return spec_from_mapping(kind, fields)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(_name_bad_field(kind, fields, exc)) from None
+
+
+def load_spec(learner: str, config: str | Path | None = None) -> KANSpec | MLPSpec:
+    """The spec of a named learner: built-in defaults, with a config file's fields on top."""
+    return spec_from_fields(learner, config_fields(config))

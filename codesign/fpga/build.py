@@ -9,19 +9,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import TextIO
 
-from codesign.config import LEARNERS, load_config
+from codesign.config import LEARNERS, config_fields, spec_from_fields
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
-from codesign.fpga.hls_project import firmware_module, prepare_output, write_project
+from codesign.fpga.hls_project import firmware_module, generated_entries, write_project
+from codesign.outputs import Progress, prepare_output
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import expected_timing
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import task_options
 
 __all__ = ["build", "load_build_spec", "default_output"]
@@ -29,61 +28,10 @@ __all__ = ["build", "load_build_spec", "default_output"]
 MIN_SAMPLES = 1
 
 
-class _Progress:
-    """Numbered step lines with their wall time: ``[2/5] compiling ... 9.8 s``."""
-
-    def __init__(self, total: int, stream: TextIO):
-        self.total, self.index, self.stream = total, 0, stream
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def step(self, key: str, text: str) -> Iterator[None]:
-        self.index += 1
-        print(f"[{self.index}/{self.total}] {text} ...", end="", file=self.stream, flush=True)
-        start = time.perf_counter()
-        try:
-            yield
-        except BaseException:
-            print(" failed", file=self.stream, flush=True)
-            raise
-        self.seconds[key] = time.perf_counter() - start
-        print(f" {self.seconds[key]:.1f} s", file=self.stream, flush=True)
-
-
-def _config_fields(config: str | Path | None) -> dict[str, Any]:
-    """The spec fields a config file sets (top level, or under a [spec] table)."""
-    if config is None:
-        return {}
-    data = load_config(config)
-    data = data.get("spec", data)
-    if not isinstance(data, dict):
-        raise ValueError(f"config file {config}: the spec table must map field names to values")
-    return data
-
-
-def _name_bad_field(kind: str, fields: dict[str, Any], exc: Exception) -> str:
-    """The spec's error, prefixed with the config field that causes it when the message does not name one."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if any(name in message for name in fields):
-        return message
-    for name, value in fields.items():
-        try:
-            spec_from_mapping(kind, {name: value})
-        except (TypeError, ValueError) as single:
-            return f"config field {name}={value!r}: {str(single).strip() or type(single).__name__}"
-    return message
-
-
 def load_build_spec(learner: str, config: str | Path | None, board: Board) -> KANSpec | MLPSpec:
     """The learner's built-in spec with the config's fields on top; the board's clock unless the config sets one."""
-    if learner not in LEARNERS:
-        raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
-    kind = LEARNERS[learner]
-    fields = _config_fields(config)
-    try:
-        spec = spec_from_mapping(kind, fields)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(_name_bad_field(kind, fields, exc)) from None
+    fields = config_fields(config)
+    spec = spec_from_fields(learner, fields)
     if "clock_mhz" not in fields:
         spec = dataclasses.replace(spec, clock_mhz=board.clock_mhz)
     return spec
@@ -119,11 +67,11 @@ def build(
     compiler = find_compiler()
     ap_types = find_ap_types()
     out_dir = Path(out) if out is not None else default_output(learner, board)
-    prepare_output(out_dir, learner, force)
+    prepare_output(out_dir, generated_entries(learner), force)
     fw = firmware_module(spec)
     timing = expected_timing(spec)
 
-    progress = _Progress(5, stream)
+    progress = Progress(5, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)

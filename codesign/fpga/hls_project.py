@@ -9,7 +9,6 @@ learner-specific firmware comes from :mod:`codesign.fpga.kan_firmware` or
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -22,7 +21,7 @@ from codesign.fpga.templates import library_headers, render
 from codesign.fpga.timing import Timing
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["GENERATED", "firmware_module", "prepare_output", "write_project", "project_name"]
+__all__ = ["GENERATED", "firmware_module", "generated_entries", "write_project", "project_name"]
 
 # What a build writes at the top of its folder; --force replaces these and nothing else.
 GENERATED = ("firmware", "tb", "tb_data", "csim", "build_prj.tcl", "README.md", "manifest.json", "report.json")
@@ -38,21 +37,9 @@ def project_name(learner: str) -> str:
     return f"{learner}_prj"
 
 
-def prepare_output(out: Path, learner: str, force: bool) -> None:
-    """Make ``out`` ready for a build: refuse a non-empty folder without force; with force,
-    remove only what a build generates (and the Vitis project folder), leaving other files."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"output path {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()):
-        if not force:
-            raise FileExistsError(f"output folder {out} exists and is not empty: pass --force to replace its generated files")
-        for name in (*GENERATED, project_name(learner)):
-            path = out / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+def generated_entries(learner: str) -> tuple[str, ...]:
+    """What a build writes into its folder (and may replace with --force), the Vitis project folder included."""
+    return (*GENERATED, project_name(learner))
 
 
 def _spec_text(spec: KANSpec | MLPSpec) -> str:
@@ -77,7 +64,7 @@ def write_project(
     out: Path, spec: KANSpec | MLPSpec, board: Board, target: str, stimulus: Stimulus,
     reference: Reference, timing: Timing,
 ) -> dict:
-    """Write every project file into ``out`` (prepared by :func:`prepare_output`); returns the manifest."""
+    """Write every project file into ``out`` (prepared by :func:`codesign.outputs.prepare_output`); returns the manifest."""
     fw = firmware_module(spec)
     learner = fw.LEARNER
     files = dict(fw.render_firmware(spec, reference.initial_state, stimulus.seed))

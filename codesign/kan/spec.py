@@ -57,6 +57,13 @@ def _check_type_fits(t: FixedType, name: str) -> None:
         raise ValueError(f"{name}={t}: widths above 32 bits are not supported by the learner")
 
 
+def _update_bits(coef_t: FixedType, g_t: FixedType, x_t: FixedType, lr_shift: int) -> int:
+    """Width of the exact update c - 2^-s * g * x at the common fractional bits (docs/arithmetic.md §6, §9)."""
+    f_delta = g_t.frac + x_t.frac + lr_shift
+    f = max(coef_t.frac, f_delta)
+    return max(coef_t.width + f - coef_t.frac, g_t.width + x_t.width + f - f_delta) + 1
+
+
 @dataclass(frozen=True)
 class _LearnerSpecBase:
     widths: tuple[int, ...]
@@ -218,14 +225,14 @@ class KANSpec(_LearnerSpecBase):
         g = self.grid_constants()
         n_max = max(self.widths)
         sum_bits = math.ceil(math.log2(n_max * (self.spline_order + 1))) + 1
+        # the output gradient of the last layer is err_t, of the others grad_t
+        g_types = (self.err_t, self.grad_t)
         checks = {
             "(x - lo) * inv_h": self.act_t.width + 1 + g.inv_h_raw.bit_length(),
             "forward accumulator": self.basis_t.width + self.coef_t.width + sum_bits,
-            "coefficient update": self.coef_t.width
-            + max(0, self.err_t.frac + self.basis_t.frac + self.lr_shift - self.coef_t.frac)
-            + 2,
+            "coefficient update": max(_update_bits(self.coef_t, gt, self.basis_t, self.lr_shift) for gt in g_types),
             "derivative accumulator": self.dbasis_t.width + self.coef_t.width + sum_bits,
-            "input gradient": self.grad_t.width + self.dphi_t.width + sum_bits + g.inv_h_raw.bit_length(),
+            "input gradient": max(gt.width for gt in g_types) + self.dphi_t.width + sum_bits + g.inv_h_raw.bit_length(),
         }
         for what, bits in checks.items():
             if bits > MAX_EXACT_BITS:
@@ -257,9 +264,14 @@ class MLPSpec(_LearnerSpecBase):
         if self.activation not in ("relu", "hardtanh"):
             raise ValueError(f"activation={self.activation!r}: must be 'relu' or 'hardtanh'")
         n_max = max(self.widths)
-        bits = self.coef_t.width + self.act_t.width + math.ceil(math.log2(n_max + 1)) + 2
-        if bits > MAX_EXACT_BITS:
-            raise ValueError(f"the dense accumulator needs {bits} bits, more than {MAX_EXACT_BITS}")
+        checks = {
+            "dense accumulator": self.coef_t.width + self.act_t.width + math.ceil(math.log2(n_max + 1)) + 2,
+            "weight update": max(_update_bits(self.coef_t, gt, self.act_t, self.lr_shift) for gt in (self.err_t, self.grad_t)),
+            "input gradient": max(self.err_t.width, self.grad_t.width) + self.coef_t.width + math.ceil(math.log2(n_max)) + 1,
+        }
+        for what, bits in checks.items():
+            if bits > MAX_EXACT_BITS:
+                raise ValueError(f"the {what} needs {bits} bits, more than {MAX_EXACT_BITS}: narrow the types")
 
     @property
     def num_parameters(self) -> int:

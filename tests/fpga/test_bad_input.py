@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codesign.fpga.hls_project import GENERATED, prepare_output
+from codesign.fpga.hls_project import GENERATED, generated_entries
+from codesign.outputs import prepare_output
 
 from .conftest import run_build
 
@@ -79,8 +80,8 @@ def test_force_replaces_only_generated_files(tmp_path):
     (out / "kan_online_prj").mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError):
-        prepare_output(out, "kan_online", force=False)
-    prepare_output(out, "kan_online", force=True)
+        prepare_output(out, generated_entries("kan_online"), force=False)
+    prepare_output(out, generated_entries("kan_online"), force=True)
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
