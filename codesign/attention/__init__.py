@@ -1,0 +1,1 @@
+"""Attention-side compression: sampled value aggregation and low-rank KV cache decode."""
