@@ -34,6 +34,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from codesign.doctor import doctor_report
+
+    text, essential = doctor_report()
+    print(text)
+    return 0 if essential else 1
+
+
 def _cmd_boards(args: argparse.Namespace) -> int:
     from codesign.fpga.boards import load_boards
     from codesign.fpga.report import format_boards
@@ -104,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default ./codesign_out/profile_<learner>)")
     p.add_argument("--force", action="store_true", help="replace profile files in an existing output folder")
     p.set_defaults(func=_cmd_profile)
+
+    p = sub.add_parser("doctor", help="versions of the tools codesign drives, which features work here, and fixes")
+    p.set_defaults(func=_cmd_doctor)
 
     p = sub.add_parser("boards", help="list the FPGA parts and boards that --target accepts")
     p.set_defaults(func=_cmd_boards)

