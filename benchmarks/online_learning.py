@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from codesign.kan.fixed_learner import KANLearner, init_kan_coefficients
-from codesign.kan.float_model import KAN, MLP, train_online
+from codesign.kan.float_model import KAN, MLP
+from codesign.kan.float_online import train_online
 from codesign.kan.mlp_learner import MLPLearner, init_mlp_weights
 from codesign.kan.run import fit_widths
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision

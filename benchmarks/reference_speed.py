@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     stream = make_stream(args.task, n_samples=args.samples, seed=0)
     lines = [
-        f"| learner | widths | parameters | samples | seconds | samples/s |",
+        "| learner | widths | parameters | samples | seconds | samples/s |",
         "|---|---|---|---|---|---|",
     ]
     for spec in (KANSpec(), KANSpec(widths=(2, 8, 8, 1), grid_size=16), MLPSpec(widths=(2, 33, 1))):

@@ -17,18 +17,16 @@ from codesign.kan.bspline import (
     knot_vector,
     locate_np,
 )
-from codesign.kan.float_model import (
-    KAN,
-    MLP,
-    KANLayer,
+from codesign.kan.bspline import (
     bspline_basis,
     cardinal_basis,
     cardinal_basis_derivative,
     cardinal_basis_derivative_np,
     cardinal_basis_np,
     cox_de_boor,
-    train_online,
 )
+from codesign.kan.float_model import KAN, MLP, KANLayer
+from codesign.kan.float_online import train_online
 
 ORDERS = [1, 2, 3, 4]
 GRIDS = [(1, -1.0, 1.0), (5, -1.0, 1.0), (8, -2.5, 0.5), (13, 0.0, 3.0)]
