@@ -1,0 +1,184 @@
+"""Triton decode attention on a low-rank (optionally int8/int4) latent KV cache.
+
+Split over the sequence like flash-decoding (grid: batch x KV head x chunk; the query heads of a
+GQA group share every latent tile); each program keeps an online softmax and accumulates
+probabilities times *value latents*, so values are never reconstructed per key: the launcher
+combines the chunks and multiplies the latent result by the value up-projection once.
+
+Keys, ROPE=True (keys projected before RoPE): each tile's key latents are reconstructed with one
+tl.dot per half of the head dimension, rotated by their own positions (angles pos * inv_freq in
+float32, rotate-half pairs i, i + D/2), and dotted with the rotated query.
+Keys, ROPE=False (keys projected after RoPE): the query is projected once, q̃ = q upᵀ, and scores
+are q̃ · latent.
+
+Latent storage (per row of R channels): BITS=16 float16; BITS=8 int8 codes times a float32 scale
+per token; BITS=4 two codes per byte (offset 8, even channel in the low nibble) times the scale.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["lowrank_decode_kernel", "lowrank_decode"]
+
+_NEG = -1.0e30
+
+
+@triton.jit
+def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R, BITS: tl.constexpr, BLOCK_R: tl.constexpr):
+    """float32 latent [BLOCK_N, BLOCK_R] of `keys` (rows head_row + key of the cache), zero outside."""
+    cols = tl.arange(0, BLOCK_R)
+    mask = k_mask[:, None] & (cols[None, :] < R)
+    rows = head_row + keys
+    if BITS == 16:
+        x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    else:
+        scale = tl.load(scale_ptr + rows, mask=k_mask, other=0.0)
+        if BITS == 8:
+            x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0).to(tl.float32)
+        else:
+            width = (R + 1) // 2
+            byte = tl.load(codes_ptr + rows[:, None] * width + cols[None, :] // 2, mask=mask, other=0).to(tl.int32)
+            nibble = (byte >> ((cols[None, :] % 2) * 4)) & 15
+            x = tl.where(mask, (nibble - 8).to(tl.float32), 0.0)
+        x = x * scale[:, None]
+    return x
+
+
+@triton.jit
+def lowrank_decode_kernel(
+    q_ptr, kc_ptr, ks_ptr, vc_ptr, vs_ptr, pos_ptr, kup_ptr, vup_ptr, freq_ptr, lengths_ptr,
+    m_ptr, l_ptr, acc_ptr,
+    scale, N, chunk, n_chunks, RK, RV,
+    G: tl.constexpr, HQ: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
+    BITS: tl.constexpr, ROPE: tl.constexpr, UPCAST: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_RK: tl.constexpr, BLOCK_RV: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Per chunk: running max m, Σexp l and Σ p · value-latent for the G query heads of one KV head."""
+    b = tl.program_id(0)
+    hk = tl.program_id(1)
+    c = tl.program_id(2)
+    if UPCAST:
+        dot_ty = tl.float32  # Triton's CPU interpreter: keep tl.dot in float32
+    else:
+        dot_ty = q_ptr.dtype.element_ty
+    length = tl.load(lengths_ptr + b)
+    g = tl.arange(0, BLOCK_G)
+    heads = hk * G + g
+    g_mask = g < G
+    q_row = q_ptr + (b * HQ + heads[:, None]) * D
+    rk = tl.arange(0, BLOCK_RK)
+    kup = kup_ptr + hk * RK * D + rk[:, None] * D
+    if ROPE:
+        half = tl.arange(0, BLOCK_H)
+        h_mask = half < D // 2
+        qh_mask = g_mask[:, None] & h_mask[None, :]
+        q1 = tl.load(q_row + half[None, :], mask=qh_mask, other=0.0).to(dot_ty)
+        q2 = tl.load(q_row + D // 2 + half[None, :], mask=qh_mask, other=0.0).to(dot_ty)
+        up_mask = (rk[:, None] < RK) & h_mask[None, :]
+        up1 = tl.load(kup + half[None, :], mask=up_mask, other=0.0).to(dot_ty)
+        up2 = tl.load(kup + D // 2 + half[None, :], mask=up_mask, other=0.0).to(dot_ty)
+        freq = tl.load(freq_ptr + half, mask=h_mask, other=0.0)
+    else:
+        dims = tl.arange(0, BLOCK_D)
+        d_mask = dims < D
+        q = tl.load(q_row + dims[None, :], mask=g_mask[:, None] & d_mask[None, :], other=0.0).to(dot_ty)
+        up = tl.load(kup + dims[None, :], mask=(rk[:, None] < RK) & d_mask[None, :], other=0.0).to(dot_ty)
+        q_latent = tl.dot(q, tl.trans(up)).to(dot_ty)  # [G, RK]: the query in the key latent space
+    m = tl.full((BLOCK_G,), _NEG, tl.float32)
+    l = tl.zeros((BLOCK_G,), tl.float32)
+    acc = tl.zeros((BLOCK_G, BLOCK_RV), tl.float32)
+    head_row = (b * HKV + hk) * N
+    start = c * chunk
+    stop = tl.minimum(start + chunk, length)
+    for n0 in range(start, stop, BLOCK_N):
+        keys = n0 + tl.arange(0, BLOCK_N)
+        k_mask = keys < stop
+        latent = _latent_tile(kc_ptr, ks_ptr, head_row, keys, k_mask, RK, BITS, BLOCK_RK).to(dot_ty)
+        if ROPE:
+            k1 = tl.dot(latent, up1)
+            k2 = tl.dot(latent, up2)
+            pos = tl.load(pos_ptr + b * N + keys, mask=k_mask, other=0).to(tl.float32)
+            angle = pos[:, None] * freq[None, :]
+            cos = tl.cos(angle)
+            sin = tl.sin(angle)
+            r1 = (k1 * cos - k2 * sin).to(dot_ty)
+            r2 = (k2 * cos + k1 * sin).to(dot_ty)
+            s = tl.dot(q1, tl.trans(r1)) + tl.dot(q2, tl.trans(r2))
+        else:
+            s = tl.dot(q_latent, tl.trans(latent))
+        s = tl.where(k_mask[None, :], s * scale, _NEG)
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l = l * alpha + tl.sum(p, axis=1)
+        values = _latent_tile(vc_ptr, vs_ptr, head_row, keys, k_mask, RV, BITS, BLOCK_RV).to(dot_ty)
+        acc = acc * alpha[:, None] + tl.dot(p.to(dot_ty), values)
+        m = m_new
+    stat = (b * HQ + heads) * n_chunks + c
+    tl.store(m_ptr + stat, m, mask=g_mask)
+    tl.store(l_ptr + stat, l, mask=g_mask)
+    rv = tl.arange(0, BLOCK_RV)
+    tl.store(acc_ptr + stat[:, None] * RV + rv[None, :], acc, mask=g_mask[:, None] & (rv[None, :] < RV))
+
+
+def _pow2(value: int, least: int = 16) -> int:
+    return max(least, 1 << max(0, (int(value) - 1).bit_length()))
+
+
+def _is_interpreted() -> bool:
+    return type(lowrank_decode_kernel).__name__ == "InterpretedFunction"
+
+
+def lowrank_decode(
+    q: torch.Tensor,
+    key_codes: torch.Tensor,
+    key_scale: Optional[torch.Tensor],
+    value_codes: torch.Tensor,
+    value_scale: Optional[torch.Tensor],
+    positions: torch.Tensor,
+    key_up: torch.Tensor,
+    value_up: torch.Tensor,
+    inv_freq: Optional[torch.Tensor],
+    lengths: torch.Tensor,
+    *,
+    bits: int,
+    rope: bool,
+    scale: float,
+    block_n: int = 32,
+    chunk: Optional[int] = None,
+) -> torch.Tensor:
+    """out [B, Hq, D] in q's dtype; shapes validated by codesign.attention.lowrank_kv."""
+    bsz, hq, dim = q.shape
+    hkv, n_keys = key_codes.shape[1], key_codes.shape[2]
+    rank_k, rank_v = key_up.shape[1], value_up.shape[1]
+    group = hq // hkv
+    if chunk is None:
+        want = max(1, 256 // (bsz * hkv))
+        chunk = max(block_n, triton.cdiv(triton.cdiv(n_keys, want), block_n) * block_n)
+    if chunk % block_n:
+        raise ValueError(f"chunk {chunk} must be a multiple of block_n {block_n}")
+    n_chunks = triton.cdiv(n_keys, chunk)
+    device = q.device
+    m = torch.empty((bsz, hq, n_chunks), dtype=torch.float32, device=device)
+    l = torch.empty_like(m)
+    acc = torch.empty((bsz, hq, n_chunks, rank_v), dtype=torch.float32, device=device)
+    placeholder = m
+    lowrank_decode_kernel[(bsz, hkv, n_chunks)](
+        q, key_codes, placeholder if key_scale is None else key_scale,
+        value_codes, placeholder if value_scale is None else value_scale,
+        positions, key_up, value_up, placeholder if inv_freq is None else inv_freq, lengths,
+        m, l, acc, scale, n_keys, chunk, n_chunks, rank_k, rank_v,
+        G=group, HQ=hq, HKV=hkv, D=dim, BITS=bits, ROPE=rope, UPCAST=_is_interpreted(),
+        BLOCK_G=_pow2(group), BLOCK_N=block_n, BLOCK_RK=_pow2(rank_k), BLOCK_RV=_pow2(rank_v),
+        BLOCK_H=_pow2(dim // 2), BLOCK_D=_pow2(dim),
+    )
+    weight = torch.exp(m - m.amax(dim=2, keepdim=True))
+    latent = (acc * weight[..., None]).sum(2) / (l * weight).sum(2)[..., None]
+    heads_up = value_up.float().repeat_interleave(group, dim=0)  # [Hq, Rv, D]
+    return torch.einsum("bhr,hrd->bhd", latent, heads_up).to(q.dtype)
