@@ -1,1 +1,58 @@
-"""CIM backend: simulated noisy compute-in-memory crossbars, converters, energy."""
+"""CIM backend: simulated noisy compute-in-memory crossbars, converters, energy.
+
+Configs (:mod:`.config`), device models and their registry (:mod:`.devices`), converters
+(:mod:`.converters`), the tiled crossbar mapping (:mod:`.crossbar`), torch layers and
+batched Monte-Carlo over chips (:mod:`.layers`), perturbed weight realizations for
+noise-aware training (:mod:`.perturb`), and the energy estimate (:mod:`.energy`).
+"""
+
+from codesign.cim.config import (
+    CIMConfig,
+    ConverterConfig,
+    FaultConfig,
+    IdealConfig,
+    MismatchConfig,
+    PCMConfig,
+    RRAMConfig,
+    TileConfig,
+    config_from_dict,
+    config_to_dict,
+)
+from codesign.cim.crossbar import Crossbar
+from codesign.cim.devices import DEVICE_MODELS, make_device
+from codesign.cim.layers import (
+    CIMConv2d,
+    CIMLinear,
+    chip_inputs,
+    cim_layers,
+    convert_to_cim,
+    drift_model,
+    evaluate_chips,
+    program_model,
+)
+from codesign.cim.perturb import sample_weights
+
+__all__ = [
+    "CIMConfig",
+    "ConverterConfig",
+    "FaultConfig",
+    "IdealConfig",
+    "MismatchConfig",
+    "PCMConfig",
+    "RRAMConfig",
+    "TileConfig",
+    "config_from_dict",
+    "config_to_dict",
+    "Crossbar",
+    "DEVICE_MODELS",
+    "make_device",
+    "CIMConv2d",
+    "CIMLinear",
+    "chip_inputs",
+    "cim_layers",
+    "convert_to_cim",
+    "drift_model",
+    "evaluate_chips",
+    "program_model",
+    "sample_weights",
+]
