@@ -42,6 +42,10 @@ def test_wheel_holds_every_shipped_tree(wheel):
         missing = repo_files(tree) - names
         assert not missing, f"wheel lacks {sorted(missing)[:5]}"
     assert "codesign/fixed/kernel.py" in names and "codesign/cli.py" in names
+    # every subpackage of the source tree is shipped (the packages list in pyproject is explicit)
+    for init in (ROOT / "codesign").rglob("__init__.py"):
+        rel = init.relative_to(ROOT).as_posix()
+        assert rel in names, f"wheel lacks {rel}: add its package to pyproject.toml"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "codesign = codesign.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
