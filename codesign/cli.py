@@ -86,6 +86,47 @@ clock is the board's default unless the config sets clock_mhz.
 """
 
 
+def _cmd_cim_help(args: argparse.Namespace) -> int:
+    args.cim_parser.print_help()
+    return 2
+
+
+def _cmd_cim_energy(args: argparse.Namespace) -> int:
+    import torch
+
+    from codesign.cim.config import CIMConfig, ConverterConfig, TileConfig
+    from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck
+    from codesign.cim.energy import sensitivity, sensitivity_table
+    from codesign.cim.workloads import build_model, layer_workloads
+
+    model, sample_shape = build_model(args.model)
+    config = CIMConfig(
+        device=args.device,
+        converter=ConverterConfig(dac_bits=args.dac_bits, adc_bits=args.adc_bits),
+        tile=TileConfig(rows=args.tile, cols=args.tile),
+    )
+    workloads = layer_workloads(model.eval(), torch.zeros(1, *sample_shape))
+    rows = estimate_energy(workloads, config, batch=args.batch, gpu_bytes_per_value=args.gpu_bytes)
+    print(f"ESTIMATE: energy per inference (one sample) of {args.model} on a {args.device} CIM chip "
+          f"({args.dac_bits}-bit DAC, {args.adc_bits}-bit ADC, {args.tile}x{args.tile} tiles) "
+          f"vs a GPU at batch {args.batch}, {8 * args.gpu_bytes}-bit values")
+    print(energy_table(rows))
+    model_j, measured_j = hermes_crosscheck(config)
+    print(f"cross-check, one 256x256 MVM: this model {model_j * 1e9:.3g} nJ; IBM's 14-nm PCM chip measured "
+          f"{measured_j * 1e9:.3g} nJ (9.76 TOPS/W, Le Gallo et al. 2023) - the model leaves out clocking, "
+          "leakage and on-chip communication")
+    if not args.no_sweep:
+        print("\nsensitivity: each constant at the low and high end of its range, the others nominal")
+        print(sensitivity_table(sensitivity(workloads, config, batch=args.batch, gpu_bytes_per_value=args.gpu_bytes)))
+    if args.sources:
+        constants = EnergyConstants()
+        print("\nconstants (value, unit, range, source):")
+        for name in constants.names():
+            c = getattr(constants, name)
+            print(f"  {name}: {c.value:g} {c.unit} [{c.low:g}, {c.high:g}] - {c.source}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="codesign", description=__doc__)
@@ -134,6 +175,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
     p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("cim", help="simulated compute-in-memory chips (see `codesign cim -h`)")
+    p.set_defaults(func=_cmd_cim_help, cim_parser=p)
+    cim_sub = p.add_subparsers(dest="cim_command", metavar="CIM_COMMAND")
+    e = cim_sub.add_parser(
+        "energy", help="estimated inference energy per sample: CIM chip vs GPU, with a sensitivity sweep",
+        description="Estimated inference energy per sample of a model on a CIM chip (DAC, array, ADC, digital, "
+        "buffers) against a GPU (FLOPs and DRAM bytes); every constant is cited (--sources). An estimate.",
+    )
+    e.add_argument("model", help="mlp_digits, cnn_digits, mlp_mnist, cnn_mnist, mlp:W0-W1-... (e.g. mlp:784-256-10) "
+                   "or linear:IN:OUT (e.g. linear:4096:4096)")
+    e.add_argument("--device", default="pcm", help="device whose g_max sets the array energy: pcm (default), rram, "
+                   "ideal or mismatch (the last two assume PCM conductances)")
+    e.add_argument("--dac-bits", type=int, default=8, help="input DAC resolution (default 8)")
+    e.add_argument("--adc-bits", type=int, default=8, help="output ADC resolution (default 8)")
+    e.add_argument("--tile", type=int, default=256, help="square tile size, rows = cols (default 256)")
+    e.add_argument("--batch", type=int, default=1, help="GPU batch size; weights are read once per batch (default 1)")
+    e.add_argument("--gpu-bytes", type=int, default=2, choices=(1, 2, 4), help="bytes per value on the GPU (default 2)")
+    e.add_argument("--no-sweep", action="store_true", help="skip the sensitivity sweep")
+    e.add_argument("--sources", action="store_true", help="list every constant with its range and source")
+    e.set_defaults(func=_cmd_cim_energy)
+    from codesign.compress.cli import add_compress_parser
+
+    add_compress_parser(sub)
     return parser
 
 

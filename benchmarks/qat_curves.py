@@ -1,0 +1,101 @@
+"""QAT loss curves on MiniLM: k-means QAT, integer QAT, each with and without WinQ, and LC-QAT 2-bit VQ.
+
+    pip install -e ".[llm]"
+    python benchmarks/qat_curves.py --steps 60 --out docs/compress_qat.png --json docs/compress_qat.json
+
+Objective: distill the original MiniLM's last hidden states (masked MSE relative to their energy)
+on English Wikipedia sentences (train split), every linear layer 2-bit quantized with an STE. All
+runs share the data order, the step budget, the learning rate and the seed. After training, the
+embedding cosine to the original on held-out sentences is measured with the harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from codesign.compress.qat import QATConfig, distillation_loss, qat_model, train_qat
+
+RUNS = {
+    "k-means QAT": QATConfig("kmeans", 2),
+    "k-means QAT + WinQ": QATConfig("kmeans", 2, winq=True),
+    "int QAT": QATConfig("int", 2, refit_every=0),
+    "int QAT + WinQ": QATConfig("int", 2, refit_every=0, winq=True),
+    "LC-QAT VQ 2-bit": QATConfig("vq", 2),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--runs", default=None, help="comma list of run names (default: all)")
+    parser.add_argument("--out", type=Path, required=True, help="PNG of the loss curves")
+    parser.add_argument("--json", type=Path, required=True, help="curves and final metrics (appended per run)")
+    args = parser.parse_args()
+
+    from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, swapped, wiki_sentences
+
+    teacher, tok = load_minilm()
+    train = wiki_sentences("train", args.steps * args.batch)
+    test = wiki_sentences("test", 128)
+    reference = sentence_embeddings(teacher, tok, test)
+    batches = []
+    for i in range(args.steps):
+        enc = tok(train[i * args.batch : (i + 1) * args.batch], padding=True, truncation=True, max_length=64,
+                  return_tensors="pt")
+        with torch.no_grad():
+            target = teacher(**enc).last_hidden_state
+        batches.append((enc, target))
+
+    def loss_fn(student, step):
+        enc, target = batches[step % len(batches)]
+        return distillation_loss(student(**enc).last_hidden_state, target, enc["attention_mask"])
+
+    results = json.loads(args.json.read_text()) if args.json.exists() else {}
+    chosen = RUNS if args.runs is None else {k: RUNS[k] for k in args.runs.split(",")}
+    for label, config in chosen.items():
+        if label in results and len(results[label]["loss"]) == args.steps:
+            continue
+        torch.manual_seed(0)
+        start = time.perf_counter()
+        student = qat_model(teacher, config)
+        init_cos = embedding_similarity(reference, student, tok, test).mean_cosine
+        losses = train_qat(student, loss_fn, args.steps, lr=args.lr)
+        seconds = time.perf_counter() - start
+        cos = embedding_similarity(reference, student, tok, test).mean_cosine
+        results[label] = {"loss": losses, "cosine_before": init_cos, "cosine_after": cos, "seconds": seconds}
+        args.json.write_text(json.dumps(results, indent=1))
+        print(f"{label:22s} loss {losses[0]:.4f} -> {losses[-1]:.4f}  cosine {init_cos:.4f} -> {cos:.4f}  "
+              f"{seconds:.0f} s", flush=True)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, r in results.items():
+        loss = torch.tensor(r["loss"])
+        smooth = torch.nn.functional.avg_pool1d(loss[None, None], 5, 1, 2, count_include_pad=False)[0, 0]
+        ax.plot(smooth.numpy(), label=f"{label} (cos {r['cosine_after']:.3f})")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("distillation loss (5-step mean)")
+    ax.set_title("MiniLM, all linears 2-bit: QAT on Wikipedia sentences")
+    ax.legend(fontsize=8)
+    fig.text(0.01, 0.01, "python benchmarks/qat_curves.py", fontsize=6)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=120)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

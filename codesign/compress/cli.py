@@ -1,0 +1,86 @@
+"""`codesign compress MODEL --method M --bits B [--rank R] --out DIR [--force]`: the subcommand and its handler."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+__all__ = ["add_compress_parser", "run_compress", "format_report"]
+
+_DESCRIPTION = (
+    "Compress every linear layer of a packaged model (minilm, gemma3-270m) with one method, evaluate it on "
+    "held-out Wikipedia text (MiniLM: cosine of sentence embeddings to the original's; Gemma: perplexity), "
+    "report size, error and time, and save the compressed layers (weights.pt + compressed.json) to --out."
+)
+
+
+def format_report(report: dict) -> str:
+    """A short human-readable summary of a compress_model report."""
+    lines = [
+        f"model {report['model']}: {report['method']} {report['bits']}-bit"
+        + (f" rank {report['rank']}" if report.get("rank") is not None else ""),
+        f"  layers {report['layers']}, weights {report['weights']:,}",
+        f"  size {report['bytes']:,} B vs {report['fp16_bytes']:,} B fp16 "
+        f"({report['fp16_bytes'] / report['bytes']:.2f}x smaller, {report['bits_per_weight']:.3f} bits/weight)",
+        f"  mean relative weight error {report['mean_relative_error']:.4f}"
+        + (f", activation error {report['mean_activation_error']:.4f}" if report.get("mean_activation_error") else ""),
+        f"  time {report['compression_seconds']:.1f} s (calibration {report['calibration_seconds']:.1f} s)",
+    ]
+    metric = report.get("metric", {})
+    if "cosine_mean" in metric:
+        lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
+                     f"over {metric['n_sentences']} held-out sentences")
+    if "perplexity" in metric:
+        lines.append(f"  perplexity {metric['perplexity']:.3f} (original {metric['reference_perplexity']:.3f}) "
+                     f"over {metric['n_tokens']} held-out tokens, context {metric['context']}")
+    if "out" in report:
+        lines.append(f"  saved to {report['out']}")
+    return "\n".join(lines)
+
+
+def run_compress(args: argparse.Namespace) -> int:
+    """Handler of `codesign compress`: validate, compress, print the report (JSON with --json)."""
+    from codesign.compress.model import MethodSpec
+    from codesign.compress.pipeline import Budget, MODELS, compress_model
+
+    if args.model not in MODELS:
+        raise ValueError(f"unknown model {args.model!r}: choose one of {', '.join(MODELS)}")
+    spec = MethodSpec(args.method, args.bits, args.rank)
+    budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
+                    eval_tokens=args.eval_tokens, context=args.context)
+    from codesign.llm import missing_llm_packages
+
+    missing = missing_llm_packages()
+    if missing:
+        raise ValueError(f"codesign compress needs {', '.join(missing)}: pip install 'codesign[llm]'")
+    report, _ = compress_model(args.model, spec, out=args.out, force=args.force, budget=budget)
+    print(json.dumps(report, indent=1) if args.json else format_report(report))
+    return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def add_compress_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `compress` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser("compress", help="compress a packaged LLM's linear layers and evaluate it",
+                              description=_DESCRIPTION)
+    p.add_argument("model", help="minilm or gemma3-270m")
+    p.add_argument("--method", required=True,
+                   help="int, kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B bits)")
+    p.add_argument("--bits", required=True, type=int, help="2, 3 or 4")
+    p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
+    p.add_argument("--out", required=True, help="output folder (refused if it exists and is not empty)")
+    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--calib", type=_positive, default=128, help="MiniLM calibration sentences (default 128)")
+    p.add_argument("--eval", type=_positive, default=256, help="MiniLM held-out sentences (default 256)")
+    p.add_argument("--calib-tokens", type=_positive, default=2048, help="Gemma calibration tokens (default 2048)")
+    p.add_argument("--eval-tokens", type=_positive, default=4096, help="Gemma held-out tokens (default 4096)")
+    p.add_argument("--context", type=_positive, default=512, help="Gemma perplexity window (default 512)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run_compress)
+    return p

@@ -1,0 +1,404 @@
+"""Compress every linear layer of a model: calibration statistics, one method per run, size/error report, save/load.
+
+    spec = MethodSpec("kmeans", bits=4)
+    stats = collect_statistics(model, run_calibration, names, inputs=spec.needs_input_covariance)
+    replacements, layers = compress_linears(model, spec, stats, names)
+    with swapped(model, replacements): ...            # codesign.llm.swap; or replace_modules to keep them
+    save_compressed(out_dir, replacements, meta)      # weights.pt + compressed.json
+    replacements = load_compressed(out_dir)           # identical modules, ready to install
+
+Methods: int, kmeans (2/3/4 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
+given bits + rank-R correction) and lowrank (Swift-SVD factors with the memory of B bits per weight,
+see lowrank.py). Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors, bias).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional
+
+import torch
+
+from codesign.compress.integer import IntConfig
+from codesign.compress.kmeans import KMeansConfig
+from codesign.compress.linear import CompressConfig, QuantizedLinear
+from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
+from codesign.compress.metrics import activation_error, relative_error
+from codesign.compress.qer import QERConfig
+from codesign.compress.qtensor import LowRankQuantizedWeight, ScalarQuantizedWeight, VQWeight
+from codesign.compress.vq import VQConfig
+
+__all__ = [
+    "METHODS",
+    "BITS",
+    "MethodSpec",
+    "CalibrationStats",
+    "LayerReport",
+    "collect_statistics",
+    "compress_linears",
+    "save_compressed",
+    "load_compressed",
+    "prepare_out_dir",
+]
+
+METHODS = ("int", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank")
+BITS = (2, 3, 4)
+_QER = {"qer-plain": "plain", "qer-scaled": "scaled", "srr": "srr"}
+_FORMAT_VERSION = 1
+_BLOCK = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.\d+$")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One compression method applied to every linear layer.
+
+    method: one of METHODS. bits: 2, 3 or 4 (vq: 2 only; lowrank: the memory budget in bits per weight).
+    rank: columns of the low-rank correction (qer-* and srr only; default 32).
+    group_size: weights per fp16 scale along the input dimension (int, kmeans, vq and the QER base).
+    """
+
+    method: str
+    bits: int
+    rank: Optional[int] = None
+    group_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}")
+        if isinstance(self.bits, bool) or self.bits not in BITS:
+            raise ValueError(f"unsupported bits {self.bits!r}: choose one of {', '.join(map(str, BITS))}")
+        if self.method == "vq" and self.bits != 2:
+            raise ValueError(f"vq is a 2-bit format, got bits {self.bits}")
+        if self.rank is not None:
+            if self.method not in _QER:
+                raise ValueError(f"--rank applies to qer-plain, qer-scaled and srr, not {self.method!r}")
+            if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 0:
+                raise ValueError(f"rank must be a non-negative integer, got {self.rank!r}")
+
+    @property
+    def qer_rank(self) -> int:
+        """The correction rank of a Q + L R method (32 unless given)."""
+        return 32 if self.rank is None else self.rank
+
+    @property
+    def needs_input_covariance(self) -> bool:
+        """Scaled QER and SRR weight the error by E[x x^T] of each layer's input."""
+        return self.method in ("qer-scaled", "srr")
+
+    @property
+    def needs_output_covariance(self) -> bool:
+        """Swift-SVD projects onto the top eigenvectors of E[y y^T] of each layer's output."""
+        return self.method == "lowrank"
+
+    def layer_config(self) -> CompressConfig:
+        """The quantizer config of one layer (not for lowrank)."""
+        if self.method == "int":
+            return IntConfig(bits=self.bits, group_size=self.group_size)
+        if self.method == "kmeans":
+            return KMeansConfig(bits=self.bits, group_size=self.group_size)
+        if self.method == "vq":
+            return VQConfig(group_size=self.group_size)
+        if self.method in _QER:
+            base = KMeansConfig(bits=self.bits, group_size=self.group_size)
+            return QERConfig(method=_QER[self.method], rank=self.qer_rank, base=base)
+        raise ValueError(f"method {self.method!r} has no per-layer quantizer config")
+
+    def check_layers(self, shapes: Mapping[str, tuple[int, int]]) -> None:
+        """Fail early (before calibration) on a rank or group size the layers cannot take."""
+        for name, (n, k) in shapes.items():
+            if self.method in _QER and self.qer_rank > min(n, k):
+                raise ValueError(
+                    f"rank {self.qer_rank} is larger than layer {name} [{n}x{k}] allows (min(N, K) = {min(n, k)})"
+                )
+            if self.method != "lowrank" and k % self.group_size:
+                raise ValueError(f"group size {self.group_size} does not divide layer {name}'s input size {k}")
+
+
+@dataclass
+class CalibrationStats:
+    """Per-layer second moments of inputs / outputs (float64) and per-block importance (1 - cos(in, out))."""
+
+    input_cov: dict[str, torch.Tensor]
+    output_cov: dict[str, torch.Tensor]
+    block_importance: dict[str, float]
+    n_rows: int
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """What compressing one layer produced: stored bytes (fp16_bytes: the weight in fp16, bias as is), errors, seconds."""
+
+    name: str
+    shape: tuple[int, int]
+    bytes: int
+    fp16_bytes: int
+    relative_error: float
+    activation_error: Optional[float]
+    seconds: float
+
+
+def _linear_names(model: torch.nn.Module, names: Optional[Iterable[str]]) -> list[str]:
+    if names is not None:
+        return list(names)
+    return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+
+
+@torch.no_grad()
+def collect_statistics(
+    model: torch.nn.Module,
+    run: Callable[[], None],
+    names: Iterable[str],
+    inputs: bool = True,
+    outputs: bool = False,
+    blocks: bool = False,
+) -> CalibrationStats:
+    """Run `run()` (forward passes over calibration data) with hooks accumulating the named linears' statistics."""
+    names = list(names)
+    in_sum: dict[str, torch.Tensor] = {}
+    out_sum: dict[str, torch.Tensor] = {}
+    rows: dict[str, int] = {}
+    cos_sum: dict[str, float] = {}
+    cos_count: dict[str, int] = {}
+    hooks = []
+
+    def linear_hook(name):
+        def hook(module, args, output):
+            x = args[0].detach().reshape(-1, args[0].shape[-1]).double()
+            rows[name] = rows.get(name, 0) + x.shape[0]
+            if inputs:
+                in_sum[name] = in_sum.get(name, 0) + x.T @ x
+            if outputs:
+                y = output.detach().reshape(-1, output.shape[-1]).double()
+                if module.bias is not None:
+                    y = y - module.bias.double()
+                out_sum[name] = out_sum.get(name, 0) + y.T @ y
+        return hook
+
+    def block_hook(name):
+        def hook(module, args, output):
+            h_in = args[0] if args else None
+            h_out = output[0] if isinstance(output, tuple) else output
+            if isinstance(h_in, torch.Tensor) and isinstance(h_out, torch.Tensor) and h_in.shape == h_out.shape:
+                cos = torch.nn.functional.cosine_similarity(h_in.double(), h_out.double(), dim=-1)
+                cos_sum[name] = cos_sum.get(name, 0.0) + float(cos.sum())
+                cos_count[name] = cos_count.get(name, 0) + cos.numel()
+        return hook
+
+    modules = dict(model.named_modules())
+    for name in names:
+        hooks.append(modules[name].register_forward_hook(linear_hook(name)))
+    if blocks:
+        for name, module in modules.items():
+            if _BLOCK.search(name):
+                hooks.append(module.register_forward_hook(block_hook(name)))
+    try:
+        run()
+    finally:
+        for h in hooks:
+            h.remove()
+    missing = [n for n in names if n not in rows]
+    if missing:
+        raise ValueError(f"calibration never reached layer {missing[0]} ({len(missing)} layers unreached)")
+    return CalibrationStats(
+        input_cov={n: in_sum[n] / rows[n] for n in in_sum},
+        output_cov={n: out_sum[n] / rows[n] for n in out_sum},
+        block_importance={n: 1.0 - cos_sum[n] / cos_count[n] for n in cos_sum},
+        n_rows=max(rows.values()) if rows else 0,
+    )
+
+
+def layer_importance(name: str, block_importance: Mapping[str, float]) -> float:
+    """Importance of a linear layer: that of the innermost block containing it (1.0 when none was measured)."""
+    best = None
+    for block, value in block_importance.items():
+        if name.startswith(block + ".") and (best is None or len(block) > len(best[0])):
+            best = (block, value)
+    return 1.0 if best is None else best[1]
+
+
+def _bias_bytes(module: torch.nn.Module) -> int:
+    # biases are kept as they are (float32), in the original and the compressed model alike
+    return 0 if module.bias is None else module.bias.numel() * module.bias.element_size()
+
+
+def compress_linears(
+    model: torch.nn.Module,
+    spec: MethodSpec,
+    stats: Optional[CalibrationStats] = None,
+    names: Optional[Iterable[str]] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> tuple[dict[str, torch.nn.Module], list[LayerReport]]:
+    """Compressed replacements for the named linears (default: all), and one LayerReport per layer."""
+    modules = dict(model.named_modules())
+    names = _linear_names(model, names)
+    linears = {n: modules[n] for n in names}
+    for n, m in linears.items():
+        if not isinstance(m, torch.nn.Linear):
+            raise ValueError(f"{n} is a {type(m).__name__}, not an nn.Linear")
+    spec.check_layers({n: tuple(m.weight.shape) for n, m in linears.items()})
+    needs_stats = spec.needs_input_covariance or spec.needs_output_covariance
+    if needs_stats and stats is None:
+        raise ValueError(f"method {spec.method!r} needs calibration statistics")
+    if spec.method == "lowrank":
+        importance = {n: layer_importance(n, stats.block_importance) for n in names}
+        start = time.perf_counter()
+        replacements = swift_svd_compress(linears, stats.output_cov, importance, spec.bits, progress=progress)
+        per_layer = (time.perf_counter() - start) / max(len(names), 1)
+        built = {n: (replacements[n], per_layer) for n in names}
+    else:
+        config = spec.layer_config()
+        built = {}
+        for i, (n, linear) in enumerate(linears.items()):
+            if progress is not None:
+                progress(i, len(linears), n)
+            cov = stats.input_cov.get(n) if (stats is not None and spec.needs_input_covariance) else None
+            start = time.perf_counter()
+            module = QuantizedLinear.from_linear(linear, config, cov, kernel="torch")
+            built[n] = (module, time.perf_counter() - start)
+    reports = []
+    for n, (module, seconds) in built.items():
+        w = linears[n].weight.detach().float()
+        approx = effective_weight(module)
+        cov = stats.input_cov.get(n) if stats is not None else None
+        reports.append(LayerReport(
+            name=n,
+            shape=tuple(w.shape),
+            bytes=stored_bytes(module),
+            fp16_bytes=w.numel() * 2 + _bias_bytes(linears[n]),
+            relative_error=relative_error(w, approx),
+            activation_error=None if cov is None else activation_error(w, approx, cov),
+            seconds=seconds,
+        ))
+    return {n: m for n, (m, _) in built.items()}, reports
+
+
+def effective_weight(module: torch.nn.Module) -> torch.Tensor:
+    """The float32 weight [N, K] a compressed linear applies."""
+    if isinstance(module, QuantizedLinear):
+        return module.qweight.dequantize()
+    if isinstance(module, LowRankLinear):
+        return module.left.float() @ module.right.float()
+    raise ValueError(f"not a compressed linear: {type(module).__name__}")
+
+
+def stored_bytes(module: torch.nn.Module) -> int:
+    """Bytes a compressed linear stores: its weight format plus an fp16 bias."""
+    bias = _bias_bytes(module)
+    if isinstance(module, QuantizedLinear):
+        return module.qweight.nbytes + bias
+    if isinstance(module, LowRankLinear):
+        return (module.left.numel() + module.right.numel()) * 2 + bias
+    raise ValueError(f"not a compressed linear: {type(module).__name__}")
+
+
+# --- save / load -------------------------------------------------------------------------------
+
+
+def _weight_record(weight, prefix: str, tensors: dict[str, torch.Tensor]) -> dict:
+    if isinstance(weight, ScalarQuantizedWeight):
+        for field in ("packed", "scales", "codebook"):
+            tensors[f"{prefix}.{field}"] = getattr(weight, field)
+        return {"kind": "scalar", "bits": weight.bits, "group_size": weight.group_size,
+                "shape": list(weight.shape), "method": weight.method}
+    if isinstance(weight, VQWeight):
+        for field in ("codes", "scales", "basis", "offset"):
+            tensors[f"{prefix}.{field}"] = getattr(weight, field)
+        return {"kind": "vq", "group_size": weight.group_size, "shape": list(weight.shape), "method": weight.method}
+    if isinstance(weight, LowRankQuantizedWeight):
+        tensors[f"{prefix}.left"] = weight.left
+        tensors[f"{prefix}.right"] = weight.right
+        return {"kind": "qer", "preserved_rank": weight.preserved_rank, "method": weight.method,
+                "base": _weight_record(weight.base, prefix + ".base", tensors)}
+    raise ValueError(f"cannot save a weight of type {type(weight).__name__}")
+
+
+def _weight_from_record(record: dict, prefix: str, tensors: Mapping[str, torch.Tensor]):
+    kind = record.get("kind")
+    if kind == "scalar":
+        return ScalarQuantizedWeight(
+            packed=tensors[f"{prefix}.packed"], scales=tensors[f"{prefix}.scales"],
+            codebook=tensors[f"{prefix}.codebook"], bits=record["bits"], group_size=record["group_size"],
+            shape=tuple(record["shape"]), method=record["method"],
+        )
+    if kind == "vq":
+        return VQWeight(
+            codes=tensors[f"{prefix}.codes"], scales=tensors[f"{prefix}.scales"], basis=tensors[f"{prefix}.basis"],
+            offset=tensors[f"{prefix}.offset"], group_size=record["group_size"], shape=tuple(record["shape"]),
+            method=record["method"],
+        )
+    if kind == "qer":
+        return LowRankQuantizedWeight(
+            base=_weight_from_record(record["base"], prefix + ".base", tensors),
+            left=tensors[f"{prefix}.left"], right=tensors[f"{prefix}.right"],
+            preserved_rank=record["preserved_rank"], method=record["method"],
+        )
+    raise ValueError(f"unknown stored weight kind {kind!r}")
+
+
+def prepare_out_dir(out: Path | str, force: bool) -> Path:
+    """The output folder, refusing an existing non-empty one unless force (then it is replaced)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force:
+            raise FileExistsError(f"output folder {out} exists and is not empty (pass --force to replace it)")
+        if out.is_dir():
+            shutil.rmtree(out)
+        else:
+            out.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def save_compressed(out: Path | str, replacements: Mapping[str, torch.nn.Module], meta: Mapping) -> Path:
+    """Write weights.pt (every stored tensor) and compressed.json (formats, layer list, `meta`) into out."""
+    out = Path(out)
+    tensors: dict[str, torch.Tensor] = {}
+    layers = {}
+    for name, module in replacements.items():
+        if module.bias is not None:
+            tensors[f"{name}.bias"] = module.bias.detach().contiguous()
+        if isinstance(module, QuantizedLinear):
+            layers[name] = {"module": "quantized", "weight": _weight_record(module.qweight, name + ".w", tensors)}
+        elif isinstance(module, LowRankLinear):
+            tensors[f"{name}.left"] = module.left.detach().contiguous()
+            tensors[f"{name}.right"] = module.right.detach().contiguous()
+            layers[name] = {"module": "lowrank"}
+        else:
+            raise ValueError(f"cannot save module {name} of type {type(module).__name__}")
+        layers[name]["bias"] = module.bias is not None
+    torch.save(tensors, out / "weights.pt")
+    document = {"format_version": _FORMAT_VERSION, **dict(meta), "layers": layers}
+    (out / "compressed.json").write_text(json.dumps(document, indent=1))
+    return out
+
+
+def load_compressed(out: Path | str) -> tuple[dict[str, torch.nn.Module], dict]:
+    """(name -> compressed module, the JSON document) from a folder written by save_compressed."""
+    out = Path(out)
+    config_path = out / "compressed.json"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{config_path} not found: not a compressed-model folder")
+    document = json.loads(config_path.read_text())
+    if document.get("format_version") != _FORMAT_VERSION:
+        raise ValueError(f"unsupported compressed-model format version {document.get('format_version')!r}")
+    tensors = torch.load(out / "weights.pt", weights_only=True)
+    modules: dict[str, torch.nn.Module] = {}
+    for name, record in document["layers"].items():
+        bias = tensors[f"{name}.bias"] if record["bias"] else None
+        if record["module"] == "quantized":
+            modules[name] = QuantizedLinear(_weight_from_record(record["weight"], name + ".w", tensors), bias, "torch")
+        elif record["module"] == "lowrank":
+            modules[name] = LowRankLinear(tensors[f"{name}.left"], tensors[f"{name}.right"], bias)
+        else:
+            raise ValueError(f"unknown module kind {record['module']!r} for layer {name}")
+    return modules, document
+
+
+def spec_dict(spec: MethodSpec) -> dict:
+    """The spec as JSON-ready data."""
+    return asdict(spec)

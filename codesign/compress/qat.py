@@ -1,0 +1,198 @@
+"""Quantization-aware training of linear layers: k-means QAT, integer QAT, LC-QAT 2-bit VQ, and WinQ on top.
+
+`QATLinear` keeps a full-precision latent weight W and computes with its quantized value Q(W):
+- kmeans: per-group absmax scales, a per-layer codebook; straight-through estimator (STE)
+  (forward Q(W), backward identity). Every `refit_every` steps the centroids are refit to the
+  current weights (Lloyd from the current codebook).
+- int: the same with the fixed mid-rise uniform codebook of integer.py.
+- vq (LC-QAT style, 2 bits): W_q = s * (B A^T + mu) with sign vectors B fixed between refits and
+  A, mu, s trained by their exact gradients — a dense product, no codebook lookup in the
+  forward; W gets the STE gradient, and every `refit_every` steps its vectors are re-encoded
+  (nearest of the 256 codewords).
+- WinQ (winq=True, any of the above): every `reset_every` steps W <- (1 - alpha) W + alpha Q(W)
+  (closer to the grid), and gradients are taken at W + noise, noise ~ N(0, (noise * rms(W - Q(W)))^2)
+  per layer, so the update sees a neighbourhood of W rather than one point.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+import torch
+
+from codesign.compress.integer import uniform_codebook
+from codesign.compress.kmeans import group_absmax, lloyd_max, nearest_level
+from codesign.compress.qtensor import VQ_DIM, vq_sign_table
+from codesign.compress.vq import _encode, initial_basis, vq_training_weight
+
+__all__ = ["QAT_QUANTIZERS", "QATConfig", "QATLinear", "qat_model", "train_qat", "distillation_loss"]
+
+QAT_QUANTIZERS = ("kmeans", "int", "vq")
+
+
+@dataclass(frozen=True)
+class QATConfig:
+    """QAT settings.
+
+    quantizer: "kmeans", "int" or "vq" (2-bit only). bits: code width (scalar quantizers).
+    group_size: weights per scale along the input dimension.
+    refit_every: steps between centroid refits (kmeans) / re-encodings (vq); 0 = never.
+    winq: apply WinQ; reset_every: steps between resets; alpha: reset interpolation weight of Q(W);
+    noise: std of the injected weight noise relative to the layer's rms quantization error.
+    """
+
+    quantizer: str = "kmeans"
+    bits: int = 2
+    group_size: int = 64
+    refit_every: int = 10
+    winq: bool = False
+    reset_every: int = 10
+    alpha: float = 0.5
+    noise: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.quantizer not in QAT_QUANTIZERS:
+            raise ValueError(f"unknown QAT quantizer {self.quantizer!r}: choose one of {', '.join(QAT_QUANTIZERS)}")
+        if self.quantizer == "vq" and self.bits != 2:
+            raise ValueError(f"vq QAT is 2-bit, got bits {self.bits}")
+        if not 1 <= self.bits <= 8:
+            raise ValueError(f"bits must be in 1..8, got {self.bits}")
+        if self.refit_every < 0 or self.reset_every < 1:
+            raise ValueError(f"refit_every must be >= 0 and reset_every >= 1, got {self.refit_every}, {self.reset_every}")
+        if not 0 <= self.alpha <= 1 or self.noise < 0:
+            raise ValueError(f"alpha must lie in [0, 1] and noise be >= 0, got {self.alpha}, {self.noise}")
+
+
+class QATLinear(torch.nn.Module):
+    """nn.Linear whose forward uses the quantized value of a trainable full-precision weight."""
+
+    def __init__(self, linear: torch.nn.Linear, config: QATConfig) -> None:
+        super().__init__()
+        n, k = linear.weight.shape
+        if k % config.group_size or (config.quantizer == "vq" and config.group_size % VQ_DIM):
+            raise ValueError(f"group size {config.group_size} does not fit a layer with {k} inputs")
+        self.config = config
+        self.weight = torch.nn.Parameter(linear.weight.detach().float().clone())
+        self.bias = None if linear.bias is None else torch.nn.Parameter(linear.bias.detach().float().clone())
+        if config.quantizer == "vq":
+            basis, offset = initial_basis()
+            self.basis = torch.nn.Parameter(basis)
+            self.offset = torch.nn.Parameter(offset)
+            groups = self.weight.detach().view(n, k // config.group_size, config.group_size)
+            amax = groups.abs().amax(dim=2).clamp(min=1e-8)
+            self.scales = torch.nn.Parameter(amax / 1.5)
+            self.register_buffer("signs", torch.zeros(n, k // VQ_DIM, 8))
+            self.reencode()
+        else:
+            book = uniform_codebook(config.bits)
+            self.register_buffer("codebook", book)
+            if config.quantizer == "kmeans":
+                self.refit()
+
+    def _scales(self, weight: torch.Tensor) -> torch.Tensor:
+        return group_absmax(weight.detach(), self.config.group_size).float().repeat_interleave(self.config.group_size, 1)
+
+    def _scalar_quantize(self, weight: torch.Tensor) -> torch.Tensor:
+        scale = self._scales(weight)
+        units = (weight.detach() / scale).reshape(1, -1)
+        codes = nearest_level(units, self.codebook[None])
+        return self.codebook[codes].view_as(weight) * scale
+
+    def quantized(self, weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Q(W) with gradients: STE to W (and exact to A, mu, s for vq)."""
+        w = self.weight if weight is None else weight
+        if self.config.quantizer == "vq":
+            q = vq_training_weight(self.signs, self.basis, self.offset, self.scales, self.config.group_size)
+            return q + (w - w.detach())
+        return w + (self._scalar_quantize(w) - w).detach()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x W_q^T + b; in training with WinQ, W_q is taken at a noise-injected W."""
+        w = self.weight
+        if self.training and self.config.winq and self.config.noise > 0:
+            with torch.no_grad():
+                rms = (self.quantized() - w).pow(2).mean().sqrt()
+            w = w + torch.randn_like(w) * (self.config.noise * rms)
+        return torch.nn.functional.linear(x, self.quantized(w), self.bias)
+
+    @torch.no_grad()
+    def refit(self) -> None:
+        """kmeans: Lloyd refit of the centroids to the current weights; vq: re-encode the sign vectors."""
+        if self.config.quantizer == "vq":
+            self.reencode()
+        elif self.config.quantizer == "kmeans":
+            units = (self.weight / self._scales(self.weight)).reshape(1, -1)
+            init = None if not hasattr(self, "_fitted") else self.codebook[None]
+            self.codebook.copy_(lloyd_max(units, self.codebook.numel(), iterations=10, init=init)[0])
+            self._fitted = True
+
+    @torch.no_grad()
+    def reencode(self) -> None:
+        """Nearest codeword of every 4-weight vector of W / s (vq only)."""
+        n, k = self.weight.shape
+        scale = self.scales.detach().clamp(min=1e-8).repeat_interleave(self.config.group_size, 1)
+        units = (self.weight / scale).reshape(-1, VQ_DIM)
+        table = vq_sign_table(self.weight.device)
+        codes = _encode(units, table @ self.basis.T + self.offset)
+        self.signs.copy_(table[codes].view(n, k // VQ_DIM, 8))
+
+    @torch.no_grad()
+    def winq_reset(self) -> None:
+        """WinQ: W <- (1 - alpha) W + alpha Q(W)."""
+        a = self.config.alpha
+        self.weight.copy_((1 - a) * self.weight + a * self.quantized())
+
+
+def qat_model(model: torch.nn.Module, config: QATConfig, names: Optional[Iterable[str]] = None) -> torch.nn.Module:
+    """A deep copy of model with the named (default: all) nn.Linear replaced by QATLinear; only those train."""
+    student = copy.deepcopy(model)
+    student.requires_grad_(False)
+    modules = dict(student.named_modules())
+    names = [n for n, m in modules.items() if isinstance(m, torch.nn.Linear)] if names is None else list(names)
+    for name in names:
+        parent_name, _, leaf = name.rpartition(".")
+        parent = student.get_submodule(parent_name) if parent_name else student
+        setattr(parent, leaf, QATLinear(modules[name], config))
+    return student
+
+
+def distillation_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Masked mean squared error of hidden states relative to the teacher's mean squared norm."""
+    m = mask.unsqueeze(-1).to(student_hidden.dtype)
+    err = ((student_hidden - teacher_hidden) ** 2 * m).sum()
+    return err / ((teacher_hidden ** 2) * m).sum().clamp(min=1e-12)
+
+
+def train_qat(
+    student: torch.nn.Module,
+    loss_fn: Callable[[torch.nn.Module, int], torch.Tensor],
+    steps: int,
+    lr: float = 1e-4,
+    on_step: Optional[Callable[[int, float], None]] = None,
+) -> list[float]:
+    """Adam on the student's trainable parameters for `steps` steps; refits/resets on their schedules; losses."""
+    params = [p for p in student.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the student has no trainable parameters (no QATLinear layers)")
+    layers = [m for m in student.modules() if isinstance(m, QATLinear)]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    student.train()
+    losses = []
+    for step in range(steps):
+        loss = loss_fn(student, step)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        for layer in layers:
+            c = layer.config
+            if c.refit_every and (step + 1) % c.refit_every == 0:
+                layer.refit()
+            if c.winq and (step + 1) % c.reset_every == 0:
+                layer.winq_reset()
+        if on_step is not None:
+            on_step(step, losses[-1])
+    student.eval()
+    return losses
