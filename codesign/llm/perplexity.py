@@ -1,0 +1,81 @@
+"""Perplexity of a causal LM on a token stream, in fixed windows, with the vocabulary projection chunked.
+
+Protocol (fixed, so numbers compare across methods): the stream is cut into windows of `context`
+tokens starting at 0, stride, 2*stride, ... Chunked (stride == context, the default): every window
+starts from an empty context and scores its tokens 1..L-1, so a token sees between 1 and context-1
+tokens before it. Sliding (stride < context): each later window scores only its last `stride`
+tokens, which then see at least context - stride tokens. Every scored token is scored once.
+Logits are computed `logit_rows` rows at a time: Gemma's 262k-entry vocabulary makes a full
+[context, vocab] logit matrix gigabytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+__all__ = ["PerplexityResult", "perplexity"]
+
+
+@dataclass(frozen=True)
+class PerplexityResult:
+    """Perplexity = exp(mean negative log-likelihood, nats) over n_scored tokens."""
+
+    perplexity: float
+    mean_nll: float
+    n_scored: int
+    context: int
+    stride: int
+
+
+def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:
+    hidden = model.base_model(input_ids=window[None]).last_hidden_state[0]
+    head = model.get_output_embeddings()
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    total, count = 0.0, 0
+    # position t predicts token t + 1
+    for start in range(max(first_scored - 1, 0), window.numel() - 1, logit_rows):
+        stop = min(start + logit_rows, window.numel() - 1)
+        logits = head(hidden[start:stop]).float()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        targets = window[start + 1 : stop + 1]
+        total += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
+        count += stop - start
+    return total, count
+
+
+@torch.no_grad()
+def perplexity(
+    model: torch.nn.Module,
+    tokens: torch.Tensor,
+    context: int = 512,
+    stride: Optional[int] = None,
+    logit_rows: int = 128,
+) -> PerplexityResult:
+    """Perplexity of a transformers causal LM on a 1-D token stream (see the module doc for the protocol)."""
+    stride = context if stride is None else stride
+    if tokens.dim() != 1 or tokens.numel() < 2:
+        raise ValueError(f"tokens must be a 1-D stream of at least 2 tokens, got shape {tuple(tokens.shape)}")
+    if context < 2:
+        raise ValueError(f"context must be at least 2 tokens, got {context}")
+    if not 1 <= stride <= context:
+        raise ValueError(f"stride must be in 1..context={context}, got {stride}")
+    device = next(model.parameters()).device
+    tokens = tokens.to(device)
+    total, count = 0.0, 0
+    start = 0
+    while True:
+        window = tokens[start : start + context]
+        first_scored = 1 if start == 0 or stride == context else context - stride
+        if window.numel() > first_scored:
+            nll, n = _window_nll(model, window, first_scored, logit_rows)
+            total, count = total + nll, count + n
+        if start + context >= tokens.numel():
+            break
+        start += stride
+    mean = total / count
+    return PerplexityResult(math.exp(mean), mean, count, context, stride)
