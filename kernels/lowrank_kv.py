@@ -12,7 +12,8 @@ Keys, ROPE=False (keys projected after RoPE): the query is projected once, q̃ =
 are q̃ · latent.
 
 Latent storage (per row of R channels): BITS=16 float16; BITS=8 int8 codes times a float32 scale
-per token; BITS=4 two codes per byte (offset 8, even channel in the low nibble) times the scale.
+per token and GROUP channels; BITS=4 two codes per byte (offset 8, even channel in the low nibble)
+times the same scales.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ import torch
 import triton
 import triton.language as tl
 
+from codesign.kernels.dispatch import is_interpreted, split_k_chunk
+
 __all__ = ["lowrank_decode_kernel", "lowrank_decode"]
 
 _NEG = -1.0e30
 
 
 @triton.jit
-def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R, BITS: tl.constexpr, BLOCK_R: tl.constexpr):
+def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R,
+                 BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_R: tl.constexpr):
     """float32 latent [BLOCK_N, BLOCK_R] of `keys` (rows head_row + key of the cache), zero outside."""
     cols = tl.arange(0, BLOCK_R)
     mask = k_mask[:, None] & (cols[None, :] < R)
@@ -37,7 +41,8 @@ def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R, BITS: tl.const
     if BITS == 16:
         x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     else:
-        scale = tl.load(scale_ptr + rows, mask=k_mask, other=0.0)
+        n_groups = (R + GROUP - 1) // GROUP
+        scale = tl.load(scale_ptr + rows[:, None] * n_groups + cols[None, :] // GROUP, mask=mask, other=0.0)
         if BITS == 8:
             x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0).to(tl.float32)
         else:
@@ -45,7 +50,7 @@ def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R, BITS: tl.const
             byte = tl.load(codes_ptr + rows[:, None] * width + cols[None, :] // 2, mask=mask, other=0).to(tl.int32)
             nibble = (byte >> ((cols[None, :] % 2) * 4)) & 15
             x = tl.where(mask, (nibble - 8).to(tl.float32), 0.0)
-        x = x * scale[:, None]
+        x = x * scale
     return x
 
 
@@ -55,7 +60,7 @@ def lowrank_decode_kernel(
     m_ptr, l_ptr, acc_ptr,
     scale, N, chunk, n_chunks, RK, RV,
     G: tl.constexpr, HQ: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
-    BITS: tl.constexpr, ROPE: tl.constexpr, UPCAST: tl.constexpr,
+    BITS: tl.constexpr, GROUP: tl.constexpr, ROPE: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_RK: tl.constexpr, BLOCK_RV: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
@@ -99,7 +104,7 @@ def lowrank_decode_kernel(
     for n0 in range(start, stop, BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         k_mask = keys < stop
-        latent = _latent_tile(kc_ptr, ks_ptr, head_row, keys, k_mask, RK, BITS, BLOCK_RK).to(dot_ty)
+        latent = _latent_tile(kc_ptr, ks_ptr, head_row, keys, k_mask, RK, BITS, GROUP, BLOCK_RK).to(dot_ty)
         if ROPE:
             k1 = tl.dot(latent, up1)
             k2 = tl.dot(latent, up2)
@@ -117,7 +122,7 @@ def lowrank_decode_kernel(
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
         l = l * alpha + tl.sum(p, axis=1)
-        values = _latent_tile(vc_ptr, vs_ptr, head_row, keys, k_mask, RV, BITS, BLOCK_RV).to(dot_ty)
+        values = _latent_tile(vc_ptr, vs_ptr, head_row, keys, k_mask, RV, BITS, GROUP, BLOCK_RV).to(dot_ty)
         acc = acc * alpha[:, None] + tl.dot(p.to(dot_ty), values)
         m = m_new
     stat = (b * HQ + heads) * n_chunks + c
@@ -129,10 +134,6 @@ def lowrank_decode_kernel(
 
 def _pow2(value: int, least: int = 16) -> int:
     return max(least, 1 << max(0, (int(value) - 1).bit_length()))
-
-
-def _is_interpreted() -> bool:
-    return type(lowrank_decode_kernel).__name__ == "InterpretedFunction"
 
 
 def lowrank_decode(
@@ -148,6 +149,7 @@ def lowrank_decode(
     lengths: torch.Tensor,
     *,
     bits: int,
+    group_size: int,
     rope: bool,
     scale: float,
     block_n: int = 32,
@@ -158,12 +160,7 @@ def lowrank_decode(
     hkv, n_keys = key_codes.shape[1], key_codes.shape[2]
     rank_k, rank_v = key_up.shape[1], value_up.shape[1]
     group = hq // hkv
-    if chunk is None:
-        want = max(1, 256 // (bsz * hkv))
-        chunk = max(block_n, triton.cdiv(triton.cdiv(n_keys, want), block_n) * block_n)
-    if chunk % block_n:
-        raise ValueError(f"chunk {chunk} must be a multiple of block_n {block_n}")
-    n_chunks = triton.cdiv(n_keys, chunk)
+    chunk, n_chunks = split_k_chunk(n_keys, bsz * hkv, block_n, chunk)
     device = q.device
     m = torch.empty((bsz, hq, n_chunks), dtype=torch.float32, device=device)
     l = torch.empty_like(m)
@@ -174,7 +171,7 @@ def lowrank_decode(
         value_codes, placeholder if value_scale is None else value_scale,
         positions, key_up, value_up, placeholder if inv_freq is None else inv_freq, lengths,
         m, l, acc, scale, n_keys, chunk, n_chunks, rank_k, rank_v,
-        G=group, HQ=hq, HKV=hkv, D=dim, BITS=bits, ROPE=rope, UPCAST=_is_interpreted(),
+        G=group, HQ=hq, HKV=hkv, D=dim, BITS=bits, GROUP=group_size, ROPE=rope, UPCAST=is_interpreted(lowrank_decode_kernel),
         BLOCK_G=_pow2(group), BLOCK_N=block_n, BLOCK_RK=_pow2(rank_k), BLOCK_RV=_pow2(rank_v),
         BLOCK_H=_pow2(dim // 2), BLOCK_D=_pow2(dim),
     )

@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from codesign.kernels.dispatch import is_interpreted as _is_interpreted
 from codesign.kernels.tuning import KernelConfig, Problem, heuristic_config
 
 __all__ = [
@@ -172,7 +173,7 @@ def lut_gemm_kernel(
 
 def is_interpreted() -> bool:
     """True when these kernels were defined under TRITON_INTERPRET=1 (they then run on CPU tensors)."""
-    return type(lut_gemm_kernel).__name__ == "InterpretedFunction"
+    return _is_interpreted(lut_gemm_kernel)
 
 
 def _check(t: torch.Tensor, name: str, dtypes: tuple[torch.dtype, ...], shape: Optional[tuple[int, ...]] = None):

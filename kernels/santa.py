@@ -1,7 +1,7 @@
 """Triton SANTA decode attention: exact q·Kᵀ, then S sampled value rows summed with integer counts.
 
 Two launches, split over the sequence like flash-decoding (grid: batch x KV head x chunk; the
-query heads of a GQA group share every K/V tile):
+query heads of a GQA group share every K/V tile, padded to 16 rows for tl.dot):
 
 1. santa_scores_kernel reads K once: it writes the scaled scores of each query head to a float32
    buffer and the chunk's softmax statistics (max m_c, sum l_c = Σ exp(s - m_c)).
@@ -26,6 +26,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
+from codesign.kernels.dispatch import is_interpreted, split_k_chunk
 
 __all__ = [
     "VARIANT_IDS",
@@ -52,7 +54,7 @@ def santa_scores_kernel(
     q_ptr, k_ptr, scores_ptr, stats_ptr, lengths_ptr,
     scale, N, chunk, n_chunks,
     stride_qb, stride_qh, stride_kb, stride_kh, stride_kn,
-    G: tl.constexpr, HQ: tl.constexpr, D: tl.constexpr,
+    G: tl.constexpr, HQ: tl.constexpr, D: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     """Scores s = scale q·k of one chunk for the G query heads of one KV head, and (max, Σexp)."""
@@ -65,8 +67,12 @@ def santa_scores_kernel(
     g_mask = g < G
     dims = tl.arange(0, BLOCK_D)
     d_mask = dims < D
+    if UPCAST:
+        dot_ty = tl.float32  # Triton's CPU interpreter: keep tl.dot in float32
+    else:
+        dot_ty = q_ptr.dtype.element_ty
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + dims[None, :],
-                mask=g_mask[:, None] & d_mask[None, :], other=0.0).to(tl.float32)
+                mask=g_mask[:, None] & d_mask[None, :], other=0.0).to(dot_ty)
     m = tl.full((BLOCK_G,), _NEG, tl.float32)
     l = tl.zeros((BLOCK_G,), tl.float32)
     start = c * chunk
@@ -75,8 +81,8 @@ def santa_scores_kernel(
         keys = n0 + tl.arange(0, BLOCK_N)
         k_mask = keys < stop
         kt = tl.load(k_ptr + b * stride_kb + hk * stride_kh + keys[:, None] * stride_kn + dims[None, :],
-                     mask=k_mask[:, None] & d_mask[None, :], other=0.0).to(tl.float32)
-        s = tl.sum(q[:, None, :] * kt[None, :, :], axis=2) * scale
+                     mask=k_mask[:, None] & d_mask[None, :], other=0.0).to(dot_ty)
+        s = tl.dot(q, tl.trans(kt)) * scale
         s = tl.where(k_mask[None, :], s, _NEG)
         tl.store(scores_ptr + (b * HQ + heads[:, None]) * N + keys[None, :], s,
                  mask=g_mask[:, None] & k_mask[None, :])
@@ -145,7 +151,8 @@ def santa_sample_kernel(
     l_all = tl.load(stat + 1, mask=c_mask, other=0.0)
     m_max = tl.max(m_all, axis=1)
     mass = l_all * tl.exp(m_all - m_max[:, None])
-    mass = mass / tl.sum(mass, axis=1)[:, None]
+    total = tl.sum(mass, axis=1)
+    mass = mass / tl.where(total > 0, total, 1.0)[:, None]  # padding rows of the head block have no mass
     bounds = tl.cumsum(mass, axis=1)
     hi = tl.sum(tl.where(chunks[None, :] == c, bounds, 0.0), axis=1)
     lo = tl.sum(tl.where(chunks[None, :] == c - 1, bounds, 0.0), axis=1)
@@ -182,7 +189,8 @@ def santa_sample_kernel(
         # gather-and-add: only rows some head sampled are read
         vt = tl.load(v_ptr + b * stride_vb + hk * stride_vh + keys[:, None] * stride_vn + dims[None, :],
                      mask=sampled[:, None] & d_mask[None, :], other=0.0).to(tl.float32)
-        acc += tl.sum(count.to(tl.float32)[:, :, None] * vt[None, :, :], axis=1)
+        # counts can exceed what float16/bfloat16 hold exactly: multiply in IEEE float32
+        acc += tl.dot(count.to(tl.float32), vt, input_precision="ieee")
         if WRITE_COUNTS:
             tl.store(counts_ptr + (b * HQ + heads[:, None]) * N + keys[None, :], count,
                      mask=g_mask[:, None] & k_mask[None, :])
@@ -223,13 +231,7 @@ def santa_decode(
     bsz, hq, dim = q.shape
     hkv, n_keys = k.shape[1], k.shape[2]
     group = hq // hkv
-    if chunk is None:
-        # enough programs to fill a large GPU, each chunk a few tiles long
-        want = max(1, 256 // (bsz * hkv))
-        chunk = max(block_n, triton.cdiv(triton.cdiv(n_keys, want), block_n) * block_n)
-    if chunk % block_n:
-        raise ValueError(f"chunk {chunk} must be a multiple of block_n {block_n}")
-    n_chunks = triton.cdiv(n_keys, chunk)
+    chunk, n_chunks = split_k_chunk(n_keys, bsz * hkv, block_n, chunk)
     s_max = int(n_samples.max())
     if bsz * hq * s_max >= 2**31:
         raise ValueError(f"batch x heads x samples = {bsz * hq * s_max} exceeds the 32-bit Philox offsets")
@@ -247,11 +249,11 @@ def santa_decode(
         points = torch.where(keep, draws, torch.full_like(draws, 2.0)).sort(dim=-1).values.contiguous()
         n_search = s_max.bit_length()
     grid = (bsz, hkv, n_chunks)
-    blocks = dict(BLOCK_G=max(2, _pow2(group)), BLOCK_N=block_n, BLOCK_D=_pow2(dim))
+    blocks = dict(BLOCK_G=max(16, _pow2(group)), BLOCK_N=block_n, BLOCK_D=max(16, _pow2(dim)))
     santa_scores_kernel[grid](
         q, k, scores, stats, lengths, scale, n_keys, chunk, n_chunks,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2),
-        G=group, HQ=hq, D=dim, **blocks,
+        G=group, HQ=hq, D=dim, UPCAST=is_interpreted(santa_scores_kernel), **blocks,
     )
     santa_sample_kernel[grid](
         scores, stats, v, lengths, n_samples, points, partial, counts,

@@ -1,1 +1,66 @@
-"""Attention-side compression: sampled value aggregation and low-rank KV cache decode."""
+"""Attention-side compression for long-context decode: sampled value aggregation (SANTA) and a low-rank KV cache.
+
+    santa_attention(q, k, v, n_samples, lengths, variant="systematic")    # reads S of n value rows
+    projection = fit_projection(key_moment, value_moment, key_ranks, value_ranks, rope_mode="pre")
+    cache = encode_kv(projection, keys, values, positions, bits=8)        # latent cache, int8
+    lowrank_decode_attention(q, cache, projection, inv_freq, lengths)
+
+Each has a torch reference and a Triton kernel (codesign.kernels.santa, codesign.kernels.lowrank_kv),
+chosen by the rule of codesign.kernels.dispatch. codesign.attention.gemma drops both into Gemma-3.
+Results and protocols: docs/attention.md.
+"""
+
+from codesign.attention.lowrank_kv import (
+    LATENT_BITS,
+    LATENT_GROUP,
+    ROPE_MODES,
+    KVProjection,
+    LatentKVCache,
+    SecondMoment,
+    allocate_ranks,
+    dequantize_latent,
+    encode_kv,
+    fit_projection,
+    lowrank_decode_attention,
+    lowrank_decode_reference,
+    quantize_latent,
+    rotate,
+)
+from codesign.attention.philox import philox_uniform
+from codesign.attention.santa import (
+    VARIANTS,
+    decode_attention_reference,
+    sample_counts,
+    sample_points,
+    santa_attention,
+    santa_masked_attention,
+    santa_reference,
+)
+from codesign.kernels.dispatch import KERNELS, reset_fallback_warnings
+
+__all__ = [
+    "KERNELS",
+    "reset_fallback_warnings",
+    "VARIANTS",
+    "santa_attention",
+    "santa_reference",
+    "santa_masked_attention",
+    "decode_attention_reference",
+    "sample_points",
+    "sample_counts",
+    "philox_uniform",
+    "ROPE_MODES",
+    "LATENT_BITS",
+    "LATENT_GROUP",
+    "KVProjection",
+    "LatentKVCache",
+    "SecondMoment",
+    "allocate_ranks",
+    "fit_projection",
+    "quantize_latent",
+    "dequantize_latent",
+    "rotate",
+    "encode_kv",
+    "lowrank_decode_reference",
+    "lowrank_decode_attention",
+]

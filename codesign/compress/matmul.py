@@ -5,33 +5,19 @@ capability >= 8.0 with Triton installed; anywhere else it falls back to the torc
 warns once per reason. kernel="triton" insists (and raises ValueError where it cannot run); on CPU
 tensors it runs Triton's interpreter when TRITON_INTERPRET=1 was set before the kernels were
 imported — how the tests check the kernels without a GPU. kernel="torch" is the reference.
+The rule is codesign.kernels.dispatch's, shared with the attention kernels.
 """
 
 from __future__ import annotations
-
-import functools
-import warnings
-from typing import Optional
 
 import torch
 
 from codesign.compress.qtensor import LowRankQuantizedWeight, QuantizedWeight, ScalarQuantizedWeight, VQWeight
 from codesign.compress.validate import check_activations
+from codesign.kernels.dispatch import KERNELS, device_name, reset_fallback_warnings, run_kernel_or_reference
+from codesign.kernels.dispatch import unsupported_reason as triton_unsupported_reason
 
 __all__ = ["KERNELS", "kernel_arguments", "lowbit_matmul", "reference_matmul", "triton_unsupported_reason", "reset_fallback_warnings"]
-
-KERNELS = ("auto", "triton", "torch")
-MIN_CAPABILITY = (8, 0)
-
-
-@functools.lru_cache(maxsize=None)
-def _warn_once(reason: str) -> None:
-    warnings.warn(f"codesign.compress: using the torch reference matmul: {reason}", RuntimeWarning, stacklevel=4)
-
-
-def reset_fallback_warnings() -> None:
-    """Forget which fallback reasons were already reported (each is reported once per process)."""
-    _warn_once.cache_clear()
 
 
 def reference_matmul(x: torch.Tensor, weight: QuantizedWeight) -> torch.Tensor:
@@ -47,41 +33,6 @@ def reference_matmul(x: torch.Tensor, weight: QuantizedWeight) -> torch.Tensor:
         right = weight.right.to(device=x.device, dtype=compute)
         y = y + (flat @ right.T) @ left.T
     return y.to(x.dtype).reshape(*x.shape[:-1], n)
-
-
-def _kernels_module():
-    from codesign.kernels import lut_matmul  # noqa: PLC0415 - Triton is an optional dependency
-
-    return lut_matmul
-
-
-def triton_unsupported_reason(x: torch.Tensor) -> Optional[str]:
-    """Why the Triton kernels cannot run on x here, or None when they can."""
-    try:
-        module = _kernels_module()
-    except ImportError:
-        return "Triton is not installed (pip install 'codesign[gpu]')"
-    if x.dtype not in (torch.float16, torch.bfloat16):
-        return f"activation dtype {x.dtype} (the kernels take float16 or bfloat16)"
-    if x.device.type == "cpu":
-        if module.is_interpreted():
-            return None
-        return "CPU tensors (the kernels need a CUDA GPU, or TRITON_INTERPRET=1 set before import)"
-    if x.device.type != "cuda":
-        return f"device type {x.device.type!r} (the kernels need a CUDA GPU)"
-    if module.is_interpreted():
-        return None
-    capability = torch.cuda.get_device_capability(x.device)
-    if capability < MIN_CAPABILITY:
-        name = torch.cuda.get_device_name(x.device)
-        return f"GPU {name} has compute capability {capability[0]}.{capability[1]}, below the 8.0 the kernels need"
-    return None
-
-
-def _device_name(x: torch.Tensor) -> str:
-    if x.device.type == "cuda":
-        return torch.cuda.get_device_name(x.device)
-    return "triton-interpreter"
 
 
 def kernel_arguments(weight: QuantizedWeight) -> dict:
@@ -121,12 +72,12 @@ def _triton_matmul(x2d: torch.Tensor, weight: QuantizedWeight, autotune: bool, b
         x2d.shape[0], weight.shape[0], weight.shape[1], args["bits"], args["group_size"], rank,
         str(x2d.dtype).replace("torch.", ""), args["table_mode"],
     )
-    device_name = _device_name(x2d)
-    config = tuning.lookup_config(problem, device_name)
-    cached = problem.cache_key() in tuning.read_tuned(tuning.cache_file(device_name))
+    gpu = device_name(x2d)
+    config = tuning.lookup_config(problem, gpu)
+    cached = problem.cache_key() in tuning.read_tuned(tuning.cache_file(gpu))
     if autotune and not cached:
         sync = torch.cuda.synchronize if x2d.device.type == "cuda" else (lambda: None)
-        config = tuning.autotune(problem, device_name, lambda c: lut_matmul(x2d, config=c, **args),
+        config = tuning.autotune(problem, gpu, lambda c: lut_matmul(x2d, config=c, **args),
                                  budget_s=budget_s, synchronize=sync)
     return lut_matmul(x2d, config=config, **args)
 
@@ -144,30 +95,11 @@ def lowbit_matmul(
     autotune=True times the candidate launch configurations once per problem shape on this GPU
     model (at most autotune_budget_s seconds) and caches the winner on disk.
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}: choose one of {', '.join(KERNELS)}")
     n, k = weight.shape
     check_activations(x, k)
-    if kernel == "torch":
-        return reference_matmul(x, weight)
-    reason = triton_unsupported_reason(x)
-    if reason is not None:
-        if kernel == "triton":
-            raise ValueError(f"kernel='triton' cannot run here: {reason}")
-        _warn_once(reason)
-        return reference_matmul(x, weight)
-    if x.device.type == "cpu" and kernel == "auto":
-        # the interpreter is for checking kernels, not for speed
-        _warn_once("CPU tensors (auto does not use Triton's interpreter; pass kernel='triton')")
-        return reference_matmul(x, weight)
-    x2d = x.reshape(-1, k)
-    try:
-        y = _triton_matmul(x2d, weight, autotune, autotune_budget_s)
-    except ValueError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a compile or launch failure must not end the caller's run
-        if kernel == "triton":
-            raise
-        _warn_once(f"the Triton kernel failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
-        return reference_matmul(x, weight)
-    return y.reshape(*x.shape[:-1], n)
+
+    def run_triton() -> torch.Tensor:
+        y = _triton_matmul(x.reshape(-1, k), weight, autotune, autotune_budget_s)
+        return y.reshape(*x.shape[:-1], n)
+
+    return run_kernel_or_reference(kernel, x, run_triton, lambda: reference_matmul(x, weight), "matmul")

@@ -46,7 +46,7 @@ def test_unsupported_dtype_falls_back_once_per_reason(qw):
 
 
 def test_forcing_triton_where_it_cannot_run_is_an_error(qw):
-    with pytest.raises(ValueError, match="kernel='triton' cannot run here: activation dtype torch.float32"):
+    with pytest.raises(ValueError, match="kernel='triton' cannot run here: dtype torch.float32"):
         lowbit_matmul(torch.randn(2, 64), qw, kernel="triton")
 
 
