@@ -1,4 +1,7 @@
-"""``codesign build``: spec -> Vitis HLS project -> g++ C-simulation against the Python reference -> report.
+"""``codesign build``: spec -> Vitis HLS project + RTL -> C-simulation (and optionally co-simulation, synthesis) -> report.
+
+The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench
+and ``synth`` runs Yosys for the target's family, each adding its section to report.json.
 
 Every input is checked before any work starts (learner, target, config, compiler, output
 folder), so bad input ends in one line and leaves nothing behind.
@@ -18,12 +21,13 @@ from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_c
 from codesign.fpga.hls_project import firmware_module, generated_entries, write_project
 from codesign.outputs import Progress, prepare_output
 from codesign.fpga.report import build_report, format_report
+from codesign.fpga.rtl_emit import emit_rtl, pipeline_mask
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import expected_timing
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import task_options
 
-__all__ = ["build", "load_build_spec", "default_output"]
+__all__ = ["build", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
 
 MIN_SAMPLES = 1
 
@@ -52,8 +56,11 @@ def build(
     task: str = "function_tracking",
     seed: int = 0,
     stream: TextIO | None = None,
+    cosim: bool = False,
+    synth: bool = False,
+    pipeline: str | int = "ii1",
 ) -> dict:
-    """Generate, C-simulate and report one learner for one target; returns the report (also in report.json)."""
+    """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data."""
     stream = stream if stream is not None else sys.stdout
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
@@ -64,26 +71,84 @@ def build(
     if seed < 0:
         raise ValueError(f"--seed={seed}: must be >= 0")
     task_options(task)  # an unknown task is refused here, before anything is written
+    pipeline_mask(spec, pipeline)
     compiler = find_compiler()
     ap_types = find_ap_types()
+    if cosim:
+        from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
+
+        verilator_setup()  # no Verilator: one line now, not after the C-simulation
+    if synth:
+        from codesign.fpga.synth import find_yosys  # noqa: PLC0415
+
+        find_yosys()
     out_dir = Path(out) if out is not None else default_output(learner, board)
     prepare_output(out_dir, generated_entries(learner), force)
     fw = firmware_module(spec)
     timing = expected_timing(spec)
 
-    progress = Progress(5, stream)
+    progress = Progress(6 + cosim + synth, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
         reference = run_reference(spec, stimulus, fw)
     with progress.step("render", f"writing the HLS project to {out_dir}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
+    with progress.step("rtl", f"writing the RTL ({pipeline} pipeline) to {out_dir / 'rtl'}"):
+        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=pipeline, seed=seed, learner_name=learner, force=True)
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
+    report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
+    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if cosim:
+        from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
+
+        with progress.step("cosim", f"co-simulating the RTL in Verilator on {stimulus.samples:,} samples"):
+            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=pipeline, seed=seed))
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if synth:
+        from codesign.fpga.synth import run_synth  # noqa: PLC0415
+
+        with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
+            measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
+            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured)
     with progress.step("report", "writing report.json"):
-        report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
+        report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
     return report
+
+
+def cosim_summary(result: dict) -> dict:
+    """The report.json section of a co-simulation: the measured fields first, then the checks behind them."""
+    from codesign.fpga.cosim import COSIM_FIELDS  # noqa: PLC0415
+
+    keep = ("passed", "predictions_checked", "prediction_mismatches", "state_values", "state_mismatches",
+            "resets", "dropped_samples", "failures", "expected", "simulator", "build_seconds", "seconds", "log")
+    return {**{k: result.get(k) for k in COSIM_FIELDS}, **{k: result[k] for k in keep if k in result}}
+
+
+def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO | None = None) -> dict:
+    """`codesign sim DIR`: co-simulate a build folder's RTL again, update report.json's cosim section, print it."""
+    from codesign.fpga.cosim import format_cosim, run_cosim  # noqa: PLC0415
+
+    stream = stream if stream is not None else sys.stdout
+    folder = Path(folder)
+    report_file = folder / "report.json"
+    if not report_file.is_file():
+        raise ValueError(f"{folder} is not a codesign build folder (no report.json)")
+    try:
+        report = json.loads(report_file.read_text())
+        pipeline = report["rtl"]["pipeline"]["mask"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
+    progress = Progress(1, stream)
+    with progress.step("cosim", f"co-simulating {folder / 'rtl'} in Verilator"):
+        result = run_cosim(folder, pipeline=pipeline, wall_seconds=wall_seconds)
+    report["cosim"] = cosim_summary(result)
+    report_file.write_text(json.dumps(report, indent=2) + "\n")
+    print(format_cosim(report["cosim"]), file=stream, flush=True)
+    return report["cosim"]

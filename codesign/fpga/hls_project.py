@@ -24,7 +24,7 @@ from codesign.kan.spec import KANSpec, MLPSpec
 __all__ = ["GENERATED", "firmware_module", "generated_entries", "write_project", "project_name"]
 
 # What a build writes at the top of its folder; --force replaces these and nothing else.
-GENERATED = ("firmware", "tb", "tb_data", "csim", "build_prj.tcl", "README.md", "manifest.json", "report.json")
+GENERATED = ("firmware", "tb", "tb_data", "csim", "rtl", "build_prj.tcl", "README.md", "manifest.json", "report.json")
 
 
 def firmware_module(spec: KANSpec | MLPSpec) -> ModuleType:

@@ -69,6 +69,18 @@ def format_report(report: dict) -> str:
         f"II target {report['ii_target']}, expected {report['ii_expected']} (analytic; co-simulation measures it)",
         f"  project     {report['output']}  (run: vitis_hls -f build_prj.tcl)",
     ]
+    if "rtl" in report:
+        p = report["rtl"]["pipeline"]
+        lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, PIPE mask {p['mask']}, "
+                     f"II {p['ii']}, update after {p['update_latency_cycles']} cycles (expected)")
+    if "cosim" in report:
+        from codesign.fpga.cosim import format_cosim  # noqa: PLC0415 - the sim extra is optional
+
+        lines.append(format_cosim(report["cosim"]))
+    if "synth" in report:
+        from codesign.fpga.synth import format_synth  # noqa: PLC0415
+
+        lines.append(format_synth(report["synth"]))
     return "\n".join(lines)
 
 

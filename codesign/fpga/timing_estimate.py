@@ -1,0 +1,227 @@
+"""A clock estimate from the logic depth of a Yosys ``synth_xilinx`` netlist (an ESTIMATE, not timing closure).
+
+The longest register-to-register path of the mapped netlist is found with a per-cell delay
+model; the clock estimate is the inverse of that path plus a clock margin. No placement or
+routing is done, so every net between two cells is charged one average routing delay, and
+dedicated connections (carry chains, MUXF7/8, DSP cascades) none. Assumptions, per family:
+
+* UltraScale+ (-2 speed grade): a LUT level 0.10 ns of logic plus 0.40 ns of routing; a DSP48E2
+  without internal pipeline registers 2.44 ns from A/B to P (the "without pipeline registers"
+  DSP maximum frequency of 410 MHz in AMD DS923, Virtex UltraScale+ data sheet, -2), 1.2 ns
+  from C or PCIN to P (assumed); a carry chain 0.25 ns to enter and 0.04 ns per 4 bits; a
+  LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns and setup 0.05 ns; clock margin 0.15 ns.
+  Other speed grades scale every delay like that DSP figure (-1: 338 MHz, -3: 483 MHz).
+* 7-series: the same model with every delay x1.6 (assumed, not from a data sheet).
+
+These round numbers place the estimate in the right range; a placed and routed design can be
+faster (short local routes) or slower (congestion, long routes between DSP columns).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DelayModel", "delay_model", "critical_path", "ASSUMPTIONS"]
+
+ASSUMPTIONS = (
+    "no placement or routing: every net costs one average route (0.40 ns at UltraScale+ -2), "
+    "dedicated carry/MUXF/DSP-cascade links none",
+    "LUT level 0.10 ns logic + 0.40 ns route; DSP48E2 without pipeline registers 2.44 ns A/B->P "
+    "(DS923, 410 MHz at -2), 1.2 ns C/PCIN->P (assumed); carry 0.25 ns + 0.04 ns per 4 bits; "
+    "LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns, setup 0.05 ns; clock margin 0.15 ns",
+    "other speed grades scaled like the DS923 DSP figure (-1 x1.21, -3 x0.85); 7-series x1.6 (assumed)",
+)
+
+
+@dataclass(frozen=True)
+class DelayModel:
+    """Delays in ns of the cell arcs and nets of one family and speed grade."""
+
+    lut: float = 0.10
+    net: float = 0.40
+    muxf: float = 0.10
+    carry_in: float = 0.25
+    carry_step: float = 0.04
+    dsp_mult: float = 2.44
+    dsp_add: float = 1.20
+    dsp_clk_to_out: float = 0.40
+    dsp_setup: float = 0.30
+    lutram_read: float = 0.60
+    lutram_clk_to_out: float = 0.90
+    lutram_setup: float = 0.40
+    ff_clk_to_out: float = 0.10
+    ff_setup: float = 0.05
+    margin: float = 0.15
+
+    def scaled(self, factor: float) -> "DelayModel":
+        """Every delay times ``factor``."""
+        return DelayModel(**{k: v * factor for k, v in self.__dict__.items()})
+
+
+def delay_model(family: str, part: str) -> DelayModel:
+    """The delay model of a Yosys family (xcup, xcu, xc7) and a part string (its speed grade)."""
+    match = re.search(r"-(\d)", part)
+    grade = int(match.group(1)) if match else 2
+    factor = {1: 410 / 338, 2: 1.0, 3: 410 / 483}.get(grade, 1.0)
+    if family == "xc7":
+        factor *= 1.6
+    return DelayModel().scaled(factor)
+
+
+_FF = re.compile(r"^FD[RSCP]E?(_1)?$")
+_LUT = re.compile(r"^(LUT[1-6]|INV)$")
+_LUTRAM = re.compile(r"^RAM(32|64|128|256)")
+_SRL = re.compile(r"^SRL")
+
+
+def _bits(conn: list) -> list:
+    return [b for b in conn if isinstance(b, int)]
+
+
+def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[str, Any]:
+    """Longest register-to-register path of the top module: delay (ns) and what lies on it."""
+    module = netlist["modules"][top]
+    cells = module["cells"]
+    arrival: dict[int, float] = {}
+    via: dict[int, tuple[str, int | None]] = {}  # bit -> (cell, input bit it came from)
+    arcs: list[tuple[str, list[tuple[int, int, float, bool]]]] = []  # cell -> (in, out, delay, routed)
+    endpoints: list[tuple[int, float, str]] = []  # (bit, setup, cell)
+
+    def start(bits, delay, cell):
+        for b in bits:
+            arrival[b] = max(arrival.get(b, 0.0), delay)
+            via[b] = (cell, None)
+
+    for name, port in module.get("ports", {}).items():
+        if port["direction"] == "input":
+            start(_bits(port["bits"]), 0.0, f"input {name}")
+    for name, cell in cells.items():
+        kind = cell["type"]
+        conn = cell["connections"]
+        dirs = cell.get("port_directions", {})
+        ins = {p: _bits(v) for p, v in conn.items() if dirs.get(p) == "input"}
+        outs = {p: _bits(v) for p, v in conn.items() if dirs.get(p) == "output"}
+        out_bits = [b for v in outs.values() for b in v]
+        if _FF.match(kind):
+            start(out_bits, model.ff_clk_to_out, name)
+            for p in ("D", "CE", "R", "S", "CLR", "PRE"):
+                endpoints += [(b, model.ff_setup, name) for b in ins.get(p, [])]
+        elif _LUT.match(kind):
+            arcs.append((name, [(i, o, model.lut, True) for i in sum(ins.values(), []) for o in out_bits]))
+        elif kind.startswith("MUXF"):
+            arcs.append((name, [(i, o, model.muxf, p == "S") for p, v in ins.items() for i in v for o in out_bits]))
+        elif kind.startswith("CARRY"):
+            # CI/CYINIT ripple to every output; bit k's S/DI reach outputs k and above
+            co, o = outs.get("CO", []), outs.get("O", [])
+            arc = []
+            for port, v in ins.items():
+                for k, i in enumerate(v):
+                    for lane_outs in (co, o):
+                        for j, ob in enumerate(lane_outs):
+                            if port in ("CI", "CYINIT"):
+                                arc.append((i, ob, model.carry_step * (1 + j / 4), port == "CYINIT"))
+                            elif j >= k:
+                                arc.append((i, ob, model.carry_in + model.carry_step * (j - k) / 4, True))
+            arcs.append((name, arc))
+        elif kind.startswith("DSP48"):
+            params = cell.get("parameters", {})
+
+            def reg(key: str) -> bool:
+                value = str(params.get(key, "0"))
+                return int(value, 2) != 0 if re.fullmatch(r"[01]+", value) else value not in ("", "0")
+
+            mult_in = [i for q in ("A", "B", "D") for i in ins.get(q, [])]
+            add_in = [i for q in ("C", "PCIN", "CARRYIN") for i in ins.get(q, [])]
+            if reg("PREG"):
+                start(out_bits, model.dsp_clk_to_out, name)
+                endpoints += [(i, model.dsp_setup + model.dsp_mult, name) for i in mult_in]
+                endpoints += [(i, model.dsp_setup + model.dsp_add, name) for i in add_in]
+            elif reg("AREG") or reg("BREG") or reg("MREG"):
+                start(out_bits, model.dsp_clk_to_out + model.dsp_add, name)
+                endpoints += [(i, model.dsp_setup, name) for i in mult_in]
+                arcs.append((name, [(i, o, model.dsp_add, True) for i in add_in for o in out_bits]))
+            else:
+                arc = [(i, o, model.dsp_mult, q != "PCIN") for q in ("A", "B", "D") for i in ins.get(q, []) for o in out_bits]
+                arc += [(i, o, model.dsp_add, q != "PCIN") for q in ("C", "PCIN", "CARRYIN") for i in ins.get(q, []) for o in out_bits]
+                arcs.append((name, arc))
+        elif _LUTRAM.match(kind) or _SRL.match(kind):
+            start(out_bits, model.lutram_clk_to_out, name)
+            write = {"WE", "WCLK", "CE", "CLK", "D", "DI"} | {p for p in ins if p.startswith("DI") or p == "ADDRH" or p.startswith("WADR")}
+            for port, v in ins.items():
+                if port in write:
+                    endpoints += [(b, model.lutram_setup, name) for b in v]
+            read = [i for port, v in ins.items() if port not in write and port not in ("WCLK", "CLK") for i in v]
+            arcs.append((name, [(i, o, model.lutram_read, True) for i in read for o in out_bits]))
+        elif kind in ("OBUF",):
+            endpoints += [(b, 0.0, name) for b in ins.get("I", [])]
+        elif kind in ("IBUF",):
+            arcs.append((name, [(i, o, 0.0, False) for i in ins.get("I", []) for o in out_bits]))
+        # BUFG and $scopeinfo carry no data
+
+    # topological propagation over cells (a cell fires when every input with a driver has arrived)
+    drivers: dict[int, list[int]] = defaultdict(list)  # input bit -> arc cells reading it
+    pending = []
+    for idx, (_, arc) in enumerate(arcs):
+        inputs = {i for i, _, _, _ in arc}
+        pending.append(len(inputs))
+        for i in inputs:
+            drivers[i].append(idx)
+    produced_by: dict[int, list[int]] = defaultdict(list)
+    for idx, (_, arc) in enumerate(arcs):
+        for o in {o for _, o, _, _ in arc}:
+            produced_by[o].append(idx)
+    # inputs that no arc produces are ready at the start (registers, ports, constants)
+    waiting = [0] * len(arcs)
+    for idx, (_, arc) in enumerate(arcs):
+        waiting[idx] = sum(1 for i in {i for i, _, _, _ in arc} if produced_by.get(i))
+    remaining_producers = {o: len(v) for o, v in produced_by.items()}
+    queue = deque(idx for idx in range(len(arcs)) if waiting[idx] == 0)
+    done = 0
+    while queue:
+        idx = queue.popleft()
+        done += 1
+        name, arc = arcs[idx]
+        for i, o, d, routed in arc:
+            t = arrival.get(i, 0.0) + (model.net if routed else 0.0) + d
+            if t > arrival.get(o, -1.0):
+                arrival[o] = t
+                via[o] = (name, i)
+        for o in {o for _, o, _, _ in arc}:
+            remaining_producers[o] -= 1
+            if remaining_producers[o] == 0:
+                for nxt in drivers.get(o, []):
+                    waiting[nxt] -= 1
+                    if waiting[nxt] == 0:
+                        queue.append(nxt)
+    if done != len(arcs):
+        raise ValueError(f"the netlist of {top} has a combinational loop ({len(arcs) - done} cells never became ready)")
+
+    worst, worst_bit, worst_end = 0.0, None, ""
+    for b, setup, cell in endpoints:
+        t = arrival.get(b, 0.0) + model.net + setup
+        if t > worst:
+            worst, worst_bit, worst_end = t, b, cell
+    # walk back along the path for a summary of what it crosses
+    kinds: dict[str, int] = defaultdict(int)
+    path = []
+    arrival_of: dict[str, float] = {}
+    bit = worst_bit
+    while bit is not None and bit in via and len(path) < 10_000:
+        cell, prev = via[bit]
+        path.append(cell)
+        arrival_of[cell] = arrival.get(bit, 0.0)
+        if cell in cells:
+            t = cells[cell]["type"]
+            kinds["LUT" if _LUT.match(t) else t] += 1
+        bit = prev
+    return {
+        "path_ns": round(worst, 3),
+        "period_ns": round(worst + model.margin, 3),
+        "levels": dict(sorted(kinds.items())),
+        "start": path[-1] if path else None,
+        "end": worst_end,
+        "cells": [(c, cells[c]["type"] if c in cells else "port", round(arrival_of.get(c, 0.0), 2)) for c in reversed(path)],
+    }

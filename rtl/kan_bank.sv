@@ -1,0 +1,31 @@
+// kan_bank: one coefficient bank of one layer input: asynchronous read, synchronous write.
+//
+// Coefficient m of every edge (o, i) lives in bank m mod P at address m div P, so the k+1
+// coefficients a sample touches (m = cell..cell+k) sit in k+1 different banks: each bank is
+// read and written at most once per sample. A word holds that coefficient for all N_OUT
+// outputs o (coefficient of output o in bits [o*W_COEF +: W_COEF]); the edges of one input
+// share the address because they share the cell. The array maps to distributed RAM (LUTRAM).
+// Reset does not touch it: the learned coefficients survive a reset (as Vitis HLS arrays do).
+module kan_bank #(
+    parameter int W_WORD = 64,
+    parameter int DEPTH  = 3,
+    parameter int W_ADDR = 2,
+    parameter INIT_FILE = ""  // hex words, one per line (none: no initial values)
+) (
+    input  logic              clk,
+    input  logic [W_ADDR-1:0] raddr,
+    output logic [W_WORD-1:0] rdata,
+    input  logic              we,
+    input  logic [W_ADDR-1:0] waddr,
+    input  logic [W_WORD-1:0] wdata
+);
+  logic [W_WORD-1:0] mem[0:DEPTH-1]  /*verilator public_flat_rd*/;
+
+  initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);
+
+  always_ff @(posedge clk) begin
+    if (we) mem[waddr] <= wdata;
+  end
+
+  assign rdata = mem[raddr];
+endmodule

@@ -1,0 +1,72 @@
+// kan_decode: what a KAN layer needs to know about its inputs, before any coefficient is read.
+//
+// Per input i: the grid coordinate (kan_grid), the k+1 basis values and derivatives from the
+// ROMs (docs/arithmetic.md §3), rotated into bank order, and the address of the word every
+// coefficient bank reads (kan_bank.sv). Bank b holds window position j = (b - cell) mod P,
+// unused when j > K (its basis value is then 0 and the bank is not written).
+// Purely combinational. The first layer decodes the sample as it is accepted (kan_online), so
+// this logic is outside the loop from one sample's update to the next sample's prediction.
+module kan_decode #(
+    parameter int N_IN = 2,
+    parameter int G = 8,
+    parameter int K = 3,
+    parameter int A = 6,
+    parameter int P = 4,        // banks: the power of two >= K+1
+    parameter int W_BADDR = 2,  // bits of a bank address
+    parameter int W_ACT = 16,
+    parameter int W_B = 18,
+    parameter int W_D = 18,
+    parameter int LO_RAW = -1024,
+    parameter int INV_H = 1,
+    parameter int U_SHIFT = 6,
+    parameter int HAS_D = 1,     // the derivative ROM is read (every layer but the first)
+    parameter BASIS_FILE = "",   // 2^A words of (K+1)*W_B bits, B[j] at [j*W_B +: W_B]
+    parameter DBASIS_FILE = ""   // the same for the derivative ROM
+) (
+    input  logic [N_IN*W_ACT-1:0]     x,
+    output logic [N_IN-1:0]           clamped,
+    output logic [N_IN*P*W_B-1:0]     bb,     // (i, b) at [(i*P+b)*W_B +: W_B]
+    output logic [N_IN*P*W_D-1:0]     db,
+    output logic [N_IN*P*W_BADDR-1:0] baddr,
+    output logic [N_IN*P-1:0]         used
+);
+  localparam int LOG2P = $clog2(P);  // P >= 2 (K >= 1)
+  localparam int W_CELL = (G > 1) ? $clog2(G) : 1;
+
+  logic [(K+1)*W_B-1:0] basis_rom[0:(1<<A)-1];
+  logic [(K+1)*W_D-1:0] dbasis_rom[0:(1<<A)-1];
+  initial begin
+    if (BASIS_FILE != "") $readmemh(BASIS_FILE, basis_rom);
+    if (HAS_D != 0 && DBASIS_FILE != "") $readmemh(DBASIS_FILE, dbasis_rom);
+  end
+
+  for (genvar i = 0; i < N_IN; i++) begin : g_input
+    logic [W_CELL-1:0] cell_idx;
+    logic [A-1:0] addr;
+    logic [LOG2P-1:0] rot;
+    logic [W_CELL-1:0] qbase;
+    logic [(K+1)*W_B-1:0] b_row;
+    logic [(K+1)*W_D-1:0] d_row;
+
+    kan_grid #(
+        .W_ACT(W_ACT), .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .A(A), .G(G), .W_CELL(W_CELL)
+    ) u_grid (
+        .x(x[i*W_ACT+:W_ACT]), .cell_idx(cell_idx), .addr(addr), .clamped(clamped[i])
+    );
+
+    assign b_row = basis_rom[addr];
+    assign d_row = (HAS_D != 0) ? dbasis_rom[addr] : '0;
+    assign rot = LOG2P'(cell_idx);
+    assign qbase = cell_idx >> LOG2P;
+
+    for (genvar b = 0; b < P; b++) begin : g_bank
+      logic [LOG2P-1:0] j;
+      assign j = LOG2P'(b) - rot;  // window position held by bank b (mod P)
+      assign used[i*P+b] = j <= LOG2P'(K);  // K <= P - 1 fits
+      assign bb[(i*P+b)*W_B+:W_B] = used[i*P+b] ? b_row[j*W_B+:W_B] : '0;
+      assign db[(i*P+b)*W_D+:W_D] = used[i*P+b] ? d_row[j*W_D+:W_D] : '0;
+      // the window starts in word cell div P; banks below cell mod P hold its wrap into the next word
+      assign baddr[(i*P+b)*W_BADDR+:W_BADDR] = W_BADDR'(qbase) + W_BADDR'(LOG2P'(b) < rot);
+    end
+  end
+endmodule

@@ -1,0 +1,50 @@
+// kan_grid: grid coordinate of one input on the uniform grid (docs/arithmetic.md §2).
+//
+//   u = ((x - LO_RAW) * INV_H) >> U_SHIFT    (floor; a left shift when U_SHIFT < 0)
+//   u < 0 -> 0, u > U_MAX -> U_MAX, and either case sets `clamped`
+//   cell = u >> A (0..G-1), addr = u mod 2^A (the ROM address)
+//
+// INV_H is 1 when the cell width is a power of two: the multiply is then a shift.
+// Purely combinational.
+module kan_grid #(
+    parameter int W_ACT   = 16,
+    parameter int LO_RAW  = -1024,  // grid start in act_t raw units
+    parameter int INV_H   = 1,      // 1/h mantissa (unsigned)
+    parameter int U_SHIFT = 6,      // right shift from (x - lo) * INV_H to u
+    parameter int A       = 6,      // ROM address bits
+    parameter int G       = 8,      // cells
+    parameter int W_CELL  = 3       // bits of the cell index (>= 1)
+) (
+    input  logic signed [W_ACT-1:0] x,
+    output logic        [W_CELL-1:0] cell_idx,
+    output logic        [A-1:0]      addr,
+    output logic                     clamped
+);
+  localparam int W_INV = $clog2(INV_H + 1);
+  localparam int W_P = W_ACT + 1 + W_INV + 1;  // (x - lo) * INV_H, signed
+  localparam int LEFT = (U_SHIFT < 0) ? -U_SHIFT : 0;
+  localparam int W_U = ((W_P + LEFT > A + W_CELL + 1) ? W_P + LEFT : A + W_CELL + 1) + 1;
+
+  logic signed [W_ACT:0] offset;
+  logic signed [W_P-1:0] scaled;
+  logic signed [W_U-1:0] u;
+  logic negative, above;
+
+  assign offset = (W_ACT + 1)'(x) - (W_ACT + 1)'(LO_RAW);
+  const_mult #(.W_X(W_ACT + 1), .C(INV_H), .W_Y(W_P)) u_scale (.x(offset), .y(scaled));
+  generate
+    if (U_SHIFT >= 0) begin : g_right
+      assign u = W_U'(scaled >>> U_SHIFT);
+    end else begin : g_left
+      assign u = W_U'(scaled) <<< LEFT;
+    end
+  endgenerate
+
+  // u < 0: the sign bit. u > U_MAX = G * 2^A - 1 when u >= 0: a bit above the cell index is set,
+  // or the cell index is >= G (only possible when G is not a power of two). No wide comparator.
+  assign negative = u[W_U-1];
+  assign above = !negative && ((|u[W_U-2:A+W_CELL]) || ({1'b0, u[A+:W_CELL]} >= (W_CELL + 1)'(G)));
+  assign clamped = negative || above;
+  assign addr = negative ? '0 : (above ? '1 : u[A-1:0]);
+  assign cell_idx = negative ? '0 : (above ? W_CELL'(G - 1) : u[A+:W_CELL]);
+endmodule

@@ -1,0 +1,120 @@
+"""The KAN and MLP learner RTL in Verilator, streamed by the cocotb bench, equals the Python reference.
+
+Each case emits the RTL of a spec, builds it, streams a task (fitted to the spec's widths)
+plus the corner block, with resets while samples are in flight and gaps in the input, and
+checks every prediction and the final state integer for integer, and the measured II and
+latencies against what the RTL manifest promises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from codesign.fixed import FixedType
+from codesign.fpga.cosim import COSIM_FIELDS, run_cosim
+from codesign.fpga.stimulus import CORNER_SAMPLES
+from codesign.kan.run import fit_widths
+from codesign.kan.spec import KANSpec, MLPSpec, default_type
+from codesign.tasks import make_stream
+
+pytest.importorskip("cocotb")
+
+
+def _fitted(spec, task: str):
+    stream = make_stream(task, n_samples=10, seed=0)
+    return fit_widths(spec, stream.n_inputs, stream.n_outputs)
+
+
+def _deep_kan() -> KANSpec:
+    """Three layers, k = 2 (an unused bank), a 32-cell grid and every rounding and overflow family."""
+    return KANSpec(
+        widths=(4, 5, 3, 1), grid_size=32, spline_order=2, grid_range=(-2.0, 2.0), lut_bits=5,
+        act_t=FixedType.parse("ap_fixed<14,5,AP_RND,AP_SAT>"),
+        coef_t=FixedType.parse("ap_fixed<18,6,AP_RND_ZERO,AP_SAT_SYM>"),
+        basis_t=FixedType.parse("ap_ufixed<16,1,AP_RND_MIN_INF,AP_SAT>"),
+        dbasis_t=FixedType.parse("ap_fixed<16,2,AP_TRN_ZERO,AP_SAT>"),
+        dphi_t=FixedType.parse("ap_fixed<16,5,AP_RND_INF,AP_SAT_ZERO>"),
+        err_t=FixedType.parse("ap_fixed<12,4,AP_TRN,AP_SAT>"),
+        grad_t=FixedType.parse("ap_fixed<14,4,AP_RND_CONV,AP_WRAP>"),
+        lr_shift=3,
+    )
+
+
+CASES = {
+    # name: (spec, task, samples, pipeline)
+    "kan_default_ii1": (KANSpec(), "function_tracking", 10_000, "ii1"),
+    "kan_default_staged": (KANSpec(), "function_tracking", 1_000, "staged"),
+    "kan_1x1_g5": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 10_000, "ii1"),
+    # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
+    "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
+    "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
+    "mlp_hardtanh_staged": (
+        MLPSpec(widths=(3, 8, 6, 1), activation="hardtanh", act_t=default_type(14, 4), coef_t=default_type(18, 5), lr_shift=4),
+        "pendulum_id", 1_000, "staged",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_learner_rtl_is_bit_exact(name, tmp_path):
+    spec, task, samples, pipeline = CASES[name]
+    spec = _fitted(spec, task)
+    result = run_cosim(spec, samples=samples, task=task, seed=1, pipeline=pipeline, work_dir=tmp_path, resets=4)
+    assert result["passed"], result["failures"]
+    assert all(k in result for k in COSIM_FIELDS)
+    assert result["bit_exact"] is True
+    # every accepted sample is checked; the task block and the 512 corner samples
+    assert result["samples"] == samples + CORNER_SAMPLES
+    assert result["prediction_mismatches"] == 0 and result["predictions_checked"] >= samples
+    assert result["state_checked"] and result["state_mismatches"] == 0 and result["state_values"] == spec.num_parameters
+    assert result["resets"] == 4
+    expected = result["expected"]
+    assert result["ii"] == result["ii_min"] == expected["ii"]
+    assert result["latency_cycles"] == result["latency_cycles_min"] == expected["prediction_latency_cycles"]
+    assert result["update_latency_cycles"] == expected["update_latency_cycles"]
+    if expected["stages"] > 1:
+        # a reset while a sample is between acceptance and commit drops it (modelled as train = 0)
+        assert result["dropped_samples"] >= 1
+
+
+def test_staged_pipeline_timing_is_what_the_mask_says():
+    from codesign.fpga.rtl_emit import pipeline_mask, pipeline_timing
+
+    spec = KANSpec()
+    assert pipeline_timing(spec, pipeline_mask(spec, "ii1")) == {
+        "stages": 1, "ii": 1, "prediction_latency_cycles": 1, "update_latency_cycles": 1,
+    }
+    assert pipeline_timing(spec, pipeline_mask(spec, "staged")) == {
+        "stages": 4, "ii": 4, "prediction_latency_cycles": 2, "update_latency_cycles": 4,
+    }
+    deep = dataclasses.replace(spec, widths=(2, 3, 3, 1))
+    timing = pipeline_timing(deep, pipeline_mask(deep, 0b01010))
+    assert timing["ii"] == 3 and timing["update_latency_cycles"] == 3
+    assert timing["prediction_latency_cycles"] == 2  # F_2 runs in stage 1
+    with pytest.raises(ValueError, match="register mask"):
+        pipeline_mask(deep, 1 << 5)
+    with pytest.raises(ValueError, match="pipeline='fast'"):
+        pipeline_mask(deep, "fast")
+
+
+@pytest.mark.slow
+def test_a_stalled_design_fails_the_bench_by_name(tmp_path, monkeypatch):
+    """A design that never raises ap_done: the bench stops after its stall limit and names the last handshake."""
+    import shutil
+
+    import codesign.fpga.rtl_emit as rtl_emit
+    from codesign.fpga.simulator import rtl_dir
+
+    broken = tmp_path / "lib"
+    shutil.copytree(rtl_dir(), broken)
+    control = (broken / "online_control.sv").read_text()
+    assert "done <= last;" in control
+    (broken / "online_control.sv").write_text(control.replace("done <= last;", "done <= 1'b0;"))
+    monkeypatch.setattr(rtl_emit, "rtl_dir", lambda: broken)
+    spec = KANSpec(widths=(1, 1), grid_size=4, spline_order=1, lut_bits=3)
+    result = run_cosim(spec, samples=50, work_dir=tmp_path / "work", resets=0)
+    assert not result["passed"] and not result["bit_exact"]
+    assert any("no handshake for 1000 cycles" in f and "last handshake seen: prediction of sample" in f for f in result["failures"])

@@ -1,0 +1,88 @@
+"""The synthesis estimate: longest register-to-register path of a netlist, resource counts, families."""
+
+from __future__ import annotations
+
+import pytest
+
+from codesign.fpga.boards import find_board
+from codesign.fpga.synth import resources_from_stat, yosys_family
+from codesign.fpga.timing_estimate import DelayModel, critical_path, delay_model
+
+
+def _cell(kind: str, ins: dict[str, list[int]], outs: dict[str, list[int]], **params) -> dict:
+    return {
+        "type": kind,
+        "parameters": params,
+        "port_directions": {**{p: "input" for p in ins}, **{p: "output" for p in outs}},
+        "connections": {**ins, **outs},
+    }
+
+
+def _netlist(cells: dict) -> dict:
+    return {"modules": {"top": {"ports": {"clk": {"direction": "input", "bits": [1]}}, "cells": cells}}}
+
+
+def test_longest_path_through_luts_and_a_dsp():
+    model = DelayModel()
+    cells = {
+        "r0": _cell("FDRE", {"C": [1], "D": [20], "CE": ["1"], "R": ["0"]}, {"Q": [10]}),
+        "l1": _cell("LUT2", {"I0": [10], "I1": [10]}, {"O": [11]}),
+        "m": _cell("DSP48E2", {"A": [11], "B": [10]}, {"P": [12]}, AREG="0", BREG="0", MREG="0", PREG="0"),
+        "l2": _cell("LUT1", {"I0": [12]}, {"O": [13]}),
+        "r1": _cell("FDRE", {"C": [1], "D": [13], "CE": ["1"], "R": ["0"]}, {"Q": [20]}),
+        # a short path that must not win
+        "l3": _cell("LUT1", {"I0": [10]}, {"O": [14]}),
+        "r2": _cell("FDRE", {"C": [1], "D": [14], "CE": ["1"], "R": ["0"]}, {"Q": [21]}),
+    }
+    path = critical_path(_netlist(cells), "top", model)
+    want = model.ff_clk_to_out + 3 * model.net + 2 * model.lut + model.dsp_mult + model.net + model.ff_setup
+    assert path["path_ns"] == pytest.approx(want, abs=1e-3)
+    assert path["period_ns"] == pytest.approx(want + model.margin, abs=1e-3)
+    assert path["levels"] == {"DSP48E2": 1, "FDRE": 1, "LUT": 2}
+    assert path["end"] == "r1"
+
+
+def test_a_registered_dsp_cuts_the_path():
+    model = DelayModel()
+    cells = {
+        "r0": _cell("FDRE", {"D": [20]}, {"Q": [10]}),
+        "m": _cell("DSP48E2", {"A": [10], "B": [10]}, {"P": [12]}, AREG="0", BREG="0", MREG="0", PREG="1"),
+        "l": _cell("LUT1", {"I0": [12]}, {"O": [13]}),
+        "r1": _cell("FDRE", {"D": [13]}, {"Q": [20]}),
+    }
+    path = critical_path(_netlist(cells), "top", model)
+    into_dsp = model.ff_clk_to_out + model.net + model.dsp_setup + model.dsp_mult
+    out_of_dsp = model.dsp_clk_to_out + model.net + model.lut + model.net + model.ff_setup
+    assert path["path_ns"] == pytest.approx(max(into_dsp, out_of_dsp), abs=1e-3)
+
+
+def test_a_combinational_loop_is_an_error():
+    cells = {
+        "a": _cell("LUT1", {"I0": [11]}, {"O": [10]}),
+        "b": _cell("LUT1", {"I0": [10]}, {"O": [11]}),
+    }
+    with pytest.raises(ValueError, match="combinational loop"):
+        critical_path(_netlist(cells), "top", DelayModel())
+
+
+def test_speed_grade_and_family_scale_the_delays():
+    fast, base, slow = (delay_model("xcup", p) for p in ("xcvu9p-flga2104-3-e", "xcvu9p-flga2104-2L-e", "xcvu9p-flga2104-1-e"))
+    assert fast.dsp_mult < base.dsp_mult < slow.dsp_mult
+    assert base.dsp_mult == pytest.approx(1000 / 410, rel=1e-3)  # DS923, -2, no pipeline registers
+    assert delay_model("xc7", "xc7z020clg400-1").lut > slow.lut
+
+
+def test_resources_count_luts_lutram_ffs_dsps_brams():
+    stat = {"modules": {"\\top": {"num_cells_by_type": {
+        "LUT2": 10, "LUT6": 5, "INV": 1, "RAM32M16": 2, "SRLC32E": 1, "FDRE": 7, "FDSE": 1,
+        "DSP48E2": 3, "RAMB36E2": 1, "RAMB18E2": 3, "CARRY8": 4, "IBUF": 9,
+    }}}}
+    assert resources_from_stat(stat, "top") == {"lut": 16, "lutram": 17, "ff": 8, "dsp": 3, "bram": 2.5, "uram": 0}
+    with pytest.raises(ValueError, match="no module other"):
+        resources_from_stat(stat, "other")
+
+
+def test_family_of_every_board():
+    assert yosys_family(find_board("xcvu9p")) == "xcup"
+    assert yosys_family(find_board("xczu9eg")) == "xcup"
+    assert yosys_family(find_board("xc7z020")) == "xc7"

