@@ -46,3 +46,5 @@ def test_a_folder_without_rtl_is_refused(tmp_path):
         run_synth(tmp_path, "xcvu9p")
     with pytest.raises(ValueError, match="unknown target"):
         run_synth(tmp_path, "not-a-board")
+    with pytest.raises(ValueError, match="flow='fast'"):
+        run_synth(tmp_path, "xcvu9p", flow="fast")
