@@ -24,18 +24,25 @@ generator seeded by (seed, layer_id, first_chip + k), so a chip is the same what
 programmed with. The forward pass takes C·B rows, chip-major (rows k·B..(k+1)·B−1 go to chip k),
 and evaluates all chips in one batched matmul.
 
-Storage: weights are kept per tile as (n_row_tiles, out_padded, rows), flattened to N
-(a layer smaller than a tile is stored in the part of the tile it uses)
-elements; device arrays are (2, C, N) (the sign-oriented pair, see devices/base.py).
-Programming and aging walk these arrays in cache-sized chunks, which keeps every
-temporary small (a 4096×4096 layer is 33 M devices per chip).
+Storage: only devices that hold a weight are simulated. The rows of a layer form at most two
+"segments" of equal-height row tiles: the full tiles (n, out_padded, rows) and, when in_features
+is not a multiple of the tile height, the used rows of the last tile (1, out_padded, last_rows)
+(a layer smaller than a tile is one segment of the rows it uses). Per chip that is
+N = out_padded·in_features devices. Every per-device array is stored segment by segment, and
+within a segment chip by chip, so each segment of each array is one contiguous
+(C, tiles, out_padded, rows) block that a batched matmul reads as it is; device arrays carry the
+sign-oriented pair (devices/base.py) in a leading axis of size 2. Programming and aging walk
+these arrays in cache-sized chunks (a 4096×4096 layer is 33.5 M devices per chip), and what
+depends only on the programmed state (the sign and IR-drop factor of every pair, the read-noise
+coefficient) is computed once per chip.
 """
 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -50,7 +57,16 @@ __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_see
 
 _READ_STREAM = 0x5EAD  # seed key of the read-noise generator (apart from the chips' keys)
 _PARAM_STREAM = 0xD81F  # seed key of a chip's time-behaviour parameters (PCM drift exponents)
-_CHUNK = 1 << 20  # elements per chunk when programming and aging: temporaries stay small
+_CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries stay in the L2 cache
+_SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
+_DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
+
+
+def _draw_pool() -> ThreadPoolExecutor:
+    global _DRAW_POOL
+    if _DRAW_POOL is None:
+        _DRAW_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cim-draw")
+    return _DRAW_POOL
 
 
 def derive_seed(*keys: int) -> int:
@@ -116,8 +132,13 @@ class TileGrid:
 
     @property
     def tile_shape(self) -> tuple[int, int, int]:
-        """Storage shape (n_row_tiles, out_padded, rows) of one chip's weights."""
+        """Shape (n_row_tiles, out_padded, rows) of one chip's weights on whole tiles (tile_weights)."""
         return self.n_row_tiles, self.out_padded, self.rows
+
+    @property
+    def last_rows(self) -> int:
+        """Rows of the last row tile that hold weights (rows when in_features fills whole tiles)."""
+        return self.in_features - (self.n_row_tiles - 1) * self.rows
 
 
 def tile_weights(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
@@ -151,6 +172,28 @@ def ir_drop_factor(normalized: Tensor, ir_drop: float, physical_rows: int) -> Te
     return 1.0 - ir_drop * load * profile
 
 
+class _Segment(NamedTuple):
+    """Row tiles of one height: tiles n, rows r, first input, and offset/size in one chip's N devices."""
+
+    tiles: int
+    rows: int
+    first_input: int
+    offset: int
+    size: int
+
+
+def _segments(grid: TileGrid) -> tuple[_Segment, ...]:
+    """The full row tiles and, if in_features is not a multiple of rows, the used part of the last one."""
+    full = grid.n_row_tiles if grid.last_rows == grid.rows else grid.n_row_tiles - 1
+    segments, offset = [], 0
+    for tiles, rows, first in ((full, grid.rows, 0), (grid.n_row_tiles - full, grid.last_rows, full * grid.rows)):
+        if tiles:
+            size = tiles * grid.out_padded * rows
+            segments.append(_Segment(tiles, rows, first, offset, size))
+            offset += size
+    return tuple(segments)
+
+
 def _parts(n_elements: int) -> Iterator[slice]:
     """Slices of about _CHUNK elements covering n_elements."""
     for s in range(0, n_elements, _CHUNK):
@@ -169,6 +212,10 @@ def _blocks(n_chips: int, n_elements: int) -> Iterator[tuple[slice, slice]]:
             yield slice(k, min(k + per_block, n_chips)), slice(0, n_elements)
 
 
+def _shift(part: slice, offset: int) -> slice:
+    return slice(part.start + offset, part.stop + offset)
+
+
 class Crossbar(nn.Module):
     """The analog part of one layer on C simulated chips: program, drift, read (no bias)."""
 
@@ -183,22 +230,68 @@ class Crossbar(nn.Module):
         # A layer smaller than a tile uses part of it: store (and simulate) only that part.
         rows, cols = min(config.tile.rows, in_features), min(config.tile.cols, out_features)
         self.grid = TileGrid(in_features, out_features, rows, cols)
+        self.segments = _segments(self.grid)
+        self.n_devices = self.grid.out_padded * in_features  # device pairs per chip
         self.device_model = make_device(config.device)
+        # w_eff and read_std are kept in ADC steps (DAC code units / ADC step, a constant of the converters),
+        # so the partial sums of a read come out of the matmul ready for the ADC's rounding
+        conv = config.converter
+        code_unit = 1.0 / max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1.0
+        self._adc_step = conv.adc_range / max_code(conv.adc_bits) / code_unit if conv.adc_bits is not None else 1.0
         self.n_chips = 0
         self.t_seconds = 0.0
         self._read_seed = 0
         self._read_generator: torch.Generator | None = None
-        self._realized_t: float | None = None  # the time w_eff and read_std were computed for
+        self._read_generator_2: torch.Generator | None = None
+        self._realized_t: float | None = None  # the time w_eff was computed for
+        self._read_std_t: float | None = None  # the time read_std was computed for
+        self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
         self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
-        for name in ("tile_scale", "w_normalized", "row_mask", "g_prog", "fault_code", "ir_factor", "reference",
-                     "w_eff", "read_std", "out_scale", *(f"param_{p}" for p in self.device_model.param_names)):
+        for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
+                     "w_eff", "read_std", "read_var", "out_scale", "_probe_now",
+                     *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
 
     def extra_repr(self) -> str:
         g, t = self.grid, self.config.tile
         return (f"in={g.in_features}, out={g.out_features}, tiles={g.n_row_tiles}x{g.n_col_tiles} of "
                 f"{t.rows}x{t.cols}, device={self.config.device_name}, chips={self.n_chips}, t={self.t_seconds:g}s")
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def _device_flat(self, tiled: Tensor) -> Tensor:
+        """(..., n_row_tiles, out_padded, rows) on whole tiles -> (..., N) in storage order (used rows only)."""
+        gr, parts = self.grid, []
+        for seg in self.segments:
+            first_tile = seg.first_input // gr.rows
+            parts.append(tiled[..., first_tile: first_tile + seg.tiles, :, : seg.rows].reshape(*tiled.shape[:-3], -1))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _seg(self, flat: Tensor, seg: _Segment) -> Tensor:
+        """One segment of a per-device array (..., C·N): a (..., C, size) view."""
+        c = self.n_chips
+        return flat[..., c * seg.offset: c * (seg.offset + seg.size)].view(*flat.shape[:-1], c, seg.size)
+
+    def _seg_tiles(self, flat: Tensor, seg: _Segment) -> Tensor:
+        """One segment of a (C·N,) array as its contiguous (C, tiles, out_padded, rows) block."""
+        return self._seg(flat, seg).view(self.n_chips, seg.tiles, self.grid.out_padded, seg.rows)
+
+    def _to_matrix(self, flat: Tensor) -> Tensor:
+        """A per-device array (..., C·N) -> (..., C, out_features, in_features)."""
+        gr, c, lead = self.grid, self.n_chips, flat.shape[:-1]
+        blocks = []
+        for seg in self.segments:
+            b = self._seg(flat, seg).reshape(*lead, c, seg.tiles, gr.out_padded, seg.rows)
+            blocks.append(b.transpose(-2, -3).reshape(*lead, c, gr.out_padded, seg.tiles * seg.rows))
+        m = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-1)
+        return m[..., : gr.out_features, :]
+
+    def _walk(self) -> Iterator[tuple[_Segment, slice, slice]]:
+        """(segment, chip slice, element slice within the segment) chunks covering every stored device."""
+        for seg in self.segments:
+            for chips, part in _blocks(self.n_chips, seg.size):
+                yield seg, chips, part
 
     # --- programming -------------------------------------------------------------------
 
@@ -219,34 +312,37 @@ class Crossbar(nn.Module):
         dev, dtype = weight.device, weight.dtype
         model, faults = self.device_model, self.config.faults
         normalized, scale = tile_weights(weight, gr)
-        flat = normalized.view(-1)
-        n = flat.numel()
-        g_prog = torch.empty((2, n_chips, n), dtype=dtype, device=dev)
-        code = torch.empty((2, n_chips, n), dtype=torch.int8, device=dev) if faults.active else None
+        flat = self._device_flat(normalized)
+        self.n_chips = n_chips
+        total = n_chips * self.n_devices
+        g_prog = torch.empty((2, total), dtype=dtype, device=dev)
+        code = torch.empty((2, total), dtype=torch.int8, device=dev) if faults.active else None
         for k in range(n_chips):
             gen = torch.Generator(device=dev)
             gen.manual_seed(derive_seed(seed, layer_id, first_chip + k))
-            for part in _parts(n):
-                model.program(flat[part].abs(), gen, out=g_prog[:, k, part])
-                if code is not None:
-                    code[:, k, part] = draw_faults((2, part.stop - part.start), faults, gen, dev)
+            for seg in self.segments:
+                g_seg = self._seg(g_prog, seg)
+                code_seg = self._seg(code, seg) if code is not None else None
+                for part in _parts(seg.size):
+                    model.program(flat[_shift(part, seg.offset)].abs(), gen, out=g_seg[:, k, part])
+                    if code_seg is not None:
+                        code_seg[:, k, part] = draw_faults((2, part.stop - part.start), faults, gen, dev)
         self.g_prog, self.fault_code, self.w_normalized = g_prog, code, flat
         for p in model.param_names:
             setattr(self, f"param_{p}", None)  # drawn on the first drift_to(t > 0)
         self._param_seeds = [derive_seed(seed, layer_id, first_chip + k, _PARAM_STREAM) for k in range(n_chips)]
         self.tile_scale = scale
-        row_index = torch.arange(gr.in_padded, device=dev).view(gr.n_row_tiles, gr.rows, 1)
-        self.row_mask = (row_index < gr.in_features).to(dtype)
         ir = self.config.tile.ir_drop
-        self.ir_factor = ir_drop_factor(normalized, ir, self.config.tile.rows).view(-1) if ir > 0 else None
-        self.n_chips = n_chips
+        self.ir_factor = self._device_flat(ir_drop_factor(normalized, ir, self.config.tile.rows)) if ir > 0 else None
         self._read_seed = derive_seed(seed, layer_id, first_chip, n_chips, _READ_STREAM)
-        self._read_generator = None
-        self.w_eff = self.read_std = self.reference = self.out_scale = None
-        self._realized_t = None
+        self._read_generator = self._read_generator_2 = None
+        self.w_eff = self.read_std = self.read_var = self.read_q = self.reference = self.out_scale = None
+        self._realized_t = self._read_std_t = self._probe_t = None
+        self._scratch.clear()
         self._realize(0.0)
         if self.config.drift_compensation:
             self.reference = self._probe()
+            self._probe_now, self._probe_t = self.reference, 0.0
         return self.drift_to(0.0)
 
     def _materialize_params(self) -> None:
@@ -254,78 +350,109 @@ class Crossbar(nn.Module):
         model = self.device_model
         if not model.param_names or getattr(self, f"param_{model.param_names[0]}") is not None:
             return
-        n_chips, n = self.g_prog.shape[1], self.g_prog.shape[2]
         params = {p: torch.empty_like(self.g_prog) for p in model.param_names}
-        for k in range(n_chips):
+        for k in range(self.n_chips):
             gen = torch.Generator(device=self.g_prog.device)
             gen.manual_seed(self._param_seeds[k])
-            for part in _parts(n):
-                model.draw_params(self.w_normalized[part].abs(), gen, {p: v[:, k, part] for p, v in params.items()})
+            for seg in self.segments:
+                views = {p: self._seg(v, seg) for p, v in params.items()}
+                for part in _parts(seg.size):
+                    magnitude = self.w_normalized[_shift(part, seg.offset)].abs()
+                    model.draw_params(magnitude, gen, {p: v[:, k, part] for p, v in views.items()})
         for p, value in params.items():
             setattr(self, f"param_{p}", value)
 
-    def _state(self, chips: slice, part: slice) -> DeviceState:
+    def _state(self, seg: _Segment, chips: slice, part: slice) -> DeviceState:
         params = {}
         for p in self.device_model.param_names:
             value = getattr(self, f"param_{p}")
             if value is not None:
-                params[p] = value[:, chips, part]
-        return DeviceState(g=self.g_prog[:, chips, part], params=params)
+                params[p] = self._seg(value, seg)[:, chips, part]
+        return DeviceState(g=self._seg(self.g_prog, seg)[:, chips, part], params=params)
 
-    def _conductance(self, state: DeviceState, chips: slice, part: slice, t: float) -> Tensor:
+    def _conductance(self, state: DeviceState, seg: _Segment, chips: slice, part: slice, t: float) -> Tensor:
         g = self.device_model.conductance(state, t)
         if self.fault_code is not None:
-            g = apply_faults(g, self.fault_code[:, chips, part], self.device_model.g_max_us)
+            g = apply_faults(g, self._seg(self.fault_code, seg)[:, chips, part], self.device_model.g_max_us)
         return g
 
-    def _realize(self, t: float) -> None:
-        """Fill w_eff (C, N) and read_std (C, N) (normalized units) for time t, block by block."""
+    def _empty_per_chip(self) -> Tensor:
+        return torch.empty(self.n_chips * self.n_devices, dtype=self.g_prog.dtype, device=self.g_prog.device)
+
+    def _pair_scale(self, part: slice) -> Tensor:
+        """What a pair's conductance difference is multiplied by: its weight's sign over g_max·ADC step, IR drop."""
+        w = self.w_normalized[part]
+        unit = 1.0 / (self.device_model.g_max_us * self._adc_step)
+        scale = torch.full_like(w, unit).copysign_(w)  # a sign for w = ±0 too
+        return scale.mul_(self.ir_factor[part]) if self.ir_factor is not None else scale
+
+    def _realize(self, t: float, with_read_std: bool = False, weights: bool = True) -> None:
+        """Fill w_eff (C·N, normalized units / ADC step) for time t, chunk by chunk, and read_std with it when the
+        read-noise coefficients are known (or asked for): one pass computes each conductance once."""
         model = self.device_model
         if t > 0 and model.has_drift:
             self._materialize_params()
-        n_chips, n = self.g_prog.shape[1], self.g_prog.shape[2]
-        dev, dtype = self.g_prog.device, self.g_prog.dtype
-        if self.w_eff is None or self.w_eff.shape != (n_chips, n):
-            self.w_eff = torch.empty((n_chips, n), dtype=dtype, device=dev)
-        want_std = model.has_read_noise
-        if not want_std:
-            self.read_std = None
-        elif self.read_std is None or self.read_std.shape != (n_chips, n):
-            self.read_std = torch.empty((n_chips, n), dtype=dtype, device=dev)
-        inv_g_max = 1.0 / model.g_max_us
-        one_over_g_max = torch.tensor(inv_g_max, dtype=dtype, device=dev)
-        for chips, part in _blocks(n_chips, n):
-            state = self._state(chips, part)
-            g_t = self._conductance(state, chips, part, t)
-            w = self.w_eff[chips, part]
-            # (G_hold − G_partner)·sign(w)/g_max; copysign keeps a sign for w = ±0 (a pair still reads its noise)
-            torch.sub(g_t[0], g_t[1], out=w).mul_(torch.copysign(one_over_g_max, self.w_normalized[part]))
-            if self.ir_factor is not None:
-                w.mul_(self.ir_factor[part])
-            if want_std:
-                std = model.read_std(state, g_t, t)
-                if self.fault_code is not None:
-                    std = std.masked_fill_(self.fault_code[:, chips, part] != 0, 0.0)
-                # the pair's read noise adds in quadrature: sqrt(σ_hold² + σ_partner²)/g_max
-                pair = self.read_std[chips, part]
-                torch.hypot(std[0], std[1], out=pair).mul_(inv_g_max)
-                if self.ir_factor is not None:
-                    pair.mul_(self.ir_factor[part])
+        if self.w_eff is None:
+            self.w_eff = self._empty_per_chip()
+        std_too = model.has_read_noise and (with_read_std or self.read_q is not None)
+        if std_too and self.read_q is None:
+            self.read_q = torch.empty_like(self.g_prog)
+            new_q = True
+        else:
+            new_q = False
+        if std_too and self.read_std is None:
+            self.read_std = self._empty_per_chip()
+        factor = model.read_time_factor(t) if std_too else 1.0
+        for seg, chips, part in self._walk():
+            state = self._state(seg, chips, part)
+            g_t = self._conductance(state, seg, chips, part, t)
+            device_part = _shift(part, seg.offset)
+            pair_scale = self._pair_scale(device_part) if weights or self.ir_factor is not None else None
+            if weights:
+                w = self._seg(self.w_eff, seg)[chips, part]
+                torch.sub(g_t[0], g_t[1], out=w).mul_(pair_scale)  # (G_hold − G_partner)·sign(w)/g_max·IR
+            if not std_too:
+                continue
+            q = self._seg(self.read_q, seg)[:, chips, part]
+            if new_q:  # the read-noise coefficient depends on the programmed state only: once per chip
+                q.copy_(model.read_coefficient(state))
+                if self.fault_code is not None:  # a stuck device adds no read noise
+                    q.masked_fill_(self._seg(self.fault_code, seg)[:, chips, part] != 0, 0.0)
+            sigma = torch.mul(g_t, q).square_()
+            # the pair's read noise adds in quadrature: sqrt(σ_hold² + σ_partner²)·|sign/g_max·IR|·time factor
+            std = self._seg(self.read_std, seg)[chips, part]
+            torch.add(sigma[0], sigma[1], out=std).sqrt_()
+            if pair_scale is None:
+                std.mul_(factor / (model.g_max_us * self._adc_step))
+            else:
+                std.mul_(pair_scale.abs_().mul_(factor))
         self._realized_t = t
+        self.read_var = None
+        if std_too or not model.has_read_noise:
+            self._read_std_t = t
+            if not model.has_read_noise:
+                self.read_std = None
 
-    def _tiles(self, flat: Tensor) -> Tensor:
-        """(C, N) -> (C, n_row_tiles, out_padded, rows) view."""
-        return flat.view(flat.shape[0], *self.grid.tile_shape)
+    def _current_read_std(self) -> Tensor | None:
+        """read_std at the current time; computed on the first noisy read after programming or drift_to."""
+        if self._read_std_t != self._realized_t:
+            self._realize(self._realized_t, with_read_std=True, weights=False)
+        return self.read_std
 
     def _probe(self) -> Tensor:
         """Σ_o |y_o| of an all-ones probe on the real rows, per chip (C,), from w_eff."""
-        per_tile = torch.matmul(self._tiles(self.w_eff), self.row_mask).squeeze(-1)  # (C, n_row_tiles, out_padded)
+        sums = [self._seg_tiles(self.w_eff, seg).sum(dim=-1) for seg in self.segments]  # (C, tiles, out_padded)
+        per_tile = sums[0] if len(sums) == 1 else torch.cat(sums, dim=1)
         y = per_tile.mul_(self.tile_scale).sum(dim=1)
         return y[:, : self.grid.out_features].abs().sum(dim=1)
 
     @torch.no_grad()
     def drift_to(self, t_seconds: float) -> "Crossbar":
-        """Let every chip age to t_seconds after programming (drift, read-noise level, compensation)."""
+        """Let every chip age to t_seconds after programming (drift, compensation, read-noise level).
+
+        The read-noise level is computed here once the chip has been read (its per-device coefficients
+        are then known), else on the next noisy read.
+        """
         t = check_time(t_seconds)
         self._require_programmed()
         time_matters = self.device_model.has_drift or self.device_model.has_read_noise
@@ -333,7 +460,9 @@ class Crossbar(nn.Module):
             self._realize(t)
         scale = self.tile_scale.expand(self.n_chips, -1, -1)
         if self.reference is not None:
-            now = self._probe()
+            if self._probe_t != self._realized_t:
+                self._probe_now, self._probe_t = self._probe(), self._realized_t
+            now = self._probe_now
             alpha = torch.where(now > 0, self.reference / now, torch.ones_like(now))
             scale = scale * alpha[:, None, None]
         self.out_scale = scale.contiguous()  # (C, n_row_tiles, out_padded)
@@ -343,14 +472,15 @@ class Crossbar(nn.Module):
     def conductances(self) -> Tensor:
         """Device conductances (G+, G−) at the current time, stuck devices included, µS: (C, 2, out, in)."""
         self._require_programmed()
-        gr, n = self.grid, self.g_prog.shape[2]
-        full = slice(0, self.n_chips), slice(0, n)
-        g = self._conductance(self._state(*full), *full, self.t_seconds)
-        negative = torch.signbit(self.w_normalized)
+        g = torch.empty_like(self.g_prog)
+        for seg, chips, part in self._walk():
+            g_t = self._conductance(self._state(seg, chips, part), seg, chips, part, self.t_seconds)
+            self._seg(g, seg)[:, chips, part] = g_t
+        negative = torch.signbit(self.w_normalized).repeat(self.n_chips) if len(self.segments) == 1 else \
+            torch.cat([torch.signbit(self.w_normalized[seg.offset: seg.offset + seg.size]).repeat(self.n_chips)
+                       for seg in self.segments])
         g = torch.where(negative, g.flip(0), g)  # orient back: index 0 is G+
-        g = g.view(2, self.n_chips, *gr.tile_shape).permute(1, 0, 3, 2, 4)
-        g = g.reshape(self.n_chips, 2, gr.out_padded, gr.in_padded)
-        return g[:, :, : gr.out_features, : gr.in_features]
+        return self._to_matrix(g).transpose(0, 1)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -364,6 +494,8 @@ class Crossbar(nn.Module):
             gen = torch.Generator(device=device)
             gen.manual_seed(self._read_seed)
             self._read_generator = gen
+            self._read_generator_2 = torch.Generator(device=device)
+            self._read_generator_2.manual_seed(derive_seed(self._read_seed, 2))
         return gen
 
     def forward(self, x: Tensor) -> Tensor:
@@ -371,7 +503,7 @@ class Crossbar(nn.Module):
         gr = self.grid
         if x.dim() != 2 or x.shape[1] != gr.in_features:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
-        return self._read(x, columns=False)
+        return self._read_rows(x)
 
     def forward_columns(self, x: Tensor) -> Tensor:
         """y (C·B, out, L) for L input vectors per sample stored as columns, x (C·B, in, L) (unfolded patches).
@@ -384,9 +516,9 @@ class Crossbar(nn.Module):
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features}, positions)")
         if gr.n_row_tiles > 1:
             n, _, length = x.shape
-            y = self._read(x.transpose(1, 2).reshape(n * length, gr.in_features), columns=False)
+            y = self._read_rows(x.transpose(1, 2).reshape(n * length, gr.in_features))
             return y.view(n, length, gr.out_features).transpose(1, 2)
-        return self._read(x, columns=True)
+        return self._read_columns(x)
 
     def _workspace(self, name: str, shape: tuple[int, ...], like: Tensor) -> Tensor:
         """A scratch tensor kept between calls (fresh large allocations cost page faults on every call)."""
@@ -395,114 +527,174 @@ class Crossbar(nn.Module):
             buf = self._scratch[name] = torch.empty(shape, dtype=like.dtype, device=like.device)
         return buf
 
-    def _noisy_weights(self, gen: torch.Generator) -> Tensor:
-        """w_eff plus one read-noise draw per device (C, N), in a scratch tensor rewritten every call."""
-        buf = self._workspace("noisy_weights", tuple(self.w_eff.shape), self.w_eff)
-        torch.randn(buf.shape, generator=gen, out=buf)
-        return buf.mul_(self.read_std).add_(self.w_eff)
+    def _randn(self, name: str, shape: tuple[int, ...], like: Tensor, gen: torch.Generator) -> Tensor:
+        """Standard-normal draws into a reused workspace, in the working dtype.
 
-    def _read(self, x: Tensor, columns: bool) -> Tensor:
-        self._require_programmed()
-        gr, conv = self.grid, self.config.converter
-        n_rows, chips = x.shape[0], self.n_chips
-        if n_rows % chips:
-            raise ValueError(
-                f"batch of {n_rows} rows is not a multiple of n_chips={chips}: give each chip its block (chip_inputs)"
-            )
-        batch = n_rows // chips
-        out_dtype = x.dtype
-        x = x.to(self.w_eff.dtype)
-        if columns:  # one row tile: (C, B, rows, L), input vectors along dim -2
-            xt, vec_dim = x.view(chips, batch, gr.rows, x.shape[2]), -2
-        else:  # (C, B, n_row_tiles, rows), input vectors along dim -1, contiguous
-            if gr.in_padded != gr.in_features:
-                padded = self._workspace("padded_input", (n_rows, gr.in_padded), x)
-                padded[:, : gr.in_features] = x
-                padded[:, gr.in_features :] = 0.0
-                x = padded
-            xt, vec_dim = x.view(chips, batch, gr.n_row_tiles, gr.rows), -1
-        # DAC: inputs scaled to [-1, 1] (per vector and row tile, or by the fixed range) and, with a
-        # finite resolution, held as integer codes; `factor` collects what is re-applied digitally.
-        factor: Tensor | float = 1.0
-        code_unit = 1.0  # one unit of xq in full-scale inputs
-        if conv.is_ideal:
-            xq = xt
+        torch draws normals on one core; a large draw is split in two halves from two fixed streams
+        (gen and its companion), drawn concurrently when torch may use more than one thread. The
+        split depends on the size only, so the values do not depend on the number of threads.
+        """
+        buf = self._workspace(name, shape, like)
+        flat = buf.view(-1)
+        n = flat.numel()
+        if n < _SPLIT_DRAW or gen is not self._read_generator:
+            torch.randn((n,), generator=gen, out=flat)
+            return buf
+        half, second = n // 2, self._read_generator_2
+        if torch.get_num_threads() > 1 and buf.device.type == "cpu":
+            pending = _draw_pool().submit(torch.randn, (n - half,), generator=second, out=flat[half:])
+            torch.randn((half,), generator=gen, out=flat[:half])
+            pending.result()
         else:
-            if conv.input_range is None:
-                # max |x| per vector from two reductions (no |x| copy of the input)
-                amax = torch.maximum(xt.amax(dim=vec_dim, keepdim=True), xt.amin(dim=vec_dim, keepdim=True).neg_())
-                full_scale: Tensor | float = amax.masked_fill_(amax == 0, 1.0)
-            else:
-                full_scale = conv.input_range
-            xq = self._workspace("dac_codes", tuple(xt.shape), xt)
-            if conv.dac_bits is not None:
-                k = max_code(conv.dac_bits)
-                torch.mul(xt, k / full_scale, out=xq).round_()
-                code_unit = 1.0 / k
-            else:
-                torch.div(xt, full_scale, out=xq)
-            if conv.input_range is not None:
-                xq.clamp_(-1.0 / code_unit, 1.0 / code_unit)
-            factor = full_scale * code_unit
-        gen = None
-        if self.read_std is not None or conv.adc_noise > 0:
-            gen = self._generator(x.device)
-        w_eff = self.w_eff
-        if self.read_std is not None and self.config.read_noise == "per_call":
-            # one read of the array for this call: a fresh noise draw per device, shared by its inputs
-            w_eff = self._noisy_weights(gen)
-        weights = self._tiles(w_eff)  # (C, n_row_tiles, out_padded, rows)
-        if columns:
-            p_shape = (chips, batch, gr.out_padded, x.shape[2])  # (C, B, out_padded, L)
-            operands = (weights, xq)
-        else:  # partial sums per row tile: (C, n_row_tiles, B, out_padded)
-            xq = xq.transpose(1, 2)
-            if isinstance(factor, Tensor):
-                factor = factor.transpose(1, 2)
-            p_shape = (chips, gr.n_row_tiles, batch, gr.out_padded)
-            operands = (xq, weights.transpose(-1, -2))
-        p = self._workspace("partial_sums", p_shape, x)
-        torch.matmul(*operands, out=p)  # in DAC code units
-        if self.read_std is not None and self.config.read_noise == "per_input":
-            var = self._tiles(self.read_std).square()
-            if columns:
-                std = torch.matmul(var, xq * xq).sqrt_()
-            else:
-                std = torch.matmul(xq * xq, var.transpose(-1, -2)).sqrt_()
-            p.addcmul_(std, torch.randn(p.shape, generator=gen, device=p.device, dtype=p.dtype))
+            torch.randn((half,), generator=gen, out=flat[:half])
+            torch.randn((n - half,), generator=second, out=flat[half:])
+        return buf
+
+    def _batch(self, x: Tensor) -> int:
+        self._require_programmed()
+        if x.shape[0] % self.n_chips:
+            raise ValueError(
+                f"batch of {x.shape[0]} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
+            )
+        return x.shape[0] // self.n_chips
+
+    def _read_weights(self, gen: torch.Generator | None) -> Tensor:
+        """The weights this call reads (C·N): w_eff, plus one fresh read-noise draw per device for per_call."""
+        std = self._current_read_std()
+        if std is None or self.config.read_noise != "per_call":
+            return self.w_eff
+        noise = self._randn("noisy_weights", tuple(self.w_eff.shape), self.w_eff, gen)
+        return torch.addcmul(self.w_eff, std, noise, out=noise)  # one pass: w + σ·ε
+
+    def _read_variance(self) -> Tensor:
+        """read_std² (C·N), kept until the next drift_to (per_input read noise)."""
+        if self.read_var is None:
+            self.read_var = self._current_read_std().square()
+        return self.read_var
+
+    def _dac(self, xt: Tensor, vec_dim: int, name: str, layout: tuple[int, ...]) -> tuple[Tensor, Tensor | float, float]:
+        """DAC codes of xt in a workspace of `layout` (a permutation of xt's dims), their full scale, one code unit.
+
+        Inputs are scaled to [-1, 1] (per vector, or by the fixed range) and, with a finite resolution,
+        held as integer codes; full scale × code unit (per vector, or a number) is re-applied digitally.
+        """
+        conv = self.config.converter
+        if conv.is_ideal:
+            return xt.permute(layout), 1.0, 1.0
+        if conv.input_range is None:
+            # max |x| per vector from two reductions (no |x| copy of the input); an all-zero vector keeps scale 1
+            amax = torch.maximum(xt.amax(dim=vec_dim, keepdim=True), xt.amin(dim=vec_dim, keepdim=True).neg_())
+            full_scale: Tensor | float = amax.masked_fill_(amax == 0, 1.0).permute(layout)
+        else:
+            full_scale = conv.input_range
+        xq = self._workspace(name, tuple(xt.permute(layout).shape), xt)
+        code_unit = 1.0
+        if conv.dac_bits is None:
+            torch.div(xt.permute(layout), full_scale, out=xq)
+        else:  # two passes over the inputs: scale to codes, round
+            k = max_code(conv.dac_bits)
+            code_unit = 1.0 / k
+            torch.mul(xt.permute(layout), k / full_scale, out=xq).round_()
+        if conv.input_range is not None:
+            xq.clamp_(-1.0 / code_unit, 1.0 / code_unit)
+        return xq, full_scale, code_unit
+
+    def _adc(self, p: Tensor, code_unit: float, gen: torch.Generator | None, name: str) -> float:
+        """ADC noise and quantization of partial sums p (in ADC steps) in place; returns the step in code units."""
+        conv = self.config.converter
         if conv.adc_noise > 0:
-            p.add_(torch.randn(p.shape, generator=gen, device=p.device, dtype=p.dtype), alpha=conv.adc_noise / code_unit)
+            noise = self._randn(name + "_adc_noise", tuple(p.shape), p, gen)
+            p.add_(noise, alpha=conv.adc_noise / code_unit / self._adc_step)
         if conv.adc_bits is not None:
             k_adc = max_code(conv.adc_bits)
-            step = conv.adc_range / k_adc / code_unit  # one ADC level in code units
-            p.div_(step).round_().clamp_(-k_adc, k_adc)
-            factor = factor * step
-        if isinstance(factor, Tensor) or factor != 1.0:
-            p.mul_(factor)
-        # digital tile scale (and drift compensation); the result is a fresh tensor, p stays scratch
-        if columns:
-            y = torch.mul(p, self.out_scale[:, 0].view(chips, 1, gr.out_padded, 1))
-            if gr.out_padded != gr.out_features:
-                y = y[:, :, : gr.out_features]
-            return y.reshape(n_rows, gr.out_features, x.shape[2]).to(out_dtype)
-        if gr.n_row_tiles > 1:
-            y = p.mul_(self.out_scale.unsqueeze(2)).sum(dim=1)
-        else:
-            y = torch.mul(p[:, 0], self.out_scale[:, 0].unsqueeze(1))
+            p.round_().clamp_(-k_adc, k_adc)
+        return self._adc_step
+
+    def _read_rows(self, x: Tensor) -> Tensor:
+        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
+        gr, cfg = self.grid, self.config
+        chips, batch = self.n_chips, self._batch(x)
+        out_dtype = x.dtype
+        x = (x if x.dtype == self.w_eff.dtype else x.to(self.w_eff.dtype)).reshape(chips, batch, gr.in_features)
+        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
+        gen = self._generator(x.device) if noisy else None
+        flat_w = self._read_weights(gen)
+        per_input = cfg.read_noise == "per_input" and self._current_read_std() is not None
+        y = None
+        for i, seg in enumerate(self.segments):
+            xt = x[:, :, seg.first_input: seg.first_input + seg.tiles * seg.rows].view(chips, batch, seg.tiles, seg.rows)
+            # DAC codes written straight into the (C, tiles, B, rows) layout of the batched matmul
+            xq, factor, code_unit = self._dac(xt, -1, f"dac{i}", (0, 2, 1, 3))
+            w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
+            p = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), x)
+            torch.matmul(xq, w.transpose(-1, -2), out=p)  # in ADC steps
+            if per_input:
+                var = self._seg_tiles(self._read_variance(), seg)
+                sq = torch.mul(xq, xq, out=self._workspace(f"dac_sq{i}", tuple(xq.shape), x))
+                std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
+                p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
+            step = self._adc(p, code_unit, gen, f"adc{i}")
+            # digital: input scale and ADC step per vector, tile scale (and drift compensation) per column
+            digital = factor * (code_unit * step)
+            if isinstance(digital, Tensor) or digital != 1.0:
+                p.mul_(digital)
+            first_tile = seg.first_input // gr.rows
+            out_scale = self.out_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            if seg.tiles > 1:
+                part = p.mul_(out_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
+                y = part if y is None else y.add_(part)
+            elif y is None:
+                y = torch.mul(p[:, 0], out_scale[:, 0])  # p is a workspace: the result is a fresh tensor
+            else:
+                y.addcmul_(p[:, 0], out_scale[:, 0])
         if gr.out_padded != gr.out_features:
             y = y[..., : gr.out_features]
-        return y.reshape(n_rows, gr.out_features).to(out_dtype)
+        y = y.reshape(chips * batch, gr.out_features)
+        return y if y.dtype == out_dtype else y.to(out_dtype)
+
+    def _read_columns(self, x: Tensor) -> Tensor:
+        """Column layout (one row tile): x (C·B, rows, L), input vectors along dim -2; y = W @ x per sample."""
+        gr, cfg = self.grid, self.config
+        chips, batch = self.n_chips, self._batch(x)
+        out_dtype, length = x.dtype, x.shape[2]
+        x = (x if x.dtype == self.w_eff.dtype else x.to(self.w_eff.dtype)).reshape(chips, batch, gr.rows, length)
+        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
+        gen = self._generator(x.device) if noisy else None
+        flat_w = self._read_weights(gen)
+        xq, factor, code_unit = self._dac(x, -2, "dac_columns", (0, 1, 2, 3))  # (C, B, rows, L)
+        w = flat_w.view(chips, 1, gr.out_padded, gr.rows)
+        p = self._workspace("partial_columns", (chips, batch, gr.out_padded, length), x)
+        torch.matmul(w, xq, out=p)  # (C, B, out_padded, L), in ADC steps
+        if cfg.read_noise == "per_input" and self._current_read_std() is not None:
+            var = self._read_variance().view(chips, 1, gr.out_padded, gr.rows)
+            sq = torch.mul(xq, xq, out=self._workspace("dac_sq_columns", tuple(xq.shape), x))
+            std = torch.matmul(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
+            p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
+        step = self._adc(p, code_unit, gen, "adc_columns")
+        digital = factor * (code_unit * step)  # per vector: (C, B, 1, L)
+        if isinstance(digital, Tensor) or digital != 1.0:
+            p.mul_(digital)
+        # tile scale per column (and drift compensation): the product is the fresh result
+        y = torch.mul(p, self.out_scale[:, 0].view(chips, 1, gr.out_padded, 1))
+        if gr.out_padded != gr.out_features:
+            y = y[:, :, : gr.out_features]
+        y = y.reshape(chips * batch, gr.out_features, length)
+        return y if y.dtype == out_dtype else y.to(out_dtype)
 
     @torch.no_grad()
     def realized_weights(self, read_noise: bool = False) -> Tensor:
         """The weights each chip realizes now, in weight units (C, out, in); converters not included."""
         self._require_programmed()
-        w = self._tiles(self.w_eff)
-        if read_noise and self.read_std is not None:
+        w = self.w_eff
+        std = self._current_read_std() if read_noise else None
+        if std is not None:
             gen = self._generator(w.device)
-            noise = torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype)
-            w = w + self._tiles(self.read_std) * noise
-        w = w * self.out_scale.unsqueeze(-1)
-        gr = self.grid
-        w = w.permute(0, 2, 1, 3).reshape(self.n_chips, gr.out_padded, gr.in_padded)
-        return w[:, : gr.out_features, : gr.in_features]
+            w = torch.addcmul(w, std, torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype))
+        gr, blocks = self.grid, []
+        for seg in self.segments:
+            first_tile = seg.first_input // gr.rows
+            out_scale = self.out_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(-1) * self._adc_step
+            scaled = self._seg_tiles(w, seg) * out_scale
+            blocks.append(scaled.transpose(1, 2).reshape(self.n_chips, gr.out_padded, seg.tiles * seg.rows))
+        m = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-1)
+        return m[:, : gr.out_features]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from codesign.cim import CIMConfig, CIMConv2d, ConverterConfig, Crossbar, TileConfig, convert_to_cim, program_model
+from codesign.cim import CIMConfig, CIMConv2d, ConverterConfig, Crossbar, PCMConfig, TileConfig, convert_to_cim, program_model
 from codesign.cim.converters import converter_levels, max_code
 
 YEAR = 365.25 * 86400
@@ -159,3 +159,22 @@ def test_per_input_read_noise_is_the_same_in_column_and_row_layouts():
     ratio = by_columns.std(1) / by_rows.std(1)
     assert bool((ratio - 1).abs().max() < 0.05)  # std of a std over 1e4 draws: 0.7 %
     assert float(by_rows.std(1).min()) > 0
+
+
+def test_read_noise_does_not_depend_on_the_number_of_threads():
+    # 512x512 devices: the per-call draw is large enough to come from two streams, drawn concurrently with 2 threads
+    w = torch.randn(512, 512, generator=_gen(10), dtype=torch.float64)
+    config = CIMConfig(device="pcm", converter=ConverterConfig.ideal(), tile=TileConfig(rows=512, cols=512))
+    x = torch.randn(3, 512, generator=_gen(11), dtype=torch.float64)
+    before = torch.get_num_threads()
+    outputs = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            xb = Crossbar(512, 512, config).program(w, 5).drift_to(3600.0)
+            outputs.append(torch.cat([xb(x), xb(x)]))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.allclose(outputs[0], outputs[1], rtol=0, atol=1e-12)
+    quiet = Crossbar(512, 512, config.replace(device=PCMConfig(read_noise_scale=0.0))).program(w, 5).drift_to(3600.0)
+    assert float((outputs[0][:3] - quiet(x)).std()) > 1e-3  # the reads were noisy

@@ -156,3 +156,16 @@ def test_drift_exponents_do_not_depend_on_when_they_are_materialized():
     a = Crossbar(30, 40, config).program(w, 7).drift_to(100.0).drift_to(YEAR)
     b = Crossbar(30, 40, config).program(w, 7).drift_to(YEAR)
     assert torch.equal(a.conductances(), b.conductances())
+
+
+def test_read_noise_level_follows_later_drifts_of_a_chip_that_was_already_read():
+    # the read-noise coefficients are computed once per chip (on the first noisy read) and reused at every drift_to
+    xb, g_prog = _read_noise_layer(0.0, "per_call")
+    _reads(xb, 3, "per_call")  # reads at t = 0
+    xb.drift_to(YEAR)
+    g_t = xb.conductances()[0]
+    y = _reads(xb, 3, "per_call")
+    ratio = y.std(dim=0) / expected_read_std(g_prog[:, :, 3], g_t[:, :, 3], YEAR)
+    tolerance = 4 / (2 * y.shape[0] * 32) ** 0.5
+    assert float(ratio[:32].mean()) == pytest.approx(1.0, abs=tolerance)
+    assert float(ratio[32:].mean()) == pytest.approx(1.0, abs=tolerance)

@@ -68,9 +68,22 @@ class DeviceModel(ABC):
         """Conductances (2, ...) in µS at t_s seconds after programming (default: no change)."""
         return state.g
 
+    def read_coefficient(self, state: DeviceState) -> Tensor | None:
+        """Time-independent part q of the read-noise std, σ_read = q·g(t)·read_time_factor(t) (default: none).
+
+        It depends on the programmed state only, so the crossbar computes it once per chip and
+        reuses it at every drift_to.
+        """
+        return None
+
+    def read_time_factor(self, t_s: float) -> float:
+        """Growth of the read-noise std with time after programming (multiplies q·g(t))."""
+        return 1.0
+
     def read_std(self, state: DeviceState, g_t: Tensor, t_s: float) -> Tensor | None:
         """Std (µS) of one read of each device at t_s, given its conductance g_t (default: none)."""
-        return None
+        q = self.read_coefficient(state)
+        return None if q is None else q.mul_(g_t).mul_(self.read_time_factor(t_s))
 
 
 def _empty_pair(a: Tensor) -> Tensor:

@@ -69,7 +69,12 @@ def pcm_prog_sigma(g_target: Tensor, g_max: float) -> Tensor:
 
 def pcm_drift_mean_std(g_target: Tensor, g_max: float) -> tuple[Tensor, Tensor]:
     """Mean and std of the drift exponent ν at target conductance g_target (µS)."""
-    log_g = (g_target / g_max).clamp_(min=_G_REL_FLOOR).log_()  # targets are >= 0
+    return _drift_mean_std_of_magnitude(g_target / g_max)
+
+
+def _drift_mean_std_of_magnitude(a: Tensor) -> tuple[Tensor, Tensor]:
+    """pcm_drift_mean_std of g_target = a·g_max (a = |w| in [0, 1]), without forming g_target."""
+    log_g = torch.clamp(a, min=_G_REL_FLOOR).log_()  # targets are >= 0
     a, b, lo, hi = _NU_MEAN
     mean = log_g.mul(a).add_(b).clamp_(lo, hi)
     a, b, lo, hi = _NU_STD
@@ -83,7 +88,9 @@ def pcm_read_q(g_prog: Tensor, g_max: float) -> Tensor:
     # min(coef / max(x^e, floor), cap) = coef · max(x, x_lo)^(−e): x^(−e) falls with x, so the floor
     # and the cap are both one lower bound on x. Also keeps log() away from the many zeros.
     x_lo = max(floor ** (1.0 / expo), (coef / cap) ** (1.0 / expo))
-    return (g_prog / g_max).clamp_(min=x_lo).log_().mul_(-expo).exp_().mul_(coef)  # g_prog >= 0 (clipped)
+    # coef·(g/g_max)^(−e) = exp(−e·ln g + e·ln g_max + ln coef): one clamp, log, multiply-add and exp
+    offset = expo * math.log(g_max) + math.log(coef)
+    return torch.clamp(g_prog, min=x_lo * g_max).log_().mul_(-expo).add_(offset).exp_()  # g_prog >= 0 (clipped)
 
 
 def pcm_read_time_factor(t_s: float, t0_s: float, t_read_s: float) -> float:
@@ -111,23 +118,24 @@ class PCMDevice(DeviceModel):
         """Draw the programming noise of every device (holding device first, then its partner)."""
         out = _empty_pair(a) if out is None else out
         scale, g_max = self.config.prog_noise_scale, self.g_max_us
-        target = a * g_max  # the partner's target is 0
-        sigma = pcm_prog_sigma(target, g_max).mul_(scale)
-        torch.randn(a.shape, generator=generator, out=out[0])
-        out[0].mul_(sigma).add_(target).clamp_(min=0.0)
-        sigma0 = float(pcm_prog_sigma(torch.zeros(()), g_max)) * scale
-        torch.randn(a.shape, generator=generator, out=out[1])
-        out[1].mul_(sigma0).clamp_(min=0.0)
+        # σ_prog(g_max·a)·scale by Horner's rule in a, the polynomial's unit folded into its coefficients
+        c0, c1, c2 = (c * scale * g_max / PROG_REFERENCE_G_MAX_US for c in PROG_COEFFS_US)
+        sigma = torch.mul(a, c2).add_(c1).mul_(a).add_(c0)
+        hold, partner = out[0], out[1]
+        torch.randn(a.shape, generator=generator, out=hold, dtype=a.dtype)
+        hold.mul_(sigma).add_(a, alpha=g_max).clamp_(min=0.0)  # g_T + σ·ε, g_T = g_max·a
+        torch.randn(a.shape, generator=generator, out=partner, dtype=a.dtype)
+        partner.mul_(c0).clamp_(min=0.0)  # the partner's target is 0: σ_prog(0) = c0
         return out
 
     def draw_params(self, a: Tensor, generator: torch.Generator, out: dict[str, Tensor]) -> None:
         """Draw the drift exponent ν = |μ_ν(g_T) + σ_ν(g_T)·ε| of every device into out["nu"]."""
         nu, g_max = out["nu"], self.g_max_us
-        mean, std = pcm_drift_mean_std(a * g_max, g_max)
-        torch.randn(a.shape, generator=generator, out=nu[0])
-        nu[0].mul_(std).add_(mean).abs_()
+        mean, std = _drift_mean_std_of_magnitude(a)
+        torch.randn(a.shape, generator=generator, out=nu[0], dtype=a.dtype)
+        torch.addcmul(mean, std, nu[0], out=nu[0]).abs_()
         mean0, std0 = (float(v) for v in pcm_drift_mean_std(torch.zeros(()), g_max))
-        torch.randn(a.shape, generator=generator, out=nu[1])
+        torch.randn(a.shape, generator=generator, out=nu[1], dtype=a.dtype)
         nu[1].mul_(std0).add_(mean0).abs_()
         if self.config.drift_scale != 1.0:
             nu.mul_(self.config.drift_scale)
@@ -139,10 +147,13 @@ class PCMDevice(DeviceModel):
         log_ratio = math.log((t_s + self.config.t0_s) / self.config.t0_s)
         return state.params["nu"].mul(-log_ratio).exp_().mul_(state.g)
 
-    def read_std(self, state: DeviceState, g_t: Tensor, t_s: float) -> Tensor | None:
-        """g(t)·Q_s(g_prog)·sqrt(ln((t + t0 + t_read)/(2 t_read))), scaled by read_noise_scale."""
-        cfg = self.config
-        if cfg.read_noise_scale == 0.0:
+    def read_coefficient(self, state: DeviceState) -> Tensor | None:
+        """Q_s(g_prog): σ_read(t) = g(t)·Q_s(g_prog)·sqrt(ln((t + t0 + t_read)/(2 t_read)))·read_noise_scale."""
+        if self.config.read_noise_scale == 0.0:
             return None
-        factor = pcm_read_time_factor(t_s, cfg.t0_s, cfg.t_read_s) * cfg.read_noise_scale
-        return pcm_read_q(state.g, self.g_max_us).mul_(g_t).mul_(factor)  # g_t >= 0 always
+        return pcm_read_q(state.g, self.g_max_us)
+
+    def read_time_factor(self, t_s: float) -> float:
+        """sqrt(ln((t + t0 + t_read)/(2 t_read))), scaled by read_noise_scale."""
+        cfg = self.config
+        return pcm_read_time_factor(t_s, cfg.t0_s, cfg.t_read_s) * cfg.read_noise_scale
