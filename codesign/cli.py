@@ -42,6 +42,56 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if essential else 1
 
 
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    import json
+
+    from codesign.config import load_spec
+    from codesign.fpga.estimate import estimate, format_estimate
+
+    spec = load_spec(args.learner, args.config)
+    pipeline: str | int = args.pipeline
+    if pipeline not in ("ii1", "staged"):
+        try:
+            pipeline = int(pipeline, 0)
+        except ValueError:
+            raise ValueError(f"--pipeline={args.pipeline!r}: choose ii1, staged or an integer register mask") from None
+    result = estimate(spec, args.target, pipeline=pipeline)
+    print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
+    return 0
+
+
+def _int_list(option: str, text: str, sep: str = ",") -> list[int]:
+    """'4,8,16' -> [4, 8, 16], with a one-line error naming the option."""
+    try:
+        values = [int(v) for v in text.split(sep) if v.strip()]
+    except ValueError:
+        raise ValueError(f"{option}={text!r}: expected integers separated by '{sep}'") from None
+    if not values:
+        raise ValueError(f"{option}={text!r}: give at least one value")
+    return values
+
+
+def _cmd_explore(args: argparse.Namespace) -> int:
+    from codesign.fpga.explore import DEFAULT_BITS, DEFAULT_GRID, explore, format_front
+
+    hidden = None
+    if args.hidden is not None:
+        hidden = [tuple(_int_list("--hidden", shape, "-")) for shape in args.hidden.split(",") if shape.strip()]
+        if not hidden:
+            raise ValueError(f"--hidden={args.hidden!r}: give at least one shape, e.g. 4,8,4-4")
+    out = args.out or os.path.join("codesign_out", f"explore_{args.learner}_{args.task}")
+    result = explore(
+        args.learner, target=args.target, task=args.task, out=out, config=args.config,
+        grid=_int_list("--grid", args.grid) if args.grid else DEFAULT_GRID,
+        bits=_int_list("--bits", args.bits) if args.bits else DEFAULT_BITS,
+        hidden=hidden, pipelines=[v.strip() for v in args.pipelines.split(",") if v.strip()],
+        samples=args.samples, seed=args.seed, workers=args.workers, force=args.force,
+    )
+    print(format_front(result["front"], result["settings"]))
+    print(f"{len(result['points'])} points, {len(result['front'])} on the Pareto front; table, PNG and points in {result['out']}")
+    return 0
+
+
 def _cmd_boards(args: argparse.Namespace) -> int:
     from codesign.fpga.boards import load_boards
     from codesign.fpga.report import format_boards
@@ -53,11 +103,13 @@ def _cmd_boards(args: argparse.Namespace) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
     from codesign.fpga.csim import CsimError
+    from codesign.fpga.rtl_emit import parse_pipeline
 
     try:
         report = build(
             args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
-            samples=args.samples, task=args.task, seed=args.seed,
+            samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
+            pipeline=parse_pipeline(args.pipeline),
         )
     except CsimError as exc:  # the generated project did not compile or run: not a usage error
         print(f"codesign: error: {exc}", file=sys.stderr)
@@ -70,12 +122,28 @@ def _cmd_build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return _cosim_verdict(report.get("cosim"))
+
+
+def _cosim_verdict(cosim: dict | None) -> int:
+    """0, or 1 with a one-line error when a co-simulation ran and did not match the reference."""
+    if cosim is None or cosim.get("bit_exact"):
+        return 0
+    first = (cosim.get("failures") or ["mismatches"])[0]
+    print(f"codesign: error: the RTL co-simulation does not match the Python reference: {first} (log: {cosim.get('log')})",
+          file=sys.stderr)
+    return 1
+
+
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from codesign.fpga.build import rerun_cosim
+
+    return _cosim_verdict(rerun_cosim(args.folder, wall_seconds=args.wall_seconds))
 
 
 _BUILD_EPILOG = """The output folder (default ./codesign_out/<learner>_<part>, e.g. codesign_out/kan_online_xcvu9p)
-holds firmware/, tb/, tb_data/, csim/, build_prj.tcl (vitis_hls -f build_prj.tcl), README.md,
-manifest.json and report.json. An existing non-empty folder is refused; --force replaces those
+holds firmware/, tb/, tb_data/, csim/, rtl/ (SystemVerilog, memory files, rtl_manifest.json),
+build_prj.tcl (vitis_hls -f build_prj.tcl), README.md, manifest.json and report.json. An existing non-empty folder is refused; --force replaces those
 generated entries (and the Vitis project folder <learner>_prj/) and leaves other files alone.
 
 C-simulation stream: --samples samples of --task (a task with an n_inputs option, such as
@@ -83,6 +151,12 @@ function_tracking, is generated with the spec's input width; otherwise task colu
 cyclically, negated on every second pass, to fit the spec's widths), then 512 corner samples
 (act_t extremes, grid edges, random raw values, train off for about a quarter). The learner's
 clock is the board's default unless the config sets clock_mhz.
+
+--cosim runs the same stream through the RTL in Verilator (cocotb bench, with resets and gaps)
+and adds cosim {samples, bit_exact, latency_cycles, update_latency_cycles, ii} to report.json;
+--synth runs Yosys synth_xilinx for the part's family and adds synth {lut, lutram, ff, dsp,
+bram, clock_mhz_estimate, latency_ns, utilization_percent, ...}; the clock is an estimate from
+logic depth (not placed or routed). `codesign sim DIR` reruns the co-simulation of a build.
 """
 
 
@@ -127,6 +201,30 @@ def _cmd_cim_energy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cim_train(args: argparse.Namespace) -> int:
+    from codesign.cim.dwp.cli import train_to_folder
+    from codesign.cim.dwp.training import TrainConfig
+
+    config = TrainConfig(
+        method=args.method, dataset=args.dataset, model=args.model, epochs=args.epochs, batch_size=args.batch,
+        lr=args.lr, seed=args.seed, k=args.k, sigma=args.sigma, noise_source=args.noise_source,
+        measure=args.measure, strength=args.strength, weight_max=args.weight_max,
+    )
+    _, summary = train_to_folder(config, args.out, force=args.force, progress=not args.quiet)
+    print(summary)
+    return 0
+
+
+def _cmd_cim_eval(args: argparse.Namespace) -> int:
+    from codesign.cim.dwp.cli import evaluate_checkpoint
+
+    text, png = evaluate_checkpoint(args.checkpoint, args.sweep, n_chips=args.chips, seed=args.seed, out=args.out,
+                                    force=args.force)
+    print(text)
+    print(f"plot: {png}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="codesign", description=__doc__)
@@ -157,12 +255,40 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="versions of the tools codesign drives, which features work here, and fixes")
     p.set_defaults(func=_cmd_doctor)
 
+    p = sub.add_parser(
+        "estimate", help="instant resource, cycle and clock estimate of a learner's RTL from its spec (no tool run)"
+    )
+    p.add_argument("learner", help="kan_online or mlp_online")
+    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`)")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--pipeline", default="ii1", help="ii1 (default), staged, or an integer register mask PIPE")
+    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    p.set_defaults(func=_cmd_estimate)
+
+    p = sub.add_parser(
+        "explore", help="sweep grid size, word width and shape; online error vs estimated cost; Pareto front"
+    )
+    p.add_argument("learner", help="kan_online or mlp_online")
+    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`)")
+    p.add_argument("--task", default="function_tracking", help="task name (see `codesign tasks`)")
+    p.add_argument("--config", help="TOML or YAML file with the base spec's fields")
+    p.add_argument("--grid", help="grid sizes G, e.g. 4,8,16,32 (KAN only; default 4,8,16,32)")
+    p.add_argument("--bits", help="word widths of act/coef/err/grad, e.g. 12,16,20 (default)")
+    p.add_argument("--hidden", help="hidden layer shapes, e.g. 2,4,8,4-4 (default: KAN 2,4,8,4-4; MLP 8,16,32,16-16)")
+    p.add_argument("--pipelines", default="ii1", help="pipelines to estimate each point with: ii1 (default), staged, or ii1,staged")
+    p.add_argument("--samples", type=int, default=20_000, help="task samples per point (default 20000)")
+    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--out", help="output folder (default ./codesign_out/explore_<learner>_<task>); resumes its own run")
+    p.add_argument("--force", action="store_true", help="start over in a folder that holds other files or another run")
+    p.set_defaults(func=_cmd_explore)
+
     p = sub.add_parser("boards", help="list the FPGA parts and boards that --target accepts")
     p.set_defaults(func=_cmd_boards)
 
     p = sub.add_parser(
         "build",
-        help="emit a Vitis HLS project of an online learner and verify it by g++ C-simulation",
+        help="emit an online learner as a Vitis HLS project and RTL, verify by C-simulation (and --cosim, --synth)",
         epilog=_BUILD_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -174,7 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=10_000, help="task samples of the C-simulation stream (default 10000)")
     p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    p.add_argument("--pipeline", default="ii1",
+                   help="RTL pipeline: ii1 (one sample per clock, default), staged (a register after every phase) "
+                        "or an integer register mask (see docs/rtl.md)")
+    p.add_argument("--cosim", action="store_true", help="co-simulate the RTL (Verilator + cocotb) on the same stream")
+    p.add_argument("--synth", action="store_true", help="synthesize the RTL with Yosys and estimate the clock")
     p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("sim", help="rerun the RTL co-simulation of an existing `codesign build` folder")
+    p.add_argument("folder", help="a folder written by `codesign build`")
+    p.add_argument("--wall-seconds", type=float, default=1800.0, help="wall-clock limit of the bench (default 1800)")
+    p.set_defaults(func=_cmd_sim)
 
     p = sub.add_parser("cim", help="simulated compute-in-memory chips (see `codesign cim -h`)")
     p.set_defaults(func=_cmd_cim_help, cim_parser=p)
@@ -196,6 +332,42 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-sweep", action="store_true", help="skip the sensitivity sweep")
     e.add_argument("--sources", action="store_true", help="list every constant with its range and source")
     e.set_defaults(func=_cmd_cim_energy)
+    t = cim_sub.add_parser(
+        "train", help="train an MLP/CNN on digits or MNIST-5k: standard, noise injection or DWP",
+        description="Train a network on the fixed train split (docs/cim_dwp.md) and write DIR/model.pt. "
+        "Methods: standard; noise (K mismatch realizations per mini-batch, uniform sample weights); dwp "
+        "(the same realizations, sample weights from their disagreement).",
+    )
+    t.add_argument("--method", default="dwp", help="standard, noise or dwp (default dwp)")
+    t.add_argument("--dataset", default="digits", help="digits or mnist5k (default digits)")
+    t.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
+    t.add_argument("--out", required=True, help="output folder for model.pt (new or empty unless --force)")
+    t.add_argument("--force", action="store_true", help="write into an existing non-empty folder")
+    t.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
+    t.add_argument("--batch", type=int, default=64, help="mini-batch size (default 64)")
+    t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (default 2e-3)")
+    t.add_argument("--seed", type=int, default=0, help="initialisation, data order and noise seed (default 0)")
+    t.add_argument("--k", type=int, default=4, help="weight realizations per mini-batch (default 4)")
+    t.add_argument("--sigma", type=float, default=0.5, help="training mismatch level (default 0.5)")
+    t.add_argument("--noise-source", default="torch", help="torch (default) or simulator (codesign.cim.perturb, slower)")
+    t.add_argument("--measure", default="mi", help="DWP disagreement: vote, mi or kl (default mi)")
+    t.add_argument("--strength", type=float, default=0.8, help="DWP weight spread in [0, 1] (default 0.8)")
+    t.add_argument("--weight-max", type=float, default=4.0, help="DWP sample-weight clip (default 4)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_cmd_cim_train)
+    v = cim_sub.add_parser(
+        "eval", help="accuracy of a trained checkpoint on simulated chips: mismatch or PCM drift sweep",
+        description="Evaluate a `codesign cim train` checkpoint on its test split over simulated chips and "
+        "write a PNG (mismatch.png or drift.png) next to it: accuracy vs mismatch level 0..0.7, or vs time "
+        "(1 s .. 1 year) under the PCM model with and without global drift compensation.",
+    )
+    v.add_argument("checkpoint", help="model.pt written by `codesign cim train` (or its folder)")
+    v.add_argument("--sweep", default="mismatch", help="mismatch or drift (default mismatch)")
+    v.add_argument("--chips", type=int, default=20, help="simulated chips per point (default 20)")
+    v.add_argument("--seed", type=int, default=0, help="chip seed (default 0)")
+    v.add_argument("--out", help="folder of the PNG (default: the checkpoint's folder)")
+    v.add_argument("--force", action="store_true", help="replace an existing PNG")
+    v.set_defaults(func=_cmd_cim_eval)
     from codesign.compress.cli import add_compress_parser
 
     add_compress_parser(sub)

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from codesign.config import LEARNERS, config_fields, spec_from_fields
 from codesign.fpga.boards import Board, find_board
+from codesign.fpga.estimate import estimate
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import firmware_module, generated_entries, write_project
 from codesign.outputs import Progress, prepare_output
@@ -102,6 +103,7 @@ def build(
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
     report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
+    report["estimate"] = estimate(spec, board, pipeline=pipeline)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415

@@ -73,6 +73,11 @@ def format_report(report: dict) -> str:
         p = report["rtl"]["pipeline"]
         lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, PIPE mask {p['mask']}, "
                      f"II {p['ii']}, update after {p['update_latency_cycles']} cycles (expected)")
+    if "estimate" in report:
+        e = report["estimate"]
+        lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, "
+                     f"~{e['clock_mhz_estimate']:g} MHz, prediction + update ~{e['latency_ns']:g} ns "
+                     "(analytic model, instant; --synth runs Yosys)")
     if "cosim" in report:
         from codesign.fpga.cosim import format_cosim  # noqa: PLC0415 - the sim extra is optional
 

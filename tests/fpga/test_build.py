@@ -54,6 +54,23 @@ def test_bare_project_is_complete(bare_build):
     assert "vitis_hls -f build_prj.tcl" in readme
 
 
+def test_bare_build_emits_the_rtl_and_an_estimate(bare_build):
+    import json
+
+    from codesign.fpga.estimate import estimate
+
+    report = json.loads((bare_build / "report.json").read_text())
+    rtl = bare_build / "rtl"
+    manifest = json.loads((rtl / "rtl_manifest.json").read_text())
+    assert report["rtl"]["top"] == manifest["top"] == "kan_online_top"
+    assert report["rtl"]["pipeline"] == manifest["pipeline"] and manifest["pipeline"]["ii"] == 1
+    for name in manifest["sources"] + ["basis.mem", "dbasis.mem"]:
+        assert (rtl / name).is_file(), name
+    assert report["estimate"] == estimate(KANSpec(), "xcvu9p")
+    assert report["estimate"]["ii"] == 1 and report["estimate"]["dsp"] > 0
+    assert "cosim" not in report and "synth" not in report  # only with --cosim / --synth
+
+
 def test_tcl_names_the_boards_part(bare_build):
     tcl = (bare_build / "build_prj.tcl").read_text()
     assert "set_part {xcvu9p-flga2104-2L-e}" in tcl

@@ -1,0 +1,359 @@
+"""Instant resource and latency estimate of a learner's RTL from its spec alone (no RTL written, no tool run).
+
+:func:`estimate` sums the components of the RTL (docs/rtl.md) — per edge and bank multipliers,
+exact adder trees, casts, the coefficient update, the basis ROMs and rotation multiplexers,
+the LUTRAM banks (depth ceil((G+k)/P)), pipeline registers, control — each as a count of
+bits or cells derived from the spec's widths (:func:`features`), times a coefficient fitted
+by least squares against Yosys ``synth_xilinx`` on a sweep of specs
+(benchmarks/estimator_calibration.py writes the table in ``estimate_coefficients.py``).
+DSP tiles are counted directly from the multiplier widths. Cycles (prediction latency, update
+latency, II) are exact: they follow from the pipeline mask, II = 1 + popcount(PIPE).
+The clock is an ESTIMATE of the logic-depth estimate of codesign.fpga.timing_estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from codesign.fpga.boards import Board, find_board
+from codesign.fpga.estimate_coefficients import COEFFICIENTS
+from codesign.fpga.timing_estimate import DelayModel, delay_model
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lutram_luts", "timing_features",
+           "coefficient_table", "format_estimate"]
+
+ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
+
+# DSP48 multiplier input widths (signed): DSP48E2 (UltraScale, UltraScale+) 27 x 18, DSP48E1 (7-series) 25 x 18.
+_DSP_WIDTHS = {"xcup": (27, 18), "xcu": (27, 18), "xc7": (25, 18)}
+
+
+def _clog2(n: int) -> int:
+    """SystemVerilog $clog2: bits to count 0..n-1 (0 for n <= 1)."""
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def _mask(spec: KANSpec | MLPSpec, pipeline: str | int) -> int:
+    """The register mask PIPE of a pipeline choice ("ii1", "staged" or an integer mask)."""
+    n_bits = 2 * len(spec.layer_shapes) - 1
+    if isinstance(pipeline, str):
+        if pipeline == "ii1":
+            return 0
+        if pipeline == "staged":
+            return (1 << n_bits) - 1
+        raise ValueError(f"pipeline={pipeline!r}: choose 'ii1', 'staged' or an integer register mask")
+    if isinstance(pipeline, bool) or not isinstance(pipeline, int) or not 0 <= pipeline < (1 << n_bits):
+        raise ValueError(f"pipeline={pipeline!r}: a register mask of this spec has {n_bits} bits (0..{(1 << n_bits) - 1})")
+    return pipeline
+
+
+def _check_spec(spec: Any) -> None:
+    if not isinstance(spec, (KANSpec, MLPSpec)):
+        raise ValueError(f"expected a KANSpec or MLPSpec, got {type(spec).__name__}")
+    if len(spec.widths) > 8:
+        raise ValueError(f"widths={spec.widths}: the RTL takes at most 7 layers (8 widths)")
+
+
+def cycles(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, int]:
+    """Prediction latency, update latency and II in cycles (docs/rtl.md): exact, from the register mask.
+
+    Phase p (F_0..F_{L-1}, B_{L-1}..B_1, U) runs in stage popcount(PIPE bits below p); the sample
+    takes 1 + popcount(PIPE) stages; the prediction is valid one cycle after the stage of F_{L-1}.
+    """
+    _check_spec(spec)
+    mask = _mask(spec, pipeline)
+    n_layers = len(spec.layer_shapes)
+    stages = 1 + bin(mask).count("1")
+    stage_of_last_forward = bin(mask & ((1 << (n_layers - 1)) - 1)).count("1")
+    return {"latency_cycles": stage_of_last_forward + 1, "update_latency_cycles": stages, "ii": stages}
+
+
+def dsp_tiles(width_a: int, width_b: int, family: str = "xcup") -> int:
+    """DSP48 slices of one signed width_a x width_b multiply (split into tiles when it exceeds one DSP)."""
+    big, small = _DSP_WIDTHS.get(family, _DSP_WIDTHS["xcup"])
+    a, b = max(width_a, width_b), min(width_a, width_b)
+    if a <= big and b <= small:
+        return 1
+    # a partial product per (big - 1) x (small - 1) unsigned slice; the top slices keep the sign bit
+    return math.ceil((a - 1) / (big - 1)) * math.ceil((b - 1) / (small - 1))
+
+
+def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: str = "xcup") -> int:
+    """LUTs of one LUTRAM of ``depth`` words of ``word_bits``: Yosys's choice of distributed-RAM primitive.
+
+    Single port (read and write at one address) or simple dual port (one write port and an
+    independent read port, which costs one LUT column of each primitive). UltraScale(+):
+    RAM32M16 (8 LUTs, 16 bits / 14 dual port), RAM64M8 (8 LUTs, 8 / 7 bits); 7-series: RAM32M
+    (4 LUTs, 8 / 6 bits), RAM64M (4 LUTs, 4 / 3 bits); deeper: RAM128X1S/D and RAM256X1S/D, per bit.
+    """
+    if depth <= 64:
+        luts, bits = (8, 8) if family != "xc7" else (4, 4)  # a primitive of `luts` LUTs, 1 bit per LUT at depth 64
+        if depth <= 32:
+            bits *= 2
+        return luts * math.ceil(word_bits / (bits - (bits // luts if dual_port else 0)))
+    per_bit = (2 if depth <= 128 else 4) * (2 if dual_port else 1) * math.ceil(depth / 256)
+    return per_bit * word_bits
+
+
+def _split_adder_bits(width_a: int, width_b: int, family: str) -> int:
+    """Bits of the LUT adders that sum the partial products of a multiply split over several DSPs."""
+    tiles = dsp_tiles(width_a, width_b, family)
+    return (tiles - 1) * (width_a + width_b)
+
+
+def _cast(lut: dict[str, float], count: int, w_in: int, w_out: int) -> None:
+    """Add ``count`` fixed_casts: a rounding adder and saturation mux per output bit, tie and overflow reductions of the rest."""
+    lut["cast_out"] += count * w_out
+    lut["cast_drop"] += count * max(0, w_in - w_out)
+
+
+def _kan_features(spec: KANSpec, mask: int, family: str) -> dict[str, dict[str, float]]:
+    k = spec.spline_order
+    banks = 1 << _clog2(k + 1)
+    depth = math.ceil(spec.n_coef / banks)
+    g = spec.grid_constants()
+    wb, fb, wd = spec.basis_t.width, spec.basis_t.frac, spec.dbasis_t.width
+    wc, fc = spec.coef_t.width, spec.coef_t.frac
+    wa, wdphi, wgrad = spec.act_t.width, spec.dphi_t.width, spec.grad_t.width
+    w_inv = _clog2(g.inv_h_raw + 1)
+    n_layers = len(spec.layer_shapes)
+    lut = dict.fromkeys(("control", "rom", "mux", "grid", "cast_out", "cast_drop", "adders", "split"), 0.0)
+    lutram = {"banks": 0.0}
+    ff = {"registers": 0.0}
+    dsp = 0
+    lut["control"] = 1.0
+    # A LUT6 per output bit holds 64 ROM entries. Linear bases (k = 1) are affine in the address (no
+    # table); quadratic ones need about half the logic of cubic and higher ones, which reach the LUT6 bound.
+    rom_scale = max(1.0, 2.0 ** spec.lut_bits / 64) * min(1.0, (k - 1) / 2)
+    w_cell = _clog2(spec.grid_size) if spec.grid_size > 1 else 1
+    w_baddr = _clog2(depth) if depth > 1 else 1
+    dense_inv_h = bin(g.inv_h_raw).count("1") > 3  # const_mult leaves it to a multiplier
+    shift_adds = 0 if dense_inv_h else bin(g.inv_h_raw).count("1") - 1
+    for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
+        last = layer == n_layers - 1
+        wg, fg = (spec.err_t.width, spec.err_t.frac) if last else (spec.grad_t.width, spec.grad_t.frac)
+        backward = layer > 0
+        # decode of every input: grid, ROM rows, rotation into bank order, bank addresses
+        lut["rom"] += n_in * (k + 1) * (wb + (wd if backward else 0)) * rom_scale
+        lut["mux"] += n_in * banks * ((wb + (wd if backward else 0)) * _clog2(banks) + w_baddr + 1)
+        lut["grid"] += n_in * (wa + 1 + spec.lut_bits + w_cell + shift_adds * (wa + w_inv))
+        if dense_inv_h:
+            dsp += n_in * dsp_tiles(wa + 1, w_inv + 1, family)
+            lut["split"] += n_in * _split_adder_bits(wa + 1, w_inv + 1, family)
+        # forward: a product per (input, bank) and output, an exact adder tree, the act_t cast
+        w_acc = wb + 1 + wc + _clog2(n_in * banks) + 1
+        lut["adders"] += n_out * (n_in * banks - 1) * w_acc
+        _cast(lut, n_out, w_acc, wa)
+        dsp += n_out * n_in * banks * dsp_tiles(wb + 1, wc, family)
+        lut["split"] += n_out * n_in * banks * _split_adder_bits(wb + 1, wc, family)
+        if backward:
+            # derivative products D*c per edge and bank, their sum and the dphi_t cast
+            w_dacc = wd + wc + _clog2(banks) + 1
+            lut["adders"] += n_out * n_in * (banks - 1) * w_dacc
+            _cast(lut, n_out * n_in, w_dacc, wdphi)
+            dsp += n_out * n_in * banks * dsp_tiles(wd, wc, family)
+            lut["split"] += n_out * n_in * banks * _split_adder_bits(wd, wc, family)
+            # input gradient: g * dphi per edge, sum over outputs, times 1/h, the grad_t cast, the clamp
+            w_s = wg + wdphi + _clog2(n_out) + 1
+            w_t = w_s + w_inv + 1
+            lut["adders"] += n_in * ((n_out - 1) * w_s + shift_adds * w_t)
+            _cast(lut, n_in, w_t, wgrad)
+            lut["mux"] += n_in * wgrad
+            dsp += n_in * n_out * dsp_tiles(wg, wdphi, family)
+            lut["split"] += n_in * n_out * _split_adder_bits(wg, wdphi, family)
+            if dense_inv_h:
+                dsp += n_in * dsp_tiles(w_s, w_inv + 1, family)
+                lut["split"] += n_in * _split_adder_bits(w_s, w_inv + 1, family)
+        # update: g * B per (input, bank, output), c - 2^-s g B at full precision, the coef_t cast
+        f_delta = fg + fb + spec.lr_shift
+        f_full = max(fc, f_delta)
+        w_full = max(wc + f_full - fc, wg + wb + 1 + f_full - f_delta) + 2
+        lut["adders"] += n_in * banks * n_out * w_full
+        _cast(lut, n_in * banks * n_out, w_full, wc)
+        dsp += n_in * banks * n_out * dsp_tiles(wg, wb + 1, family)
+        lut["split"] += n_in * banks * n_out * _split_adder_bits(wg, wb + 1, family)
+        # banks: every (input, bank) holds a word of n_out coefficients, `depth` words deep; with a
+        # register after F the write address (held) and the read address (the next decode) differ
+        reg_f = bool(mask >> layer & 1)
+        lutram["banks"] += n_in * banks * lutram_luts(n_out * wc, depth, reg_f, family)
+        # registers after F (what later phases read) and after B
+        if reg_f:
+            ff["registers"] += n_out * wa + n_in * banks * (wb + w_baddr + 1 + n_out * wc) + n_in
+            if backward:
+                ff["registers"] += n_out * n_in * wdphi
+        if backward and mask >> (2 * n_layers - 1 - layer) & 1:
+            ff["registers"] += n_in * wgrad
+    _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
+    ff["registers"] += _common_registers(spec, mask)
+    return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
+
+
+def _common_registers(spec: KANSpec | MLPSpec, mask: int) -> float:
+    """The prediction register, and with more than one stage the sample's input registers and the stage flags."""
+    stages = 1 + bin(mask).count("1")
+    bits = spec.n_outputs * spec.act_t.width + 1
+    if stages > 1:
+        bits += (spec.n_inputs + spec.n_outputs) * spec.act_t.width + 1 + stages
+    return float(bits)
+
+
+def _mlp_features(spec: MLPSpec, mask: int, family: str) -> dict[str, dict[str, float]]:
+    wa, fa = spec.act_t.width, spec.act_t.frac
+    wc, fc = spec.coef_t.width, spec.coef_t.frac
+    n_layers = len(spec.layer_shapes)
+    lut = dict.fromkeys(("mlp_control", "mlp_mux", "cast_out", "cast_drop", "adders", "split"), 0.0)
+    ff = {"registers": 0.0}
+    dsp = 0
+    lut["mlp_control"] = 1.0
+    for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
+        last = layer == n_layers - 1
+        wg, fg = (spec.err_t.width, spec.err_t.frac) if last else (spec.grad_t.width, spec.grad_t.frac)
+        w_acc = wa + wc + _clog2(n_in + 1) + 2
+        lut["adders"] += n_out * n_in * w_acc  # n_in products and the bias
+        _cast(lut, n_out, w_acc, wa)
+        if not last:  # activation on the output, its derivative masks the incoming gradient
+            lut["mlp_mux"] += n_out * ((wa if spec.activation == "relu" else 4 * wa) + wg)
+        dsp += n_out * n_in * dsp_tiles(wc, wa, family)
+        lut["split"] += n_out * n_in * _split_adder_bits(wc, wa, family)
+        if layer > 0:
+            w_s = wg + wc + _clog2(n_out) + 1
+            lut["adders"] += n_in * (n_out - 1) * w_s
+            _cast(lut, n_in, w_s, spec.grad_t.width)
+            dsp += n_in * n_out * dsp_tiles(wg, wc, family)
+            lut["split"] += n_in * n_out * _split_adder_bits(wg, wc, family)
+        f_delta = fg + fa + spec.lr_shift
+        f_full = max(fc, f_delta)
+        w_x1 = wa if wa > fa + 1 else fa + 2
+        w_full = max(wc + f_full - fc, wg + w_x1 + 1 + f_full - f_delta) + 2
+        lut["adders"] += n_out * (n_in + 1) * w_full
+        _cast(lut, n_out * (n_in + 1), w_full, wc)
+        dsp += n_out * n_in * dsp_tiles(wg, w_x1, family)
+        lut["split"] += n_out * n_in * _split_adder_bits(wg, w_x1, family)
+        # the weights and biases live in registers
+        ff["registers"] += n_out * (n_in + 1) * wc
+        if mask >> layer & 1:
+            ff["registers"] += 2 * n_out * wa + n_in * wa
+        if layer > 0 and mask >> (2 * n_layers - 1 - layer) & 1:
+            ff["registers"] += n_in * spec.grad_t.width
+    _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
+    ff["registers"] += _common_registers(spec, mask)
+    return {"lut": lut, "lutram": {}, "ff": ff, "dsp": {"multipliers": float(dsp)}}
+
+
+def _phase_delays(spec: KANSpec | MLPSpec) -> list[dict[str, float]]:
+    """Timing features of the phases F_0..F_{L-1}, B_{L-1}..B_1, U, in loop order (the error joins the last F).
+
+    A KAN forward phase starts with its decode (layer 0's from the input port, in the sample's
+    first stage), then the bank read, the products, the adder tree and the cast.
+    """
+    shapes = spec.layer_shapes
+    n_layers = len(shapes)
+    kan = isinstance(spec, KANSpec)
+    banks = (1 << _clog2(spec.spline_order + 1)) if kan else 1
+    phases = []
+    for layer, (n_in, _) in enumerate(shapes):
+        terms = n_in * banks if kan else n_in + 1
+        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(terms)), "cast": 1.0 + (layer == n_layers - 1),
+                       "decode": float(kan), "memory": float(kan)})
+    for layer in range(n_layers - 1, 0, -1):
+        n_out = shapes[layer][1]
+        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(n_out)), "cast": 1.0, "decode": 0.0, "memory": 0.0})
+    phases.append({"multiply": 1.0, "adder_levels": 1.0, "cast": 1.0, "decode": 0.0, "memory": float(kan)})
+    return phases
+
+
+def timing_features(spec: KANSpec | MLPSpec, mask: int, coefficients: dict[str, float]) -> dict[str, float]:
+    """The timing features of the slowest stage (by ``coefficients``), plus a constant: the period is their dot product."""
+    stages: list[dict[str, float]] = [{}]
+    for p, phase in enumerate(_phase_delays(spec)):
+        for key, value in phase.items():
+            stages[-1][key] = stages[-1].get(key, 0.0) + value
+        if mask >> p & 1:
+            stages.append({})
+    prefix = "kan_" if isinstance(spec, KANSpec) else "mlp_"
+
+    def named(stage: dict[str, float]) -> dict[str, float]:
+        return {"constant": 1.0, **{prefix + k: v for k, v in stage.items()}}
+
+    return max((named(s) for s in stages), key=lambda f: sum(coefficients.get(k, 0.0) * v for k, v in f.items()))
+
+
+def features(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1", family: str = "xcup") -> dict[str, dict[str, float]]:
+    """Per resource, the component sizes (bits or cells) that the fitted coefficients multiply."""
+    _check_spec(spec)
+    mask = _mask(spec, pipeline)
+    if isinstance(spec, KANSpec):
+        return _kan_features(spec, mask, family)
+    return _mlp_features(spec, mask, family)
+
+
+def coefficient_table() -> dict[str, Any]:
+    """The fitted coefficients and where they come from (estimate_coefficients.py)."""
+    return COEFFICIENTS
+
+
+def _family(board: Board) -> str:
+    family = board.family.lower()
+    if "ultrascale+" in family or "ultrascale plus" in family:
+        return "xcup"
+    if "ultrascale" in family:
+        return "xcu"
+    return "xc7"
+
+
+def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: str | int = "ii1") -> dict[str, Any]:
+    """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second."""
+    _check_spec(spec)
+    if isinstance(board, str):
+        board = find_board(board)
+    elif not isinstance(board, Board):
+        raise ValueError(f"board={board!r}: expected a board name (see `codesign boards`) or a Board")
+    family = _family(board)
+    mask = _mask(spec, pipeline)
+    table = COEFFICIENTS["resources"]
+    out: dict[str, Any] = {}
+    for resource, parts in features(spec, pipeline, family).items():
+        coefs = table.get(resource, {})
+        if resource in ("dsp", "lutram"):
+            total = sum(parts.values())  # counted from the primitives, not fitted
+        else:
+            total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
+        out[resource] = max(0, int(round(total)))
+    out["bram"] = 0  # banks are asynchronous-read LUTRAM, MLP weights are registers: no block RAM
+    out.update(cycles(spec, pipeline))
+    timing = COEFFICIENTS["period_ns"]
+    stage = timing_features(spec, mask, timing)
+    period = sum(timing.get(k, 0.0) * v for k, v in stage.items())
+    # the coefficients are fitted at UltraScale+ -2; other parts scale like timing_estimate's model
+    period *= delay_model(family, board.part).dsp_mult / DelayModel().dsp_mult
+    out["clock_mhz_estimate"] = round(1000.0 / period, 1)
+    out["period_ns_estimate"] = round(period, 3)
+    out["prediction_latency_ns"] = round(out["latency_cycles"] * period, 2)
+    out["latency_ns"] = round(out["update_latency_cycles"] * period, 2)
+    out["ii_ns"] = round(out["ii"] * period, 2)
+    device = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram_36k}
+    out["utilization_percent"] = {
+        k: round(100.0 * (out[k] + (out["lutram"] if k == "lut" else 0)) / n, 4) for k, n in device.items() if n
+    }
+    out["pipeline_mask"] = mask
+    out["target"] = board.name
+    out["estimate"] = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
+                       f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
+    return out
+
+
+def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
+    """The estimate as a few lines for the terminal."""
+    util = result["utilization_percent"]
+    kind = "KAN" if isinstance(spec, KANSpec) else "MLP"
+    return "\n".join([
+        f"ESTIMATE for {kind} {'-'.join(map(str, spec.widths))} on {result['target']} (pipeline mask {result['pipeline_mask']}):",
+        f"  resources   {result['lut']:,} LUT ({util.get('lut', 0):.2f} % with LUTRAM), {result['lutram']:,} LUTRAM, "
+        f"{result['ff']:,} FF ({util.get('ff', 0):.2f} %), {result['dsp']:,} DSP ({util.get('dsp', 0):.2f} %), {result['bram']} BRAM",
+        f"  cycles      prediction {result['latency_cycles']}, update {result['update_latency_cycles']}, II {result['ii']} (exact)",
+        f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate): prediction {result['prediction_latency_ns']:g} ns, "
+        f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
+        f"  model       {result['estimate']}",
+    ])

@@ -1,0 +1,301 @@
+"""Design-space exploration: sweep a learner's grid size, word width and shape; score each point; keep the Pareto front.
+
+Every point is scored twice: by the online error of the bit-exact reference on a task stream
+(codesign.kan.run, codesign.tasks: the mean squared error of predict-then-update over the whole
+stream) and by the analytic estimator (codesign.fpga.estimate: resources, cycles, an estimated
+clock). The Pareto front minimizes online error, area (the largest utilization of LUT, FF or DSP
+on the target part) and time per sample (II x estimated period). Points run on ``workers``
+processes (with one worker, in this process); each finished point is appended to ``points.jsonl`` in the output folder, so an
+interrupted run resumes where it stopped. The folder also gets ``pareto.md`` (the front as a
+table), ``pareto.png`` and ``explore.json`` (the settings, which a resumed run must match).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import functools
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "design_points", "pareto_front", "explore", "format_front"]
+
+DEFAULT_GRID = (4, 8, 16, 32)
+DEFAULT_BITS = (12, 16, 20)
+DEFAULT_HIDDEN = {"kan": ((2,), (4,), (8,), (4, 4)), "mlp": ((8,), (16,), (32,), (16, 16))}
+SETTINGS_FILE = "explore.json"
+POINTS_FILE = "points.jsonl"
+OUTPUT_FILES = (SETTINGS_FILE, POINTS_FILE, "pareto.md", "pareto.png")
+OBJECTIVES = ("mse", "area_percent", "ns_per_sample")
+
+
+def _check_list(name: str, values: Sequence[Any], low: int, high: int) -> tuple:
+    if len(values) == 0:
+        raise ValueError(f"{name}: give at least one value")
+    for v in values:
+        items = v if isinstance(v, tuple) else (v,)
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high:
+                raise ValueError(f"{name}={v!r}: every value must be an integer in {low}..{high}")
+    return tuple(values)
+
+
+def design_points(
+    base: KANSpec | MLPSpec, grid: Sequence[int], bits: Sequence[int], hidden: Sequence[tuple[int, ...]],
+    pipelines: Sequence[str] = ("ii1",),
+) -> list[dict]:
+    """The points of the sweep: name, spec fields (grid size, word width, hidden widths) over the base spec, and pipeline."""
+    kan = isinstance(base, KANSpec)
+    if not pipelines or any(p not in ("ii1", "staged") for p in pipelines):
+        raise ValueError(f"pipelines={tuple(pipelines)!r}: choose from 'ii1' and 'staged'")
+    grid = _check_list("grid", grid, 1, 256) if kan else (None,)
+    bits = _check_list("bits", bits, 4, 32)
+    hidden = _check_list("hidden", hidden, 1, 256)
+    points = []
+    for h in hidden:
+        for b in bits:
+            for g in grid:
+                for pipe in pipelines:
+                    shape = "-".join(map(str, (base.n_inputs, *h, base.n_outputs)))
+                    name = f"{shape} {b}b" + (f" G{g}" if kan else "") + ("" if pipe == "ii1" else f" {pipe}")
+                    points.append({"name": name, "hidden": list(h), "bits": b, "grid_size": g, "pipeline": pipe})
+    return points
+
+
+def _point_spec(base: KANSpec | MLPSpec, point: dict) -> KANSpec | MLPSpec:
+    """The spec of one point: the base with its widths, word width (integer bits kept) and grid size replaced."""
+    from codesign.kan.spec import with_precision
+
+    widths = (base.n_inputs, *point["hidden"], base.n_outputs)
+    int_bits = min(base.act_t.int_bits, point["bits"] - 1)
+    spec = with_precision(dataclasses.replace(base, widths=widths), point["bits"], int_bits)
+    if point["grid_size"] is not None:
+        spec = dataclasses.replace(spec, grid_size=point["grid_size"])
+    return spec
+
+
+@functools.lru_cache(maxsize=4)
+def _stream(task: str, samples: int, seed: int):
+    from codesign.tasks import make_stream
+
+    return make_stream(task, n_samples=samples, seed=seed)
+
+
+def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int) -> dict:
+    """Run the reference learner on the task and the estimator on the target for one point (in a worker process)."""
+    from codesign.fpga.estimate import estimate
+    from codesign.kan.run import make_learner
+    from codesign.kan.spec import spec_from_mapping
+    from codesign.tasks import online_metrics
+
+    started = time.perf_counter()
+    result = {"name": point["name"], "point": point}
+    try:
+        spec = _point_spec(spec_from_mapping(kind, base), point)
+    except ValueError as exc:  # e.g. a width whose exact intermediates do not fit: the point is skipped
+        return {**result, "skipped": str(exc)}
+    stream = _stream(task, samples, seed)
+    pred = make_learner(spec, seed=seed).run(stream.x, stream.y)
+    metrics = online_metrics(pred, stream)
+    est = estimate(spec, target, pipeline=point["pipeline"])
+    area = max(est["utilization_percent"][k] for k in ("lut", "ff", "dsp"))
+    result.update({
+        "mse": metrics["mse"], "final_mse": metrics["final_mse"], "parameters": spec.num_parameters,
+        "area_percent": area, "ns_per_sample": est["ii_ns"],
+        "estimate": {k: est[k] for k in ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles",
+                                          "update_latency_cycles", "ii", "clock_mhz_estimate", "latency_ns")},
+        "seconds": round(time.perf_counter() - started, 3),
+    })
+    return result
+
+
+def pareto_front(points: list[dict], objectives: Sequence[str] = OBJECTIVES) -> list[dict]:
+    """The points no other point beats in every objective (all minimized), sorted by the first objective."""
+    scored = [p for p in points if "skipped" not in p and all(math.isfinite(p[o]) for o in objectives)]
+    front = []
+    for p in scored:
+        dominated = any(
+            all(q[o] <= p[o] for o in objectives) and any(q[o] < p[o] for o in objectives) for q in scored if q is not p
+        )
+        if not dominated:
+            front.append(p)
+    return sorted(front, key=lambda p: tuple(p[o] for o in objectives))
+
+
+def format_front(front: list[dict], settings: dict) -> str:
+    """The Pareto front as a Markdown table."""
+    lines = [
+        f"# Pareto front: {settings['learner']} on {settings['task']}, target {settings['target']}",
+        "",
+        f"Online error: mean squared error of the bit-exact reference over {settings['samples']:,} samples "
+        f"(seed {settings['seed']}). Resources, clock and time per sample: ESTIMATES of codesign.fpga.estimate "
+        "(fitted to Yosys; clock from logic depth); cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP "
+        "utilization.",
+        "",
+        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) | clock MHz (est.) | ns/sample (est.) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for p in front:
+        e = p["estimate"]
+        lines.append(
+            f"| {p['name']} | {p['parameters']:,} | {p['mse']:.4g} | {p['final_mse']:.4g} | {e['lut']:,} | {e['lutram']:,} | "
+            f"{e['ff']:,} | {e['dsp']:,} | {p['area_percent']:.3g} | {e['latency_cycles']}/{e['update_latency_cycles']}/{e['ii']} | "
+            f"{e['clock_mhz_estimate']:g} | {p['ns_per_sample']:g} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _plot(points: list[dict], front: list[dict], path: Path, settings: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
+
+    scored = [p for p in points if "skipped" not in p]
+    names = {p["name"] for p in front}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, label in ((axes[0], "area_percent", "area (max utilization, %) — estimate"),
+                           (axes[1], "ns_per_sample", "time per sample (ns) — estimate")):
+        rest = [p for p in scored if p["name"] not in names]
+        ax.scatter([p[key] for p in rest], [p["mse"] for p in rest], s=14, c="0.65", label="swept point")
+        ax.scatter([p[key] for p in front], [p["mse"] for p in front], s=26, c="C3", label="Pareto front")
+        for p in front:
+            ax.annotate(p["name"], (p[key], p["mse"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FormatStrFormatter("%g"))
+            axis.set_minor_formatter(FormatStrFormatter("%g"))
+        ax.tick_params(which="minor", labelsize=6)
+        ax.set_xlabel(label)
+        ax.set_ylabel("online MSE (bit-exact reference)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{settings['learner']} on {settings['task']} ({settings['samples']:,} samples), target {settings['target']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _prepare_folder(out: Path, settings: dict, force: bool) -> list[dict]:
+    """Check the output folder and return the points already done (resume)."""
+    settings_path = out / SETTINGS_FILE
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        own = settings_path.is_file()
+        if own:
+            try:
+                previous = json.loads(settings_path.read_text())
+            except json.JSONDecodeError:
+                previous = None
+            if previous == settings and not force:
+                return _read_points(out / POINTS_FILE)
+            if not force:
+                raise FileExistsError(f"{out} holds an exploration with other settings (use --force to start it over)")
+        elif not force:
+            raise FileExistsError(f"{out} exists and is not empty and holds no exploration (use --force to write into it)")
+        for name in OUTPUT_FILES:  # --force: start over; other files in the folder are left alone
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    settings_path.write_text(json.dumps(settings, indent=1) + "\n")
+    return []
+
+
+def _read_points(path: Path) -> list[dict]:
+    """The finished points; a line cut short by an interruption is dropped (that point runs again)."""
+    points, complete = [], True
+    if path.is_file():
+        text = path.read_text()
+        for line in text.splitlines():
+            try:
+                points.append(json.loads(line))
+            except json.JSONDecodeError:
+                complete = False
+        if not complete or (text and not text.endswith("\n")):
+            path.write_text("".join(json.dumps(p) + "\n" for p in points))
+    return points
+
+
+def _collect(finished, log, done: dict, total: int, n_todo: int, started: float) -> None:
+    """Append each finished point to the points file as it arrives, with a progress line on stderr."""
+    for k, future in enumerate(finished, 1):
+        r = future.result()
+        log.write(json.dumps(r) + "\n")
+        log.flush()
+        done[r["name"]] = r
+        elapsed = time.perf_counter() - started
+        what = (f"skipped: {r['skipped']}" if "skipped" in r else
+                f"MSE {r['mse']:.4g}, {r['estimate']['lut']:,} LUT, {r['estimate']['dsp']} DSP, {r['ns_per_sample']:g} ns/sample")
+        print(f"[{len(done)}/{total}] {r['name']}: {what} (eta {elapsed / k * (n_todo - k):.0f} s)", file=sys.stderr, flush=True)
+
+
+def explore(
+    learner: str = "kan_online",
+    target: str = "xcvu9p",
+    task: str = "function_tracking",
+    out: str | Path = "codesign_out/explore",
+    config: str | Path | None = None,
+    grid: Sequence[int] = DEFAULT_GRID,
+    bits: Sequence[int] = DEFAULT_BITS,
+    hidden: Sequence[tuple[int, ...]] | None = None,
+    pipelines: Sequence[str] = ("ii1",),
+    samples: int = 20_000,
+    seed: int = 0,
+    workers: int = 2,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Sweep, score, resume, and write the Pareto front (table, PNG); returns the points and the front."""
+    from codesign.config import LEARNERS, load_spec
+    from codesign.fpga.boards import find_board
+    from codesign.kan.run import fit_widths
+    from codesign.tasks import make_stream
+
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples={samples!r}: need at least one sample")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r}: need at least one worker")
+    board = find_board(target)
+    probe = make_stream(task, n_samples=1, seed=seed)  # a bad task name fails here, before any work
+    base = fit_widths(load_spec(learner, config), probe.n_inputs, probe.n_outputs)
+    kind = LEARNERS[learner]
+    hidden = tuple(tuple(h) for h in (hidden if hidden is not None else DEFAULT_HIDDEN[kind]))
+    points = design_points(base, grid, bits, hidden, pipelines)
+    settings = {"learner": learner, "target": board.name, "task": task, "samples": samples, "seed": seed,
+                "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
+    out = Path(out)
+    done = {p["name"]: p for p in _prepare_folder(out, settings, force)}
+    todo = [p for p in points if p["name"] not in done]
+    if done:
+        print(f"explore: resuming, {len(done)} of {len(points)} points already done in {out}", file=sys.stderr)
+    started = time.perf_counter()
+    with open(out / POINTS_FILE, "a") as log:
+        if todo and workers == 1:  # no worker processes to start: run here, one point after another
+            def run_here():
+                for p in todo:
+                    future: concurrent.futures.Future = concurrent.futures.Future()
+                    future.set_result(score_point(base.to_dict(), kind, p, board.name, task, samples, seed))
+                    yield future
+
+            _collect(run_here(), log, done, len(points), len(todo), started)
+        elif todo:
+            with concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+                futures = [pool.submit(score_point, base.to_dict(), kind, p, board.name, task, samples, seed) for p in todo]
+                try:
+                    finished = concurrent.futures.as_completed(futures)
+                    _collect(finished, log, done, len(points), len(todo), started)
+                except KeyboardInterrupt:  # keep what is written; do not start the points still queued
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+    results = [done[p["name"]] for p in points if p["name"] in done]
+    front = pareto_front(results)
+    (out / "pareto.md").write_text(format_front(front, settings))
+    _plot(results, front, out / "pareto.png", settings)
+    return {"points": results, "front": front, "out": str(out), "settings": settings}
