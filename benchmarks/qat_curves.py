@@ -7,6 +7,10 @@ Objective: distill the original MiniLM's last hidden states (masked MSE relative
 on English Wikipedia sentences (train split), every linear layer 2-bit quantized with an STE. All
 runs share the data order, the step budget, the learning rate and the seed. After training, the
 embedding cosine to the original on held-out sentences is measured with the harness.
+
+The training loss of a WinQ run is taken at its noise-injected weights, so every `--eval-every`
+steps each run is also scored without noise, in eval mode, on one fixed batch of held-out
+sentences ("held-out loss"): that is the curve on which runs are compared.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--runs", default=None, help="comma list of run names (default: all)")
+    parser.add_argument("--eval-every", type=int, default=5, help="steps between held-out losses (0: none)")
     parser.add_argument("--out", type=Path, required=True, help="PNG of the loss curves")
     parser.add_argument("--json", type=Path, required=True, help="curves and final metrics (appended per run)")
     args = parser.parse_args()
@@ -54,6 +59,18 @@ def main() -> int:
             target = teacher(**enc).last_hidden_state
         batches.append((enc, target))
 
+    held_out = tok(test[: args.batch], padding=True, truncation=True, max_length=64, return_tensors="pt")
+    with torch.no_grad():
+        held_out_target = teacher(**held_out).last_hidden_state
+
+    def held_out_loss(student) -> float:
+        was_training = student.training
+        student.eval()
+        with torch.no_grad():
+            loss = distillation_loss(student(**held_out).last_hidden_state, held_out_target, held_out["attention_mask"])
+        student.train(was_training)
+        return float(loss)
+
     def loss_fn(student, step):
         enc, target = batches[step % len(batches)]
         return distillation_loss(student(**enc).last_hidden_state, target, enc["attention_mask"])
@@ -61,16 +78,25 @@ def main() -> int:
     results = json.loads(args.json.read_text()) if args.json.exists() else {}
     chosen = RUNS if args.runs is None else {k: RUNS[k] for k in args.runs.split(",")}
     for label, config in chosen.items():
-        if label in results and len(results[label]["loss"]) == args.steps:
+        done = results.get(label, {})
+        if len(done.get("loss", [])) == args.steps and (not args.eval_every or "held_out_loss" in done):
             continue
         torch.manual_seed(0)
         start = time.perf_counter()
         student = qat_model(teacher, config)
         init_cos = embedding_similarity(reference, student, tok, test).mean_cosine
-        losses = train_qat(student, loss_fn, args.steps, lr=args.lr)
+        evaluated = {0: held_out_loss(student)} if args.eval_every else {}
+
+        def on_step(step: int, loss: float) -> None:
+            if args.eval_every and (step + 1) % args.eval_every == 0:
+                evaluated[step + 1] = held_out_loss(student)
+
+        losses = train_qat(student, loss_fn, args.steps, lr=args.lr, on_step=on_step)
         seconds = time.perf_counter() - start
         cos = embedding_similarity(reference, student, tok, test).mean_cosine
         results[label] = {"loss": losses, "cosine_before": init_cos, "cosine_after": cos, "seconds": seconds}
+        if evaluated:
+            results[label]["held_out_loss"] = {str(k): v for k, v in evaluated.items()}
         args.json.write_text(json.dumps(results, indent=1))
         print(f"{label:22s} loss {losses[0]:.4f} -> {losses[-1]:.4f}  cosine {init_cos:.4f} -> {cos:.4f}  "
               f"{seconds:.0f} s", flush=True)
@@ -84,10 +110,13 @@ def main() -> int:
     for label, r in results.items():
         loss = torch.tensor(r["loss"])
         smooth = torch.nn.functional.avg_pool1d(loss[None, None], 5, 1, 2, count_include_pad=False)[0, 0]
-        ax.plot(smooth.numpy(), label=f"{label} (cos {r['cosine_after']:.3f})")
+        line, = ax.plot(smooth.numpy(), label=f"{label} (cos {r['cosine_after']:.3f})")
+        if "held_out_loss" in r:
+            steps = sorted(int(k) for k in r["held_out_loss"])
+            ax.plot(steps, [r["held_out_loss"][str(k)] for k in steps], "o--", color=line.get_color(), markersize=3)
     ax.set_yscale("log")
     ax.set_xlabel("step")
-    ax.set_ylabel("distillation loss (5-step mean)")
+    ax.set_ylabel("distillation loss: training (5-step mean), held-out (dots)")
     ax.set_title("MiniLM, all linears 2-bit: QAT on Wikipedia sentences")
     ax.legend(fontsize=8)
     fig.text(0.01, 0.01, "python benchmarks/qat_curves.py", fontsize=6)

@@ -53,9 +53,24 @@ def run_compress(args: argparse.Namespace) -> int:
     missing = missing_llm_packages()
     if missing:
         raise ValueError(f"codesign compress needs {', '.join(missing)}: pip install 'codesign[llm]'")
-    report, _ = compress_model(args.model, spec, out=args.out, force=args.force, budget=budget)
+    report, _ = compress_model(args.model, spec, out=args.out, force=args.force, budget=budget,
+                               blocks=args.blocks, layers=args.layers)
     print(json.dumps(report, indent=1) if args.json else format_report(report))
     return 0
+
+
+def _block_list(text: str) -> list[int]:
+    try:
+        return [int(b) for b in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a comma list of block indices, got {text!r}") from None
+
+
+def _pattern_list(text: str) -> list[str]:
+    patterns = [p for p in text.split(",") if p]
+    if not patterns:
+        raise argparse.ArgumentTypeError(f"must be a comma list of layer-name patterns, got {text!r}")
+    return patterns
 
 
 def _positive(text: str) -> int:
@@ -76,6 +91,11 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
     p.add_argument("--out", required=True, help="output folder (refused if it exists and is not empty)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--blocks", type=_block_list, default=None,
+                   help="compress only the linears of these transformer blocks, e.g. 0,8,17 (default: all)")
+    p.add_argument("--layers", type=_pattern_list, default=None,
+                   help="compress only linears whose names match these shell-style patterns, comma separated "
+                        "(e.g. 'model.layers.0.mlp.*')")
     p.add_argument("--calib", type=_positive, default=128, help="MiniLM calibration sentences (default 128)")
     p.add_argument("--eval", type=_positive, default=256, help="MiniLM held-out sentences (default 256)")
     p.add_argument("--calib-tokens", type=_positive, default=2048, help="Gemma calibration tokens (default 2048)")

@@ -1,0 +1,55 @@
+"""`codesign compress` bad input: one line on stderr naming the bad value, exit status 2, no file touched."""
+
+import pytest
+
+from codesign.cli import main
+from tests.compress_e2e.conftest import requires_llm
+
+pytestmark = requires_llm
+
+
+def _error(capsys, argv) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codesign: error: "), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bert", "--method", "kmeans", "--bits", "4"], "unknown model 'bert'"),
+    (["minilm", "--method", "gptq", "--bits", "4"], "unknown method 'gptq'"),
+    (["minilm", "--method", "kmeans", "--bits", "5"], "unsupported bits 5"),
+    (["minilm", "--method", "vq", "--bits", "3"], "vq is a 2-bit format"),
+    (["minilm", "--method", "kmeans", "--bits", "4", "--rank", "8"], "--rank applies"),
+])
+def test_bad_model_method_bits(capsys, tmp_path, args, message):
+    out = tmp_path / "out"
+    assert message in _error(capsys, ["compress", *args, "--out", str(out)])
+    assert not out.exists()
+
+
+def test_rank_larger_than_the_layer_allows(capsys, tmp_path, minilm):
+    # MiniLM's linears are at most 384 wide on their short side
+    line = _error(capsys, ["compress", "minilm", "--method", "srr", "--bits", "2", "--rank", "500",
+                           "--out", str(tmp_path / "o")])
+    assert "rank 500 is larger than layer encoder.layer.0.attention.self.query [384x384] allows" in line
+
+
+def test_blocks_and_layer_patterns_that_do_not_exist(capsys, tmp_path, minilm):
+    line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--blocks", "6",
+                           "--out", str(tmp_path / "o")])
+    assert "block 6 does not exist: minilm has blocks 0..5" in line
+    line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--layers", "*.nothing",
+                           "--out", str(tmp_path / "o")])
+    assert "layer pattern '*.nothing' matches no linear layer of minilm" in line
+
+
+def test_existing_output_folder_is_refused_and_kept(capsys, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("user data")
+    line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--out", str(out)])
+    assert f"output folder {out} exists" in line and "--force" in line
+    assert [p.name for p in out.iterdir()] == ["keep.txt"] and (out / "keep.txt").read_text() == "user data"

@@ -1,0 +1,173 @@
+"""Whole-model compression on MiniLM: each method family, sizes, the embedding metric, save/reload, the CLI."""
+
+import json
+
+import pytest
+import torch
+
+from codesign.cli import main
+from codesign.compress.linear import QuantizedLinear
+from codesign.compress.lowrank import LowRankLinear, allocate_ranks, effective_rank
+from codesign.compress.metrics import activation_error
+from codesign.compress.model import (
+    MethodSpec,
+    collect_statistics,
+    compress_linears,
+    effective_weight,
+    load_compressed,
+    save_compressed,
+)
+from tests.compress_e2e.conftest import requires_llm
+
+BLOCK0 = "encoder.layer.0."
+
+
+@pytest.fixture(scope="module")
+def reference(minilm, minilm_sentences):
+    from codesign.llm import sentence_embeddings
+
+    model, tok = minilm
+    return sentence_embeddings(model, tok, minilm_sentences["test"])
+
+
+@pytest.fixture(scope="module")
+def block0_stats(minilm, minilm_sentences):
+    """Input and output second moments and block importance of block 0's linears (one calibration pass)."""
+    from codesign.llm import sentence_embeddings
+
+    model, tok = minilm
+    names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.startswith(BLOCK0)]
+    stats = collect_statistics(model, lambda: sentence_embeddings(model, tok, minilm_sentences["train"]), names,
+                               inputs=True, outputs=True, blocks=True)
+    return names, stats
+
+
+def _cosine(model, tok, sentences, reference, replacements):
+    from codesign.llm import embedding_similarity, swapped
+
+    with swapped(model, replacements):
+        return embedding_similarity(reference, model, tok, sentences["test"]).mean_cosine
+
+
+@requires_llm
+def test_kmeans_block_compresses_and_keeps_embeddings(minilm, minilm_sentences, reference, block0_stats):
+    model, tok = minilm
+    names = [n for n in block0_stats[0] if ".attention." in n]  # the four 384 x 384 projections
+    four, rep4 = compress_linears(model, MethodSpec("kmeans", 4), names=names)
+    two, rep2 = compress_linears(model, MethodSpec("kmeans", 2), names=names)
+    assert set(four) == set(names) and all(isinstance(m, QuantizedLinear) for m in four.values())
+    assert sum(r.bytes for r in rep4) * 3.5 < sum(r.fp16_bytes for r in rep4)
+    assert sum(r.bytes for r in rep2) < sum(r.bytes for r in rep4)
+    cos4 = _cosine(model, tok, minilm_sentences, reference, four)
+    cos2 = _cosine(model, tok, minilm_sentences, reference, two)
+    assert 0.99 < cos4 < 1 and cos2 < cos4
+    # the harness restored the original layers
+    assert all(isinstance(dict(model.named_modules())[n], torch.nn.Linear) for n in names)
+
+
+@requires_llm
+def test_save_reload_gives_identical_outputs(minilm, minilm_sentences, block0_stats, tmp_path):
+    from codesign.llm import sentence_embeddings, swapped
+
+    model, tok = minilm
+    names, stats = block0_stats
+    names = names[1:2]  # the key projection, 384 x 384
+    for spec in (MethodSpec("vq", 2), MethodSpec("srr", 2, rank=8)):  # scalar codes: the CLI test reloads them
+        built, _ = compress_linears(model, spec, stats, names)
+        out = tmp_path / spec.method
+        out.mkdir()
+        save_compressed(out, built, {"spec": spec.method})
+        loaded, doc = load_compressed(out)
+        assert doc["spec"] == spec.method and set(loaded) == set(names)
+        with swapped(model, built):
+            before = sentence_embeddings(model, tok, minilm_sentences["test"][:8])
+        with swapped(model, loaded):
+            after = sentence_embeddings(model, tok, minilm_sentences["test"][:8])
+        assert torch.equal(before, after)
+
+
+@requires_llm
+def test_qer_families_reduce_output_error(minilm, block0_stats):
+    model, _ = minilm
+    names, stats = block0_stats
+    names = [BLOCK0 + "attention.self.query", BLOCK0 + "attention.self.key"]
+    errors = {}
+    for method in ("kmeans", "qer-plain", "qer-scaled", "srr"):
+        spec = MethodSpec(method, 2, rank=16 if method != "kmeans" else None)
+        _, reports = compress_linears(model, spec, stats, names)
+        errors[method] = sum(r.activation_error for r in reports)
+    assert errors["qer-plain"] < errors["kmeans"]
+    assert errors["qer-scaled"] < errors["qer-plain"]
+    assert errors["srr"] <= errors["qer-scaled"] * (1 + 1e-9)
+
+
+@requires_llm
+def test_swift_svd_beats_weight_svd_on_output_error(minilm, block0_stats):
+    model, _ = minilm
+    names, stats = block0_stats
+    assert set(stats.block_importance) == {f"encoder.layer.{i}" for i in range(6)}
+    assert all(0 < v <= 2 for v in stats.block_importance.values())
+    built, reports = compress_linears(model, MethodSpec("lowrank", 4), stats, names)
+    modules = dict(model.named_modules())
+    for name, module in built.items():
+        assert isinstance(module, LowRankLinear)
+        w = modules[name].weight.detach().float()
+        u, s, vh = torch.linalg.svd(w.double(), full_matrices=False)
+        r = module.rank
+        plain = (u[:, :r] * s[:r]) @ vh[:r]
+        # Swift-SVD minimizes the output error under the calibration data; plain SVD of W does not
+        assert activation_error(w, effective_weight(module), stats.input_cov[name]) <= (
+            activation_error(w, plain, stats.input_cov[name]) + 2e-3
+        )
+    fp16 = sum(r.fp16_bytes for r in reports)
+    assert sum(r.bytes for r in reports) <= fp16 * 4 / 16 + sum(modules[n].bias.numel() * 4 for n in names)
+
+
+def test_rank_allocation_follows_effective_rank_and_importance():
+    assert effective_rank(torch.ones(10)) == pytest.approx(10)
+    assert effective_rank(torch.tensor([1.0, 0, 0])) == pytest.approx(1)
+    shapes = {"a": (64, 64), "b": (64, 64), "c": (64, 64)}
+    ranks = allocate_ranks(shapes, {"a": 10.0, "b": 20.0, "c": 20.0}, {"a": 1.0, "b": 1.0, "c": 2.0}, 60 * 128)
+    assert ranks["a"] < ranks["b"] < ranks["c"]
+    assert sum(r * 128 for r in ranks.values()) <= 60 * 128
+    with pytest.raises(ValueError, match="rank 1"):
+        allocate_ranks(shapes, {"a": 1, "b": 1, "c": 1}, {"a": 1, "b": 1, "c": 1}, 100)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"method": "gptq", "bits": 4}, "unknown method 'gptq'"),
+    ({"method": "kmeans", "bits": 5}, "unsupported bits 5"),
+    ({"method": "vq", "bits": 3}, "vq is a 2-bit format"),
+    ({"method": "kmeans", "bits": 4, "rank": 8}, "--rank applies"),
+    ({"method": "srr", "bits": 2, "rank": -1}, "non-negative"),
+])
+def test_bad_specs(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MethodSpec(**kwargs)
+
+
+@requires_llm
+def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
+    from codesign.llm import sentence_embeddings, swapped
+
+    out = tmp_path / "kmeans4"
+    out.mkdir()
+    (out / "stale.txt").write_text("an earlier run")  # --force replaces the folder
+    argv = ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--blocks", "5", "--layers", "*.self.*",
+            "--out", str(out), "--eval", "32", "--json", "--force"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    model, tok = minilm
+    chosen = [f"encoder.layer.5.attention.self.{p}" for p in ("query", "key", "value")]
+    assert report["layers"] == 3 and report["blocks"] == [5] and report["layer_patterns"] == ["*.self.*"]
+    assert 0.98 < report["metric"]["cosine_mean"] < 1 and report["metric"]["n_sentences"] == 32
+    assert report["bytes"] < report["fp16_bytes"] / 3.5
+    assert sorted(p.name for p in out.iterdir()) == ["compressed.json", "weights.pt"]
+    loaded, doc = load_compressed(out)
+    assert sorted(loaded) == sorted(chosen) and doc["report"]["bytes"] == report["bytes"]
+    sample = ["The Moon orbits the Earth."]
+    with swapped(model, loaded):
+        first = sentence_embeddings(model, tok, sample)
+    assert not torch.equal(first, sentence_embeddings(model, tok, sample))  # the compressed layers were in use
+    with swapped(model, load_compressed(out)[0]):
+        assert torch.equal(sentence_embeddings(model, tok, sample), first)
