@@ -154,8 +154,48 @@ def render(results: list[dict], target: str, command: str) -> str:
                 out.append(f"* {k['name']} vs {m['name']}: latency x{m['synth']['latency_ns'] / k['synth']['latency_ns']:.2f} "
                            f"(MLP / KAN), DSP {k['synth']['dsp']} vs {m['synth']['dsp']}")
         out.append("")
+    out += _estimator_check(results, target)
     out += _targets(by)
     return "\n".join(out) + "\n"
+
+
+def _estimator_check(results: list[dict], target: str) -> list[str]:
+    """The analytic estimator (calibrated on synth_xilinx with ABC9) against this sweep's Yosys runs."""
+    import statistics
+
+    from codesign.fpga.estimate import estimate
+
+    rows, errors = [], {"lut": [], "ff": [], "dsp": []}
+    for r in results:
+        spec = r.get("spec_object")
+        if spec is None:
+            continue
+        e = estimate(spec, target, pipeline=r["pipeline"])
+        cells = []
+        for k in errors:
+            actual = r["synth"][k]
+            err = abs(e[k] - actual) / actual if actual else 0.0
+            errors[k].append(err)
+            cells.append(f"{e[k]:,} / {actual:,} ({100 * err:.1f} %)")
+        cycles_ok = (e["ii"], e["latency_cycles"], e["update_latency_cycles"]) == (
+            r["cosim"]["ii"], r["cosim"]["latency_cycles"], r["cosim"]["update_latency_cycles"])
+        rows.append(f"| {r['name']} | " + " | ".join(cells) + f" | {'yes' if cycles_ok else 'NO'} |")
+    if not rows:
+        return []
+    medians = ", ".join(f"{k.upper()} {100 * statistics.median(v):.1f} % (worst {100 * max(v):.1f} %)" for k, v in errors.items())
+    return [
+        "## The analytic estimator against these runs",
+        "",
+        "`codesign estimate` was calibrated on `synth_xilinx` with its ABC9 LUT mapper (docs/estimator.md); these",
+        "runs use the default abc mapping of `--synth` (docs/rtl.md), so they are an out-of-sample check.",
+        "",
+        "| config | LUT est. / Yosys (error) | FF est. / Yosys | DSP est. / Yosys | cycles equal the co-simulation |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Median relative error: {medians}.",
+        "",
+    ]
 
 
 def _targets(by: dict) -> list[str]:
@@ -209,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         started = time.perf_counter()
         r = run_one(row, work, args.target, args.samples)
-        results.append(r)
+        results.append({**r, "spec_object": row["spec"]})
         s, c = r["synth"], r["cosim"]
         print(f"{r['name']:26s} II {c['ii']} lat {c['latency_cycles']}/{c['update_latency_cycles']} cyc  "
               f"{s['clock_mhz_estimate']:6.1f} MHz {s['latency_ns']:7.1f} ns  LUT {s['lut']:6d} LUTRAM {s['lutram']:5d} "

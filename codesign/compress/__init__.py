@@ -5,15 +5,23 @@ Quantize a weight with a config (`quantize(w, KMeansConfig(bits=2))`), multiply 
 nn.Linear for a `QuantizedLinear`. Storage formats: docs/compress_formats.md.
 """
 
-from codesign.compress.formats import PackingFormat, format_for_bits, pack_codes, unpack_codes
-from codesign.compress.integer import IntConfig, quantize_int
-from codesign.compress.kmeans import KMeansConfig, lloyd_max, quantize_kmeans
-from codesign.compress.linear import CompressConfig, QuantizedLinear, quantize
-from codesign.compress.matmul import lowbit_matmul, reference_matmul, reset_fallback_warnings
-from codesign.compress.metrics import activation_covariance, activation_error, relative_error
-from codesign.compress.qer import QERConfig, activation_scaling, choose_preserved_rank, quantize_qer
-from codesign.compress.qtensor import LowRankQuantizedWeight, QuantizedWeight, ScalarQuantizedWeight, VQWeight
-from codesign.compress.vq import VQConfig, quantize_vq, vq_training_weight
+import importlib
+from typing import Any
+
+# Public name -> the submodule that defines it. Loaded on first use, so that importing a light
+# submodule (the command line's parser, codesign.compress.cli) does not pull in torch and brevitas.
+_SOURCES = {
+    "formats": ("PackingFormat", "format_for_bits", "pack_codes", "unpack_codes"),
+    "integer": ("IntConfig", "quantize_int"),
+    "kmeans": ("KMeansConfig", "lloyd_max", "quantize_kmeans"),
+    "linear": ("CompressConfig", "QuantizedLinear", "quantize"),
+    "matmul": ("lowbit_matmul", "reference_matmul", "reset_fallback_warnings"),
+    "metrics": ("activation_covariance", "activation_error", "relative_error"),
+    "qer": ("QERConfig", "activation_scaling", "choose_preserved_rank", "quantize_qer"),
+    "qtensor": ("LowRankQuantizedWeight", "QuantizedWeight", "ScalarQuantizedWeight", "VQWeight"),
+    "vq": ("VQConfig", "quantize_vq", "vq_training_weight"),
+}
+_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
 __all__ = [
     "PackingFormat",
@@ -46,3 +54,16 @@ __all__ = [
     "relative_error",
     "activation_error",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codesign.compress' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"codesign.compress.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
