@@ -159,7 +159,7 @@ def _build_config(capsys, tmp_path: Path, learner: str, target: str, name: str, 
     out = tmp_path / "out"
     code, stdout, stderr = run_build(capsys, learner, "--target", target, "--config", str(config), "--out", str(out))
     assert code == 0, stderr
-    assert "bit-exact" in stdout and "[3/5] compiling the C-simulation" in stdout
+    assert "bit-exact" in stdout and "[4/6] compiling the C-simulation" in stdout
     return out, read_report(out)
 
 
