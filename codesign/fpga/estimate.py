@@ -18,6 +18,8 @@ from typing import Any
 
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
+from codesign.fpga.rtl_emit import pipeline_mask
+from codesign.fpga.synth import yosys_family
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -35,20 +37,6 @@ def _clog2(n: int) -> int:
     return max(0, math.ceil(math.log2(n))) if n > 1 else 0
 
 
-def _mask(spec: KANSpec | MLPSpec, pipeline: str | int) -> int:
-    """The register mask PIPE of a pipeline choice ("ii1", "staged" or an integer mask)."""
-    n_bits = 2 * len(spec.layer_shapes) - 1
-    if isinstance(pipeline, str):
-        if pipeline == "ii1":
-            return 0
-        if pipeline == "staged":
-            return (1 << n_bits) - 1
-        raise ValueError(f"pipeline={pipeline!r}: choose 'ii1', 'staged' or an integer register mask")
-    if isinstance(pipeline, bool) or not isinstance(pipeline, int) or not 0 <= pipeline < (1 << n_bits):
-        raise ValueError(f"pipeline={pipeline!r}: a register mask of this spec has {n_bits} bits (0..{(1 << n_bits) - 1})")
-    return pipeline
-
-
 def _check_spec(spec: Any) -> None:
     if not isinstance(spec, (KANSpec, MLPSpec)):
         raise ValueError(f"expected a KANSpec or MLPSpec, got {type(spec).__name__}")
@@ -63,7 +51,7 @@ def cycles(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, in
     takes 1 + popcount(PIPE) stages; the prediction is valid one cycle after the stage of F_{L-1}.
     """
     _check_spec(spec)
-    mask = _mask(spec, pipeline)
+    mask = pipeline_mask(spec, pipeline)
     n_layers = len(spec.layer_shapes)
     stages = 1 + bin(mask).count("1")
     stage_of_last_forward = bin(mask & ((1 << (n_layers - 1)) - 1)).count("1")
@@ -283,7 +271,7 @@ def timing_features(spec: KANSpec | MLPSpec, mask: int, coefficients: dict[str, 
 def features(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1", family: str = "xcup") -> dict[str, dict[str, float]]:
     """Per resource, the component sizes (bits or cells) that the fitted coefficients multiply."""
     _check_spec(spec)
-    mask = _mask(spec, pipeline)
+    mask = pipeline_mask(spec, pipeline)
     if isinstance(spec, KANSpec):
         return _kan_features(spec, mask, family)
     return _mlp_features(spec, mask, family)
@@ -294,15 +282,6 @@ def coefficient_table() -> dict[str, Any]:
     return COEFFICIENTS
 
 
-def _family(board: Board) -> str:
-    family = board.family.lower()
-    if "ultrascale+" in family or "ultrascale plus" in family:
-        return "xcup"
-    if "ultrascale" in family:
-        return "xcu"
-    return "xc7"
-
-
 def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: str | int = "ii1") -> dict[str, Any]:
     """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second."""
     _check_spec(spec)
@@ -310,8 +289,8 @@ def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: s
         board = find_board(board)
     elif not isinstance(board, Board):
         raise ValueError(f"board={board!r}: expected a board name (see `codesign boards`) or a Board")
-    family = _family(board)
-    mask = _mask(spec, pipeline)
+    family = yosys_family(board)
+    mask = pipeline_mask(spec, pipeline)
     table = COEFFICIENTS["resources"]
     out: dict[str, Any] = {}
     for resource, parts in features(spec, pipeline, family).items():
