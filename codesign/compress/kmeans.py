@@ -64,8 +64,8 @@ def lloyd_max(
 ) -> torch.Tensor:
     """Sorted Lloyd–Max levels [G, n_levels] minimizing squared error of each row of values [G, n].
 
-    All rows iterate together: assignment by searchsorted against the level midpoints, update
-    by one index_add over (row, level) pairs. Starts from sorted `init` [G or 1, n_levels] when
+    All rows iterate together on their sorted values: the level midpoints cut each row into
+    contiguous runs (one searchsorted), whose means come from prefix sums. Starts from sorted `init` [G or 1, n_levels] when
     given (Lloyd never increases the error of its start), else from the sample quantiles.
     """
     if values.dim() != 2:
@@ -76,19 +76,25 @@ def lloyd_max(
         levels = _quantile_init(values, n_levels)
     else:
         levels = init.float().expand(rows, n_levels).sort(dim=1).values
-    row_base = (torch.arange(rows, device=values.device) * n_levels)[:, None]
+    # Sorted once, each row's values make every level a contiguous run: one searchsorted of the
+    # midpoints gives the runs, float64 prefix sums give their sums, with no pass over the values.
+    ordered = values.sort(dim=1).values.contiguous()
+    prefix = torch.nn.functional.pad(ordered.double().cumsum(dim=1), (1, 0))
+    n = ordered.shape[1]
     previous = None
     for _ in range(iterations):
-        codes = nearest_level(values, levels)
-        if previous is not None and torch.equal(codes, previous):
+        bounds = ((levels[:, 1:] + levels[:, :-1]) / 2).contiguous()
+        # a value equal to a midpoint goes to the lower level, as in nearest_level
+        cuts = torch.searchsorted(ordered, bounds, right=True)
+        if previous is not None and torch.equal(cuts, previous):
             break
-        previous = codes
-        flat = (codes + row_base).flatten()
-        sums = torch.zeros(rows * n_levels, device=values.device).index_add_(0, flat, values.flatten())
-        counts = torch.bincount(flat, minlength=rows * n_levels).float()
-        means = sums / counts.clamp(min=1)
+        previous = cuts
+        edges = torch.cat([torch.zeros_like(cuts[:, :1]), cuts, torch.full_like(cuts[:, :1], n)], dim=1)
+        counts = edges[:, 1:] - edges[:, :-1]
+        sums = prefix.gather(1, edges[:, 1:]) - prefix.gather(1, edges[:, :-1])
+        means = (sums / counts.clamp(min=1)).float()
         # an empty level keeps its place; 1-D Lloyd keeps levels ordered, the sort guards ties
-        levels = torch.where(counts > 0, means, levels.flatten()).view(rows, n_levels).sort(dim=1).values
+        levels = torch.where(counts > 0, means, levels).sort(dim=1).values
     return levels
 
 
