@@ -36,31 +36,14 @@ from codesign.attention.santa import (
     santa_masked_attention,
     santa_reference,
 )
+from codesign.attention import lowrank_kv as _lowrank_kv
+from codesign.attention import santa as _santa
 from codesign.kernels.dispatch import KERNELS, reset_fallback_warnings
 
 __all__ = [
     "KERNELS",
     "reset_fallback_warnings",
-    "VARIANTS",
-    "santa_attention",
-    "santa_reference",
-    "santa_masked_attention",
-    "decode_attention_reference",
-    "sample_points",
-    "sample_counts",
     "philox_uniform",
-    "ROPE_MODES",
-    "LATENT_BITS",
-    "LATENT_GROUP",
-    "KVProjection",
-    "LatentKVCache",
-    "SecondMoment",
-    "allocate_ranks",
-    "fit_projection",
-    "quantize_latent",
-    "dequantize_latent",
-    "rotate",
-    "encode_kv",
-    "lowrank_decode_reference",
-    "lowrank_decode_attention",
+    *_santa.__all__,
+    *_lowrank_kv.__all__,
 ]

@@ -23,37 +23,7 @@ _SOURCES = {
 }
 _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
-__all__ = [
-    "PackingFormat",
-    "format_for_bits",
-    "pack_codes",
-    "unpack_codes",
-    "KMeansConfig",
-    "IntConfig",
-    "VQConfig",
-    "QERConfig",
-    "CompressConfig",
-    "quantize",
-    "quantize_kmeans",
-    "quantize_int",
-    "quantize_vq",
-    "quantize_qer",
-    "lloyd_max",
-    "vq_training_weight",
-    "activation_scaling",
-    "choose_preserved_rank",
-    "ScalarQuantizedWeight",
-    "VQWeight",
-    "LowRankQuantizedWeight",
-    "QuantizedWeight",
-    "QuantizedLinear",
-    "lowbit_matmul",
-    "reference_matmul",
-    "reset_fallback_warnings",
-    "activation_covariance",
-    "relative_error",
-    "activation_error",
-]
+__all__ = [name for names in _SOURCES.values() for name in names]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
-from codesign.fpga.pipeline import pipeline_mask
+from codesign.fpga.pipeline import pipeline_mask, pipeline_timing
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -44,17 +44,14 @@ def _check_spec(spec: Any) -> None:
 
 
 def cycles(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, int]:
-    """Prediction latency, update latency and II in cycles (docs/rtl.md): exact, from the register mask.
-
-    Phase p (F_0..F_{L-1}, B_{L-1}..B_1, U) runs in stage popcount(PIPE bits below p); the sample
-    takes 1 + popcount(PIPE) stages; the prediction is valid one cycle after the stage of F_{L-1}.
-    """
+    """Prediction latency, update latency and II in cycles (docs/rtl.md): exact, from the register mask."""
     _check_spec(spec)
-    mask = pipeline_mask(spec, pipeline)
-    n_layers = len(spec.layer_shapes)
-    stages = 1 + bin(mask).count("1")
-    stage_of_last_forward = bin(mask & ((1 << (n_layers - 1)) - 1)).count("1")
-    return {"latency_cycles": stage_of_last_forward + 1, "update_latency_cycles": stages, "ii": stages}
+    timing = pipeline_timing(spec, pipeline_mask(spec, pipeline))
+    return {
+        "latency_cycles": timing["prediction_latency_cycles"],
+        "update_latency_cycles": timing["update_latency_cycles"],
+        "ii": timing["ii"],
+    }
 
 
 def dsp_tiles(width_a: int, width_b: int, family: str = "xcup") -> int:

