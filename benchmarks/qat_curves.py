@@ -11,6 +11,14 @@ embedding cosine to the original on held-out sentences is measured with the harn
 The training loss of a WinQ run is taken at its noise-injected weights, so every `--eval-every`
 steps each run is also scored without noise, in eval mode, on one fixed batch of held-out
 sentences ("held-out loss"): that is the curve on which runs are compared.
+
+WinQ's reset weight alpha, noise level and reset period are chosen before the comparison on a
+validation batch taken from the train split (after the training sentences), never on the held-out
+sentences:
+
+    python benchmarks/qat_curves.py --steps 20 --tune-winq 0.1:0.1,0.1:0.5,0.5:0.1,0.5:0.5 \
+        --json docs/compress_qat_tuning.json --out docs/compress_qat_tuning.png
+    python benchmarks/qat_curves.py --steps 40 --alpha A --noise N --out ... --json ...
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+import dataclasses
 
 import torch
 
@@ -41,6 +51,12 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--runs", default=None, help="comma list of run names (default: all)")
     parser.add_argument("--eval-every", type=int, default=5, help="steps between held-out losses (0: none)")
+    parser.add_argument("--alpha", type=float, default=None, help="WinQ reset weight of Q(W) (default: QATConfig's)")
+    parser.add_argument("--noise", type=float, default=None, help="WinQ noise / rms quantization error")
+    parser.add_argument("--reset-every", type=int, default=None, help="WinQ steps between resets")
+    parser.add_argument("--tune-winq", default=None, metavar="A:N,...",
+                        help="instead of the comparison: k-means QAT and k-means + WinQ at each alpha:noise, "
+                             "scored on a validation batch of train-split sentences")
     parser.add_argument("--out", type=Path, required=True, help="PNG of the loss curves")
     parser.add_argument("--json", type=Path, required=True, help="curves and final metrics (appended per run)")
     args = parser.parse_args()
@@ -48,8 +64,10 @@ def main() -> int:
     from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, swapped, wiki_sentences
 
     teacher, tok = load_minilm()
-    train = wiki_sentences("train", args.steps * args.batch)
+    train = wiki_sentences("train", (args.steps + 1) * args.batch)
     test = wiki_sentences("test", 128)
+    if args.tune_winq:  # score on unseen train-split sentences, keep the held-out ones for the comparison
+        test = train[args.steps * args.batch :] + test[args.batch :]
     reference = sentence_embeddings(teacher, tok, test)
     batches = []
     for i in range(args.steps):
@@ -76,14 +94,24 @@ def main() -> int:
         return distillation_loss(student(**enc).last_hidden_state, target, enc["attention_mask"])
 
     results = json.loads(args.json.read_text()) if args.json.exists() else {}
-    chosen = RUNS if args.runs is None else {k: RUNS[k] for k in args.runs.split(",")}
+    overrides = {k: v for k, v in (("alpha", args.alpha), ("noise", args.noise), ("reset_every", args.reset_every))
+                 if v is not None}
+    runs = {k: dataclasses.replace(c, **overrides) if c.winq else c for k, c in RUNS.items()}
+    if args.tune_winq:
+        runs = {"k-means QAT": runs["k-means QAT"]}
+        for pair in args.tune_winq.split(","):
+            alpha, noise = (float(v) for v in pair.split(":"))
+            runs[f"k-means QAT + WinQ a={alpha:g} n={noise:g}"] = dataclasses.replace(
+                RUNS["k-means QAT + WinQ"], alpha=alpha, noise=noise, **{k: v for k, v in overrides.items()
+                                                                         if k == "reset_every"})
+    chosen = runs if args.runs is None else {k: runs[k] for k in args.runs.split(",")}
     for label, config in chosen.items():
         done = results.get(label, {})
         if len(done.get("loss", [])) == args.steps and (not args.eval_every or "held_out_loss" in done):
             continue
         torch.manual_seed(0)
         start = time.perf_counter()
-        student = qat_model(teacher, config)
+        student = qat_model(teacher, config).eval()  # no WinQ noise in the "before" score
         init_cos = embedding_similarity(reference, student, tok, test).mean_cosine
         evaluated = {0: held_out_loss(student)} if args.eval_every else {}
 
@@ -94,7 +122,8 @@ def main() -> int:
         losses = train_qat(student, loss_fn, args.steps, lr=args.lr, on_step=on_step)
         seconds = time.perf_counter() - start
         cos = embedding_similarity(reference, student, tok, test).mean_cosine
-        results[label] = {"loss": losses, "cosine_before": init_cos, "cosine_after": cos, "seconds": seconds}
+        results[label] = {"loss": losses, "cosine_before": init_cos, "cosine_after": cos, "seconds": seconds,
+                          "config": dataclasses.asdict(config)}
         if evaluated:
             results[label]["held_out_loss"] = {str(k): v for k, v in evaluated.items()}
         args.json.write_text(json.dumps(results, indent=1))

@@ -114,7 +114,7 @@ class RRAMConfig:
 
 
 MISMATCH_KINDS = ("multiplicative", "additive", "lognormal")
-READ_NOISE_MODES = ("per_call", "per_input")
+READ_NOISE_MODES = ("per_time", "per_call", "per_input")
 
 
 @dataclass(frozen=True)
@@ -258,12 +258,14 @@ class CIMConfig:
       tile: tile size and IR drop (TileConfig), default 256×256, no IR drop.
       drift_compensation: global drift compensation (a reference read with a fixed probe at
         programming, a digital rescale by the ratio at time t), bool, default True.
-      read_noise: how reads draw the device read noise, "per_call" (default: one draw per
-        device per forward call, shared by the inputs of that call and fresh at the next call;
-        1/f noise is dominated by its low frequencies, which reads close in time share, and
-        Joshi et al. 2020 / aihwkit draw it once per inference time) or "per_input" (an
-        independent draw for every input vector, computed exactly with a second matmul, about
-        twice the cost).
+      read_noise: how reads draw the device read noise. "per_time" (default): one draw per
+        device per inference time, the 1/f fluctuation accumulated up to t, which every read at
+        that time sees (Joshi et al. 2020 and aihwkit draw it once per inference time; 1/f noise
+        is dominated by its low frequencies, which reads close in time share); drawn again at the
+        next drift_to, reproducible from (seed, layer, chip, t). "per_call": one draw per device
+        per forward call, shared by the call's inputs, fresh at the next call (one Gaussian per
+        device per call). "per_input": an independent draw for every input vector, computed
+        exactly with a second matmul.
     """
 
     device: Any = "pcm"
@@ -271,7 +273,7 @@ class CIMConfig:
     converter: ConverterConfig = field(default_factory=ConverterConfig)
     tile: TileConfig = field(default_factory=TileConfig)
     drift_compensation: bool = True
-    read_noise: str = "per_call"
+    read_noise: str = "per_time"
 
     def __post_init__(self) -> None:
         device = self.device
@@ -352,5 +354,5 @@ def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
         converter=_build(ConverterConfig, data.get("converter"), "converter"),
         tile=_build(TileConfig, data.get("tile"), "tile"),
         drift_compensation=data.get("drift_compensation", True),
-        read_noise=data.get("read_noise", "per_call"),
+        read_noise=data.get("read_noise", "per_time"),
     )

@@ -9,10 +9,12 @@ Mapping (docs/cim.md, "Mapping"):
 - A tile reads (G+ − G−)/g_max times the DAC-converted inputs; each column's partial sum
   goes through the ADC; partial sums of the row tiles are rescaled (tile scale, input
   scale, drift-compensation factor) and accumulated digitally.
-- Read noise: by default one draw per device per forward call (the array is read once for the
-  call's inputs); with ``read_noise="per_input"`` every input vector gets an independent draw,
-  computed exactly as Gaussian noise of variance Σ_i x_i²·(σ+_i² + σ−_i²)/g_max² on each
-  partial sum (a second matmul).
+- Read noise: by default (``read_noise="per_time"``) one draw per device per chip and inference
+  time, the 1/f fluctuation accumulated up to t (Joshi et al. 2020 / aihwkit): every read at that
+  time sees it, a later ``drift_to`` draws anew, and the draw is a function of (seed, layer, chip,
+  t) only. ``"per_call"`` draws anew at every forward call (shared by the call's inputs);
+  ``"per_input"`` gives every input vector an independent draw, computed exactly as Gaussian
+  noise of variance Σ_i x_i²·(σ+_i² + σ−_i²)/g_max² on each partial sum (a second matmul).
 - IR drop (optional) scales each device by 1 − ir_drop·load·d(row), a static, input-independent
   first-order approximation (docs/cim.md, "IR drop").
 - Global drift compensation: at programming, a probe read (all-ones input on every real row,
@@ -40,6 +42,7 @@ coefficient) is computed once per chip.
 from __future__ import annotations
 
 import math
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
@@ -245,11 +248,13 @@ class Crossbar(nn.Module):
         self._read_generator_2: torch.Generator | None = None
         self._realized_t: float | None = None  # the time w_eff was computed for
         self._read_std_t: float | None = None  # the time read_std was computed for
+        self._w_read_t: float | None = None  # the time w_read (per_time read noise) was drawn for
+        self._chip_read_seeds: list[int] = []
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
         self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
         for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
-                     "w_eff", "read_std", "read_var", "out_scale", "_probe_now",
+                     "w_eff", "read_std", "read_var", "w_read", "out_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
 
@@ -335,9 +340,11 @@ class Crossbar(nn.Module):
         ir = self.config.tile.ir_drop
         self.ir_factor = self._device_flat(ir_drop_factor(normalized, ir, self.config.tile.rows)) if ir > 0 else None
         self._read_seed = derive_seed(seed, layer_id, first_chip, n_chips, _READ_STREAM)
+        self._chip_read_seeds = [derive_seed(seed, layer_id, first_chip + k, _READ_STREAM) for k in range(n_chips)]
         self._read_generator = self._read_generator_2 = None
-        self.w_eff = self.read_std = self.read_var = self.read_q = self.reference = self.out_scale = None
-        self._realized_t = self._read_std_t = self._probe_t = None
+        self.w_eff = self.read_std = self.read_var = self.w_read = None
+        self.read_q = self.reference = self.out_scale = None
+        self._realized_t = self._read_std_t = self._probe_t = self._w_read_t = None
         self._scratch.clear()
         self._realize(0.0)
         if self.config.drift_compensation:
@@ -559,12 +566,32 @@ class Crossbar(nn.Module):
         return x.shape[0] // self.n_chips
 
     def _read_weights(self, gen: torch.Generator | None) -> Tensor:
-        """The weights this call reads (C·N): w_eff, plus one fresh read-noise draw per device for per_call."""
+        """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
         std = self._current_read_std()
-        if std is None or self.config.read_noise != "per_call":
+        if std is None or self.config.read_noise == "per_input":
             return self.w_eff
+        if self.config.read_noise == "per_time":
+            return self._time_read_weights(std)
         noise = self._randn("noisy_weights", tuple(self.w_eff.shape), self.w_eff, gen)
         return torch.addcmul(self.w_eff, std, noise, out=noise)  # one pass: w + σ·ε
+
+    def _time_read_weights(self, std: Tensor) -> Tensor:
+        """w_eff + σ·ε with ε drawn once per chip and time t from a generator seeded by (chip, t)."""
+        t = self._realized_t
+        if self.w_read is not None and self._w_read_t == t:
+            return self.w_read
+        if self.w_read is None:
+            self.w_read = torch.empty_like(self.w_eff)
+        t_key = int.from_bytes(struct.pack("<d", t), "little")  # the exact time, as 64 bits
+        for k, chip_seed in enumerate(self._chip_read_seeds):
+            gen = torch.Generator(device=self.w_read.device)
+            gen.manual_seed(derive_seed(chip_seed, t_key))
+            for seg in self.segments:
+                noise = self._seg(self.w_read, seg)[k]
+                torch.randn(noise.shape, generator=gen, out=noise, dtype=noise.dtype)
+        self.w_read.mul_(std).add_(self.w_eff)
+        self._w_read_t = t
+        return self.w_read
 
     def _read_variance(self) -> Tensor:
         """read_std² (C·N), kept until the next drift_to (per_input read noise)."""
@@ -687,7 +714,9 @@ class Crossbar(nn.Module):
         self._require_programmed()
         w = self.w_eff
         std = self._current_read_std() if read_noise else None
-        if std is not None:
+        if std is not None and self.config.read_noise == "per_time":
+            w = self._time_read_weights(std)  # the realization every read at this time sees
+        elif std is not None:
             gen = self._generator(w.device)
             w = torch.addcmul(w, std, torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype))
         gr, blocks = self.grid, []

@@ -41,6 +41,8 @@ class QATConfig:
     refit_every: steps between centroid refits (kmeans) / re-encodings (vq); 0 = never.
     winq: apply WinQ; reset_every: steps between resets; alpha: reset interpolation weight of Q(W);
     noise: std of the injected weight noise relative to the layer's rms quantization error.
+    WinQ's defaults (alpha 0.01, noise 0.05) are the best setting with both parts on in a sweep on
+    validation sentences (benchmarks/qat_curves.py --tune-winq, docs/compress_models.md).
     """
 
     quantizer: str = "kmeans"
@@ -49,8 +51,8 @@ class QATConfig:
     refit_every: int = 10
     winq: bool = False
     reset_every: int = 10
-    alpha: float = 0.5
-    noise: float = 0.5
+    alpha: float = 0.01
+    noise: float = 0.05
 
     def __post_init__(self) -> None:
         if self.quantizer not in QAT_QUANTIZERS:

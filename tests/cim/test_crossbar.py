@@ -164,7 +164,8 @@ def test_per_input_read_noise_is_the_same_in_column_and_row_layouts():
 def test_read_noise_does_not_depend_on_the_number_of_threads():
     # 512x512 devices: the per-call draw is large enough to come from two streams, drawn concurrently with 2 threads
     w = torch.randn(512, 512, generator=_gen(10), dtype=torch.float64)
-    config = CIMConfig(device="pcm", converter=ConverterConfig.ideal(), tile=TileConfig(rows=512, cols=512))
+    config = CIMConfig(device="pcm", converter=ConverterConfig.ideal(), tile=TileConfig(rows=512, cols=512),
+                       read_noise="per_call")
     x = torch.randn(3, 512, generator=_gen(11), dtype=torch.float64)
     before = torch.get_num_threads()
     outputs = []

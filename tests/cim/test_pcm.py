@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from codesign.cim import CIMConfig, ConverterConfig, Crossbar, PCMConfig, TileConfig
+from codesign.cim import CIMConfig, ConverterConfig, Crossbar, PCMConfig, TileConfig, chip_inputs
 from codesign.cim.devices import DeviceState, PCMDevice
 
 G_MAX = 25.0
@@ -169,3 +169,48 @@ def test_read_noise_level_follows_later_drifts_of_a_chip_that_was_already_read()
     tolerance = 4 / (2 * y.shape[0] * 32) ** 0.5
     assert float(ratio[:32].mean()) == pytest.approx(1.0, abs=tolerance)
     assert float(ratio[32:].mean()) == pytest.approx(1.0, abs=tolerance)
+
+
+def test_per_time_read_noise_is_one_draw_per_chip_and_time_at_the_published_level():
+    # the default: every read at time t sees one realization; its spread over chips is the published 1/f level
+    config = CIMConfig(device=PCMConfig(), converter=ConverterConfig.ideal(), tile=TileConfig(rows=8, cols=64),
+                       drift_compensation=False)
+    assert config.read_noise == "per_time"
+    w = torch.ones(64, 8, dtype=torch.float64)
+    w[32:] = 0.3
+    x = torch.zeros(1, 8, dtype=torch.float64)
+    x[:, 3] = 1.0
+    chips = 600
+    for t in (0.0, YEAR):
+        xb = Crossbar(8, 64, config).program(w, 9, n_chips=chips).drift_to(t)
+        y = xb(chip_inputs(x, chips))  # (chips, out): one read of device pair (o, 3) per chip
+        assert torch.equal(xb(chip_inputs(x, chips)), y)  # a second read at the same time: the same noise
+        g_t = xb.conductances()  # (chips, 2, out, in), stuck-free and noiseless at t
+        clean = (g_t[:, 0, :, 3] - g_t[:, 1, :, 3]) / G_MAX
+        g_prog = xb.drift_to(0.0).conductances() if t else g_t
+        predicted = expected_read_std(g_prog[:, :, :, 3].transpose(0, 1), g_t[:, :, :, 3].transpose(0, 1), t)
+        z = (y - clean) / predicted  # standard normal if the level is right
+        tolerance = 4 / (2 * z.numel()) ** 0.5
+        assert float(z.std()) == pytest.approx(1.0, abs=tolerance)
+        assert abs(float(z.mean())) < 4 / z.numel() ** 0.5
+
+
+def test_per_time_read_noise_is_a_function_of_chip_and_time_only():
+    config = CIMConfig(device="pcm", converter=ConverterConfig.ideal())
+    w = torch.randn(40, 300, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(4, 300, generator=torch.Generator().manual_seed(2))
+    five = Crossbar(300, 40, config).program(w, 3, n_chips=5).drift_to(3600.0)
+    at_hour = five(chip_inputs(x, 5)).view(5, 4, 40)
+    alone = Crossbar(300, 40, config).program(w, 3, n_chips=1, first_chip=2).drift_to(3600.0)
+    assert torch.equal(alone(x), at_hour[2])  # chip 2 reads the same whatever chips share its pass
+    assert not torch.equal(at_hour[0], at_hour[1])
+    five.drift_to(86400.0)
+    at_day = five(chip_inputs(x, 5)).view(5, 4, 40)
+    quiet = Crossbar(300, 40, config.replace(device=PCMConfig(read_noise_scale=0.0))).program(w, 3, n_chips=5)
+    quiet.drift_to(86400.0)
+    noise_day = at_day - quiet(chip_inputs(x, 5)).view(5, 4, 40)
+    quiet.drift_to(3600.0)
+    noise_hour = at_hour - quiet(chip_inputs(x, 5)).view(5, 4, 40)
+    assert abs(float(torch.corrcoef(torch.stack([noise_day.flatten(), noise_hour.flatten()]))[0, 1])) < 0.1  # fresh
+    assert torch.equal(five.drift_to(3600.0)(chip_inputs(x, 5)).view(5, 4, 40), at_hour)  # same t, same draw
+    assert torch.equal(five.realized_weights(read_noise=True), five.realized_weights(read_noise=True))
