@@ -17,7 +17,12 @@ A row's compression time counts the shared calibration (when the method needs it
 k-means time as if they had been spent in that row, as `codesign compress` would report them.
 Rows are appended to the JSON file as they finish and skipped when already there (same model,
 method, bits, rank, blocks, token budget), so an interrupted run resumes; `--table` prints the
-markdown table of a JSON file.
+markdown table of a JSON file. QAT rows are written `kmeans-qat:2`, `kmeans-qat+winq:2`, ...
+(`--qat-steps` steps of distillation on the train split; MiniLM 8 sentences, Gemma 128 tokens a
+step), e.g.
+
+    python benchmarks/compress_models.py --model minilm --rows kmeans-qat:2,kmeans-qat+winq:2,int-qat:2,\
+int-qat+winq:2,lcqat-vq:2 --out docs/compress_models_minilm.json
 """
 
 from __future__ import annotations
@@ -77,11 +82,27 @@ def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
 
+def _spec(row: str, bits: int, qat_steps: int) -> MethodSpec:
+    """MethodSpec of a row name: a method, or a QAT method with "+winq"."""
+    method, _, extra = row.partition("+")
+    if extra not in ("", "winq"):
+        raise SystemExit(f"row {row!r}: the only suffix is +winq")
+    qat = MethodSpec(method, bits, steps=qat_steps, winq=extra == "winq") if method.endswith("qat") or \
+        method.startswith("lcqat") else None
+    return qat if qat is not None else MethodSpec(method, bits)
+
+
+def _label(r: dict) -> str:
+    return r["method"] + (" + WinQ" if r.get("winq") else "") + (f" ({r['steps']} steps)" if r.get("steps") else "")
+
+
 def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget) -> bool:
     metric = d.get("metric", {})
     same_data = (metric.get("n_tokens") == budget.eval_tokens - (budget.eval_tokens + budget.context - 1) // budget.context
                  if model != "minilm" else metric.get("n_sentences") == budget.eval_sentences)
-    return (d["model"] == model and d["method"] == method and d["bits"] == bits and d.get("blocks") == blocks
+    name, _, extra = method.partition("+")
+    return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
+            and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)
 
 
@@ -100,7 +121,7 @@ def table(rows: list[dict]) -> str:
         blocks = "all" if r.get("blocks") is None else ",".join(map(str, r["blocks"]))
         rank = _rank(r) if _rank(r) is not None else ""
         act = "" if r.get("mean_activation_error") is None else f"{r['mean_activation_error']:.4f}"
-        out.append(f"| {r['model']} | {blocks} | {r['method']} | {r['bits']} | {rank} | {r['bits_per_weight']:.2f} | "
+        out.append(f"| {r['model']} | {blocks} | {_label(r)} | {r['bits']} | {rank} | {r['bits_per_weight']:.2f} | "
                    f"{r['bytes'] / 1e6:.2f} | {r['fp16_bytes'] / r['bytes']:.2f}x | {metric} | {act} | "
                    f"{r['compression_seconds']:.0f} |")
     return "\n".join(out)
@@ -124,6 +145,7 @@ def main() -> int:
     parser.add_argument("--eval-sentences", type=int, default=256)
     parser.add_argument("--calib-sentences", type=int, default=128)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--qat-steps", type=int, default=40, help="training steps of the QAT rows (default 40)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
     args = parser.parse_args()
     done = json.loads(args.out.read_text()) if args.out.exists() else []
@@ -143,7 +165,8 @@ def main() -> int:
     model, tokenizer = load_model(args.model)
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
-    if any(MethodSpec(m, b).needs_input_covariance or MethodSpec(m, b).needs_output_covariance for m, b in todo):
+    specs = {(m, b): _spec(m, b, args.qat_steps) for m, b in todo}
+    if any(s.needs_input_covariance or s.needs_output_covariance for s in specs.values()):
         start = time.perf_counter()
         stats = calibrate(args.model, model, tokenizer, names, budget, inputs=True, outputs=True)
         calib_seconds = time.perf_counter() - start
@@ -152,9 +175,9 @@ def main() -> int:
     memo.install()
     for method, bits in todo:
         memo.reused_seconds = 0.0
-        report, _ = compress_model(args.model, MethodSpec(method, bits), budget=budget, progress=None,
-                                   blocks=blocks, stats=stats)
-        spec = MethodSpec(method, bits)
+        spec = specs[(method, bits)]
+        torch.manual_seed(0)  # QAT's dropout and WinQ noise
+        report, _ = compress_model(args.model, spec, budget=budget, progress=None, blocks=blocks, stats=stats)
         # as `codesign compress` reports it: calibration (shared here, charged to every row that needs it) included
         report["calibration_seconds"] = calib_seconds if spec.needs_input_covariance or spec.needs_output_covariance else 0.0
         report["compression_seconds"] += memo.reused_seconds + report["calibration_seconds"]

@@ -26,6 +26,10 @@ def format_report(report: dict) -> str:
         + (f", activation error {report['mean_activation_error']:.4f}" if report.get("mean_activation_error") else ""),
         f"  time {report['compression_seconds']:.1f} s (calibration {report['calibration_seconds']:.1f} s)",
     ]
+    losses = report.get("qat_losses")
+    if losses:
+        lines.append(f"  QAT {len(losses)} steps{' with WinQ' if report.get('winq') else ''}: distillation loss "
+                     f"{losses[0]:.4f} -> {losses[-1]:.4f}")
     metric = report.get("metric", {})
     if "cosine_mean" in metric:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
@@ -45,7 +49,7 @@ def run_compress(args: argparse.Namespace) -> int:
 
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}: choose one of {', '.join(MODELS)}")
-    spec = MethodSpec(args.method, args.bits, args.rank)
+    spec = MethodSpec(args.method, args.bits, args.rank, steps=args.steps, lr=args.lr, winq=args.winq)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -86,9 +90,13 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                               description=_DESCRIPTION)
     p.add_argument("model", help="minilm or gemma3-270m")
     p.add_argument("--method", required=True,
-                   help="int, kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B bits)")
+                   help="int, kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B "
+                        "bits); QAT: kmeans-qat, int-qat, lcqat-vq (2-bit)")
     p.add_argument("--bits", required=True, type=int, help="2, 3 or 4")
     p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
+    p.add_argument("--steps", type=_positive, default=None, help="QAT training steps (default 40)")
+    p.add_argument("--lr", type=float, default=None, help="QAT Adam learning rate (default 1e-4)")
+    p.add_argument("--winq", action="store_true", help="QAT with WinQ (periodic resets, noise-injected gradients)")
     p.add_argument("--out", required=True, help="output folder (refused if it exists and is not empty)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
     p.add_argument("--blocks", type=_block_list, default=None,

@@ -9,7 +9,9 @@
 
 Methods: int, kmeans (2/3/4 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
 given bits + rank-R correction) and lowrank (Swift-SVD factors with the memory of B bits per weight,
-see lowrank.py). Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors, bias).
+see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
+are trained by codesign.compress.pipeline (they need the model's data) and exported to the same
+formats. Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors, bias).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
 from codesign.compress.metrics import activation_error, relative_error
+from codesign.compress.qat import QATConfig
 from codesign.compress.qer import QERConfig
 from codesign.compress.qtensor import LowRankQuantizedWeight, ScalarQuantizedWeight, VQWeight
 from codesign.compress.vq import VQConfig
@@ -41,14 +44,18 @@ __all__ = [
     "LayerReport",
     "collect_statistics",
     "compress_linears",
+    "layer_reports",
     "save_compressed",
     "load_compressed",
     "prepare_out_dir",
 ]
 
-METHODS = ("int", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank")
+METHODS = ("int", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank", "kmeans-qat", "int-qat", "lcqat-vq")
 BITS = (2, 3, 4)
 _QER = {"qer-plain": "plain", "qer-scaled": "scaled", "srr": "srr"}
+_QAT = {"kmeans-qat": "kmeans", "int-qat": "int", "lcqat-vq": "vq"}
+DEFAULT_QAT_STEPS = 40
+DEFAULT_QAT_LR = 1e-4
 _FORMAT_VERSION = 1
 _BLOCK = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.\d+$")
 
@@ -60,25 +67,61 @@ class MethodSpec:
     method: one of METHODS. bits: 2, 3 or 4 (vq: 2 only; lowrank: the memory budget in bits per weight).
     rank: columns of the low-rank correction (qer-* and srr only; default 32).
     group_size: weights per fp16 scale along the input dimension (int, kmeans, vq and the QER base).
+    steps, lr, winq: QAT methods only: training steps (default 40), Adam learning rate (default 1e-4)
+    and WinQ on top (codesign.compress.qat).
     """
 
     method: str
     bits: int
     rank: Optional[int] = None
     group_size: int = 64
+    steps: Optional[int] = None
+    lr: Optional[float] = None
+    winq: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}")
         if isinstance(self.bits, bool) or self.bits not in BITS:
             raise ValueError(f"unsupported bits {self.bits!r}: choose one of {', '.join(map(str, BITS))}")
-        if self.method == "vq" and self.bits != 2:
-            raise ValueError(f"vq is a 2-bit format, got bits {self.bits}")
+        if self.method in ("vq", "lcqat-vq") and self.bits != 2:
+            raise ValueError(f"{self.method} is a 2-bit format, got bits {self.bits}")
+        if not self.is_qat and (self.steps is not None or self.lr is not None or self.winq):
+            raise ValueError(f"--steps, --lr and --winq apply to the QAT methods ({', '.join(_QAT)}), "
+                             f"not {self.method!r}")
+        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)
+                                       or self.steps < 1):
+            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
+        if self.lr is not None and not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
+            raise ValueError(f"learning rate must lie in (0, 1), got {self.lr!r}")
         if self.rank is not None:
             if self.method not in _QER:
                 raise ValueError(f"--rank applies to qer-plain, qer-scaled and srr, not {self.method!r}")
             if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 0:
                 raise ValueError(f"rank must be a non-negative integer, got {self.rank!r}")
+
+    @property
+    def is_qat(self) -> bool:
+        """A quantization-aware training method (trained on the model's data, then exported)."""
+        return self.method in _QAT
+
+    def qat_config(self) -> QATConfig:
+        """The QATConfig of a QAT method (int-qat keeps its fixed grid: no refits)."""
+        if not self.is_qat:
+            raise ValueError(f"method {self.method!r} is not a QAT method")
+        quantizer = _QAT[self.method]
+        return QATConfig(quantizer, self.bits, self.group_size, refit_every=0 if quantizer == "int" else 10,
+                         winq=self.winq)
+
+    @property
+    def qat_steps(self) -> int:
+        """Training steps of a QAT method."""
+        return DEFAULT_QAT_STEPS if self.steps is None else self.steps
+
+    @property
+    def qat_lr(self) -> float:
+        """Adam learning rate of a QAT method."""
+        return DEFAULT_QAT_LR if self.lr is None else float(self.lr)
 
     @property
     def qer_rank(self) -> int:
@@ -234,6 +277,9 @@ def compress_linears(
     progress: Optional[Callable[[int, int, str], None]] = None,
 ) -> tuple[dict[str, torch.nn.Module], list[LayerReport]]:
     """Compressed replacements for the named linears (default: all), and one LayerReport per layer."""
+    if spec.is_qat:
+        raise ValueError(f"{spec.method} trains on the model's data: run it through codesign.compress.pipeline."
+                         "compress_model (or `codesign compress`)")
     modules = dict(model.named_modules())
     names = _linear_names(model, names)
     linears = {n: modules[n] for n in names}
@@ -260,6 +306,15 @@ def compress_linears(
             start = time.perf_counter()
             module = QuantizedLinear.from_linear(linear, config, cov, kernel="torch")
             built[n] = (module, time.perf_counter() - start)
+    return {n: m for n, (m, _) in built.items()}, layer_reports(linears, built, stats)
+
+
+def layer_reports(
+    linears: Mapping[str, torch.nn.Linear],
+    built: Mapping[str, tuple[torch.nn.Module, float]],
+    stats: Optional[CalibrationStats] = None,
+) -> list[LayerReport]:
+    """One LayerReport per compressed layer (built: name -> (module, seconds)) against its original linear."""
     reports = []
     for n, (module, seconds) in built.items():
         w = linears[n].weight.detach().float()
@@ -274,7 +329,7 @@ def compress_linears(
             activation_error=None if cov is None else activation_error(w, approx, cov),
             seconds=seconds,
         ))
-    return {n: m for n, (m, _) in built.items()}, reports
+    return reports
 
 
 def effective_weight(module: torch.nn.Module) -> torch.Tensor:

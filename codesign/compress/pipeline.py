@@ -7,6 +7,12 @@ Calibration data comes from the train split, evaluation from the test split (cod
 Gemma's lm_head (tied to the token embeddings) is not compressed. `blocks` restricts a run to the
 linears of some transformer blocks and `layers` to the linears whose names match shell-style patterns
 (the rest of the model stays as it is).
+
+QAT methods (kmeans-qat, int-qat, lcqat-vq, optionally with WinQ) train the chosen linears by
+distillation: the loss is the masked relative squared error of the last hidden states to the original
+model's (codesign.compress.qat.distillation_loss), on `qat_batch` train-split sentences per step
+(MiniLM) or one window of `qat_tokens` train-split tokens per step (Gemma); then every trained layer
+is exported to its storage format.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ from codesign.compress.model import (
     MethodSpec,
     collect_statistics,
     compress_linears,
+    layer_reports,
     prepare_out_dir,
     save_compressed,
     spec_dict,
 )
+from codesign.compress.qat import distillation_loss, qat_model, train_qat
 
 __all__ = ["MODELS", "Budget", "load_model", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric", "compress_model"]
 
@@ -47,6 +55,8 @@ class Budget:
     calib_tokens: int = 2048
     eval_tokens: int = 4096
     context: int = 512
+    qat_batch: int = 8
+    qat_tokens: int = 128
 
 
 def _check_model(name: str) -> None:
@@ -171,6 +181,55 @@ def _print_progress(i: int, n: int, layer: str) -> None:
     print(f"  [{i + 1}/{n}] {layer}", file=sys.stderr, flush=True)
 
 
+def _distillation_objective(name: str, model: torch.nn.Module, tokenizer, budget: Budget,
+                            steps: int) -> Callable[[torch.nn.Module, int], torch.Tensor]:
+    """loss(student, step): distance of the student's last hidden states to the original's on train-split batch `step`."""
+    from codesign.llm import token_stream, wiki_sentences
+
+    batches = []
+    with torch.no_grad():
+        if name == "minilm":
+            sentences = wiki_sentences("train", steps * budget.qat_batch)
+            for i in range(steps):
+                enc = tokenizer(sentences[i * budget.qat_batch: (i + 1) * budget.qat_batch], padding=True,
+                                truncation=True, max_length=64, return_tensors="pt")
+                batches.append((dict(enc), model(**enc).last_hidden_state, enc["attention_mask"]))
+        else:
+            tokens = token_stream(tokenizer, "train", steps * budget.qat_tokens)
+            for i in range(steps):
+                ids = tokens[i * budget.qat_tokens: (i + 1) * budget.qat_tokens][None]
+                batches.append(({"input_ids": ids}, model.base_model(input_ids=ids).last_hidden_state,
+                                torch.ones_like(ids)))
+
+    def loss(student: torch.nn.Module, step: int) -> torch.Tensor:
+        inputs, target, mask = batches[step]
+        body = student if name == "minilm" else student.base_model
+        return distillation_loss(body(**inputs).last_hidden_state, target, mask)
+
+    return loss
+
+
+def _train_and_export(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec, names: Sequence[str],
+                      budget: Budget, verbose: bool) -> tuple[dict[str, torch.nn.Module], list, dict]:
+    """QAT of the named linears by distillation, then each trained layer in its storage format."""
+    start = time.perf_counter()
+    objective = _distillation_objective(name, model, tokenizer, budget, spec.qat_steps)
+    student = qat_model(model, spec.qat_config(), names)
+    every = max(1, spec.qat_steps // 10)
+
+    def on_step(step: int, loss: float) -> None:
+        if verbose and ((step + 1) % every == 0 or step == 0):
+            print(f"  step {step + 1}/{spec.qat_steps}: loss {loss:.4f} ({time.perf_counter() - start:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+    losses = train_qat(student, objective, spec.qat_steps, lr=spec.qat_lr, on_step=on_step)  # trains a copy
+    seconds = (time.perf_counter() - start) / max(len(names), 1)
+    modules = dict(model.named_modules())
+    built = {n: (student.get_submodule(n).export(), seconds) for n in names}
+    reports = layer_reports({n: modules[n] for n in names}, built)
+    return {n: m for n, (m, _) in built.items()}, reports, {"qat_losses": losses}
+
+
 def compress_model(
     name: str,
     spec: MethodSpec,
@@ -202,7 +261,12 @@ def compress_model(
         stats = calibrate(name, model, tokenizer, names, budget, inputs=spec.needs_input_covariance,
                           outputs=spec.needs_output_covariance)
     calib_seconds = time.perf_counter() - start
-    replacements, reports = compress_linears(model, spec, stats, names, progress)
+    training: dict = {}
+    if spec.is_qat:
+        replacements, reports, training = _train_and_export(name, model, tokenizer, spec, names, budget,
+                                                            verbose=progress is not None)
+    else:
+        replacements, reports = compress_linears(model, spec, stats, names, progress)
     total_seconds = time.perf_counter() - start
     n_weights = sum(r.shape[0] * r.shape[1] for r in reports)
     size = sum(r.bytes for r in reports)
@@ -221,6 +285,7 @@ def compress_model(
         "compression_seconds": total_seconds,
         "mean_relative_error": sum(r.relative_error for r in reports) / len(reports),
         "mean_activation_error": sum(act) / len(act) if act else None,
+        **training,
     }
     if evaluate_metric:
         from codesign.llm import swapped

@@ -9,6 +9,9 @@
   A, mu, s trained by their exact gradients — a dense product, no codebook lookup in the
   forward; W gets the STE gradient, and every `refit_every` steps its vectors are re-encoded
   (nearest of the 256 codewords).
+- export(): the trained layer in its storage format (ScalarQuantizedWeight / VQWeight in a
+  QuantizedLinear). Codebooks and scales are kept fp16-representable during training, so the exported
+  weights equal the eval-mode forward's quantized weights exactly.
 - WinQ (winq=True, any of the above): every `reset_every` steps W <- (1 - alpha) W + alpha Q(W)
   (closer to the grid), and gradients are taken at W + noise, noise ~ N(0, (noise * rms(W - Q(W)))^2)
   per layer, so the update sees a neighbourhood of W rather than one point.
@@ -22,9 +25,11 @@ from typing import Callable, Iterable, Optional
 
 import torch
 
+from codesign.compress.formats import pack_codes
 from codesign.compress.integer import uniform_codebook
 from codesign.compress.kmeans import group_absmax, lloyd_max, nearest_level
-from codesign.compress.qtensor import VQ_DIM, vq_sign_table
+from codesign.compress.linear import QuantizedLinear
+from codesign.compress.qtensor import VQ_CODE_BITS, VQ_DIM, ScalarQuantizedWeight, VQWeight, vq_sign_table
 from codesign.compress.vq import _encode, initial_basis, vq_training_weight
 
 __all__ = ["QAT_QUANTIZERS", "QATConfig", "QATLinear", "qat_model", "train_qat", "distillation_loss"]
@@ -88,7 +93,7 @@ class QATLinear(torch.nn.Module):
             self.register_buffer("signs", torch.zeros(n, k // VQ_DIM, 8))
             self.reencode()
         else:
-            book = uniform_codebook(config.bits)
+            book = uniform_codebook(config.bits).half().float()  # the stored codebook is fp16
             self.register_buffer("codebook", book)
             if config.quantizer == "kmeans":
                 self.refit()
@@ -106,9 +111,11 @@ class QATLinear(torch.nn.Module):
         """Q(W) with gradients: STE to W (and exact to A, mu, s for vq)."""
         w = self.weight if weight is None else weight
         if self.config.quantizer == "vq":
-            q = vq_training_weight(self.signs, self.basis, self.offset, self.scales, self.config.group_size)
+            s = self.scales
+            s = s + (s.detach().half().float() - s.detach())  # fp16 scales as stored, straight-through
+            q = vq_training_weight(self.signs, self.basis, self.offset, s, self.config.group_size)
             return q + (w - w.detach())
-        return w + (self._scalar_quantize(w) - w).detach()
+        return self._scalar_quantize(w) + (w - w.detach())  # value exactly Q(W) (w - w.detach() is 0), gradient 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x W_q^T + b; in training with WinQ, W_q is taken at a noise-injected W."""
@@ -127,7 +134,8 @@ class QATLinear(torch.nn.Module):
         elif self.config.quantizer == "kmeans":
             units = (self.weight / self._scales(self.weight)).reshape(1, -1)
             init = None if not hasattr(self, "_fitted") else self.codebook[None]
-            self.codebook.copy_(lloyd_max(units, self.codebook.numel(), iterations=10, init=init)[0])
+            book = lloyd_max(units, self.codebook.numel(), iterations=10, init=init)[0]
+            self.codebook.copy_(book.half().float())  # the stored codebook is fp16
             self._fitted = True
 
     @torch.no_grad()
@@ -139,6 +147,26 @@ class QATLinear(torch.nn.Module):
         table = vq_sign_table(self.weight.device)
         codes = _encode(units, table @ self.basis.T + self.offset)
         self.signs.copy_(table[codes].view(n, k // VQ_DIM, 8))
+
+    @torch.no_grad()
+    def export(self) -> QuantizedLinear:
+        """The layer in its storage format: exactly the quantized weights of the eval-mode forward."""
+        n, k = self.weight.shape
+        c = self.config
+        bias = None if self.bias is None else self.bias.detach()
+        if c.quantizer == "vq":
+            bit_values = 1 << torch.arange(VQ_CODE_BITS, device=self.signs.device)
+            codes = ((self.signs > 0).long() * bit_values).sum(dim=-1).to(torch.uint8)
+            weight = VQWeight(codes.contiguous(), self.scales.detach().half().contiguous(),
+                              self.basis.detach().float().contiguous(), self.offset.detach().float().contiguous(),
+                              c.group_size, (n, k), method="lcqat-vq")
+        else:
+            scale = group_absmax(self.weight, c.group_size)
+            units = (self.weight / scale.float().repeat_interleave(c.group_size, 1)).reshape(1, -1)
+            codes = nearest_level(units, self.codebook[None]).view(n, k).to(torch.uint8)
+            weight = ScalarQuantizedWeight(pack_codes(codes, c.bits), scale.contiguous(), self.codebook.half(),
+                                           c.bits, c.group_size, (n, k), method=f"{c.quantizer}-qat")
+        return QuantizedLinear(weight, bias, kernel="torch")
 
     @torch.no_grad()
     def winq_reset(self) -> None:

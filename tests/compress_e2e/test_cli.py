@@ -23,6 +23,8 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "kmeans", "--bits", "5"], "unsupported bits 5"),
     (["minilm", "--method", "vq", "--bits", "3"], "vq is a 2-bit format"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--rank", "8"], "--rank applies"),
+    (["minilm", "--method", "kmeans", "--bits", "4", "--winq"], "--winq apply to the QAT methods"),
+    (["minilm", "--method", "lcqat-vq", "--bits", "3"], "lcqat-vq is a 2-bit format"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -53,3 +55,17 @@ def test_existing_output_folder_is_refused_and_kept(capsys, tmp_path):
     line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--out", str(out)])
     assert f"output folder {out} exists" in line and "--force" in line
     assert [p.name for p in out.iterdir()] == ["keep.txt"] and (out / "keep.txt").read_text() == "user data"
+
+
+def test_lc_qat_from_the_command_line(capsys, tmp_path, minilm):
+    out = tmp_path / "lcqat"
+    argv = ["compress", "minilm", "--method", "lcqat-vq", "--bits", "2", "--steps", "3", "--blocks", "0",
+            "--eval", "16", "--out", str(out)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "model minilm: lcqat-vq 2-bit" in captured.out and "QAT 3 steps: distillation loss" in captured.out
+    assert "step 3/3: loss" in captured.err  # progress on stderr
+    from codesign.compress.model import load_compressed
+
+    loaded, doc = load_compressed(out)
+    assert len(loaded) == 6 and all(m.qweight.method == "lcqat-vq" for m in loaded.values())

@@ -140,6 +140,11 @@ def test_rank_allocation_follows_effective_rank_and_importance():
     ({"method": "vq", "bits": 3}, "vq is a 2-bit format"),
     ({"method": "kmeans", "bits": 4, "rank": 8}, "--rank applies"),
     ({"method": "srr", "bits": 2, "rank": -1}, "non-negative"),
+    ({"method": "lcqat-vq", "bits": 4}, "lcqat-vq is a 2-bit format"),
+    ({"method": "kmeans", "bits": 4, "winq": True}, "apply to the QAT methods"),
+    ({"method": "int", "bits": 4, "steps": 5}, "apply to the QAT methods"),
+    ({"method": "kmeans-qat", "bits": 2, "steps": 0}, "steps must be a positive integer"),
+    ({"method": "int-qat", "bits": 2, "lr": 2.0}, "learning rate must lie in"),
 ])
 def test_bad_specs(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -171,3 +176,36 @@ def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
     assert not torch.equal(first, sentence_embeddings(model, tok, sample))  # the compressed layers were in use
     with swapped(model, load_compressed(out)[0]):
         assert torch.equal(sentence_embeddings(model, tok, sample), first)
+
+
+def test_qat_methods_are_refused_without_their_training_data():
+    with pytest.raises(ValueError, match="trains on the model's data"):
+        compress_linears(torch.nn.Sequential(torch.nn.Linear(64, 8)), MethodSpec("kmeans-qat", 2))
+
+
+@requires_llm
+def test_qat_through_compress_model_trains_exports_and_reloads(tmp_path, minilm):
+    # k-means QAT with WinQ on block 0's linears, 4 steps: the exported layers are exactly the trained grid
+    from codesign.compress.pipeline import Budget, compress_model
+    from codesign.llm import sentence_embeddings, swapped
+
+    budget = Budget(eval_sentences=16, qat_batch=4)
+    spec = MethodSpec("kmeans-qat", 2, steps=4, lr=3e-4, winq=True)
+    torch.manual_seed(0)
+    report, replacements = compress_model("minilm", spec, out=tmp_path / "qat", budget=budget, blocks=[0],
+                                          progress=None)
+    assert report["layers"] == 6 and len(report["qat_losses"]) == 4 and report["winq"] is True
+    assert report["qat_losses"][-1] < report["qat_losses"][0]
+    assert 0 < report["metric"]["cosine_mean"] < 1 and 2 < report["bits_per_weight"] < 2.5
+    model, tok = minilm
+    for name, module in replacements.items():
+        assert module.qweight.method == "kmeans-qat" and module.qweight.bits == 2
+        assert len(torch.unique(module.qweight.codebook)) <= 4
+    loaded, doc = load_compressed(tmp_path / "qat")
+    assert doc["spec"]["method"] == "kmeans-qat" and doc["spec"]["steps"] == 4
+    for name, module in loaded.items():
+        assert torch.equal(module.qweight.dequantize(), replacements[name].qweight.dequantize())
+    sample = ["The Moon orbits the Earth."]
+    with swapped(model, loaded):
+        compressed = sentence_embeddings(model, tok, sample)
+    assert not torch.equal(compressed, sentence_embeddings(model, tok, sample))

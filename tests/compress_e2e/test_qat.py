@@ -49,6 +49,19 @@ def test_kmeans_refit_lowers_weight_error(linear):
     assert float((q.weight - q.quantized()).detach().norm()) < before
 
 
+@pytest.mark.parametrize("config", [QATConfig("kmeans", 2, winq=True), QATConfig("int", 3, refit_every=0),
+                                    QATConfig("vq", 2)])
+def test_export_stores_exactly_the_weights_the_trained_layer_computes_with(linear, config):
+    q = QATLinear(linear, config)
+    x, target = torch.randn(32, 128), torch.randn(32, 32)
+    train_qat(q, lambda m, i: (m(x) - target).pow(2).mean(), 12, lr=1e-2)  # refits / resets / re-encodings included
+    exported = q.export()
+    assert torch.equal(exported.qweight.dequantize(), q.quantized().detach())  # float for float, no tolerance
+    assert exported.qweight.nbytes < linear.weight.numel() * 2 / 3
+    with torch.no_grad():
+        assert torch.allclose(exported(x), q(x), atol=1e-5)
+
+
 def test_bad_qat_config():
     with pytest.raises(ValueError, match="unknown QAT quantizer 'apot'"):
         QATConfig("apot")
