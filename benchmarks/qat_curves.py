@@ -40,7 +40,7 @@ RUNS = {
     "k-means QAT + WinQ": QATConfig("kmeans", 2, winq=True),
     "int QAT": QATConfig("int", 2, refit_every=0),
     "int QAT + WinQ": QATConfig("int", 2, refit_every=0, winq=True),
-    "LC-QAT VQ 2-bit": QATConfig("vq", 2),
+    "LC-QAT VQ 2-bit": QATConfig("vq", 2, refit_every=0),
 }
 
 

@@ -106,11 +106,11 @@ class MethodSpec:
         return self.method in _QAT
 
     def qat_config(self) -> QATConfig:
-        """The QATConfig of a QAT method (int-qat keeps its fixed grid: no refits)."""
+        """The QATConfig of a QAT method (k-means refits its centroids every 10 steps; int keeps its grid, vq its codes)."""
         if not self.is_qat:
             raise ValueError(f"method {self.method!r} is not a QAT method")
         quantizer = _QAT[self.method]
-        return QATConfig(quantizer, self.bits, self.group_size, refit_every=0 if quantizer == "int" else 10,
+        return QATConfig(quantizer, self.bits, self.group_size, refit_every=10 if quantizer == "kmeans" else 0,
                          winq=self.winq)
 
     @property

@@ -70,7 +70,8 @@ def test_bad_qat_config():
 
 
 @pytest.mark.skipif(bool(missing_llm_packages()), reason="the llm extra is not installed")
-@pytest.mark.parametrize("config", [QATConfig("kmeans", 2, winq=True, reset_every=4), QATConfig("vq", 2)])
+@pytest.mark.parametrize("config", [QATConfig("kmeans", 2, winq=True, reset_every=4), QATConfig("vq", 2, refit_every=0),
+                                    QATConfig("int", 2, refit_every=0)])
 def test_qat_on_minilm_lowers_distillation_loss(config):
     from codesign.llm import load_minilm, wiki_sentences
 
