@@ -82,19 +82,21 @@ def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
 
-def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None) -> MethodSpec:
+def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
     """MethodSpec of a row name: a method, or a QAT method with "+winq"."""
     method, _, extra = row.partition("+")
     if extra not in ("", "winq"):
         raise SystemExit(f"row {row!r}: the only suffix is +winq")
-    qat = MethodSpec(method, bits, steps=qat_steps, lr=qat_lr, winq=extra == "winq") if method.endswith("qat") or \
+    qat = MethodSpec(method, bits, group_size=group_size, steps=qat_steps, lr=qat_lr, winq=extra == "winq") \
+        if method.endswith("qat") or \
         method.startswith("lcqat") else None
-    return qat if qat is not None else MethodSpec(method, bits)
+    return qat if qat is not None else MethodSpec(method, bits, group_size=group_size)
 
 
 def _label(r: dict) -> str:
     steps = f" ({r['steps']} steps" + (f", lr {r['lr']:g}" if r.get("lr") else "") + ")" if r.get("steps") else ""
-    return r["method"] + (" + WinQ" if r.get("winq") else "") + steps
+    group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
+    return r["method"] + (" + WinQ" if r.get("winq") else "") + steps + group
 
 
 def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget, spec: MethodSpec) -> bool:
@@ -103,7 +105,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
                  if model != "minilm" else metric.get("n_sentences") == budget.eval_sentences)
     name, _, extra = method.partition("+")
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
-            and d.get("steps") == spec.steps and d.get("lr") == spec.lr
+            and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)
 
@@ -149,6 +151,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--qat-steps", type=int, default=40, help="training steps of the QAT rows (default 40)")
     parser.add_argument("--qat-lr", type=float, default=None, help="Adam learning rate of the QAT rows (default 1e-4)")
+    parser.add_argument("--group-size", type=int, default=64, help="weights per scale (default 64)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
     args = parser.parse_args()
     done = json.loads(args.out.read_text()) if args.out.exists() else []
@@ -162,7 +165,7 @@ def main() -> int:
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
     todo = [(m, b) for m, b in rows
-            if not any(_same_row(d, args.model, m, b, blocks, budget, _spec(m, b, args.qat_steps, args.qat_lr))
+            if not any(_same_row(d, args.model, m, b, blocks, budget, _spec(m, b, args.qat_steps, args.qat_lr, args.group_size))
                        for d in done)]
     if not todo:
         print(table([d for d in done if d["model"] == args.model]))
@@ -170,7 +173,7 @@ def main() -> int:
     model, tokenizer = load_model(args.model)
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
-    specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr) for m, b in todo}
+    specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
     if any(s.needs_input_covariance or s.needs_output_covariance for s in specs.values()):
         start = time.perf_counter()
         stats = calibrate(args.model, model, tokenizer, names, budget, inputs=True, outputs=True)

@@ -17,7 +17,7 @@ _DESCRIPTION = (
 def format_report(report: dict) -> str:
     """A short human-readable summary of a compress_model report."""
     lines = [
-        f"model {report['model']}: {report['method']} {report['bits']}-bit"
+        f"model {report['model']}: {report['method']} {report['bits']}-bit, group {report['group_size']}"
         + (f" rank {report['rank']}" if report.get("rank") is not None else ""),
         f"  layers {report['layers']}, weights {report['weights']:,}",
         f"  size {report['bytes']:,} B vs {report['fp16_bytes']:,} B fp16 "
@@ -49,7 +49,8 @@ def run_compress(args: argparse.Namespace) -> int:
 
     if args.model not in MODELS:
         raise ValueError(f"unknown model {args.model!r}: choose one of {', '.join(MODELS)}")
-    spec = MethodSpec(args.method, args.bits, args.rank, steps=args.steps, lr=args.lr, winq=args.winq)
+    spec = MethodSpec(args.method, args.bits, args.rank, group_size=args.group_size, steps=args.steps, lr=args.lr,
+                      winq=args.winq)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -94,6 +95,8 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                         "bits); QAT: kmeans-qat, int-qat, lcqat-vq (2-bit)")
     p.add_argument("--bits", required=True, type=int, help="2, 3 or 4")
     p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
+    p.add_argument("--group-size", type=int, default=64,
+                   help="weights per fp16 scale along a row (a multiple of 8 dividing every layer's input; default 64)")
     p.add_argument("--steps", type=_positive, default=None, help="QAT training steps (default 40)")
     p.add_argument("--lr", type=float, default=None, help="QAT Adam learning rate (default 1e-4)")
     p.add_argument("--winq", action="store_true", help="QAT with WinQ (periodic resets, noise-injected gradients)")

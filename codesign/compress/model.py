@@ -86,6 +86,9 @@ class MethodSpec:
             raise ValueError(f"unsupported bits {self.bits!r}: choose one of {', '.join(map(str, BITS))}")
         if self.method in ("vq", "lcqat-vq") and self.bits != 2:
             raise ValueError(f"{self.method} is a 2-bit format, got bits {self.bits}")
+        if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or self.group_size < 8 \
+                or self.group_size % 8:
+            raise ValueError(f"group size must be a positive multiple of 8, got {self.group_size!r}")
         if not self.is_qat and (self.steps is not None or self.lr is not None or self.winq):
             raise ValueError(f"--steps, --lr and --winq apply to the QAT methods ({', '.join(_QAT)}), "
                              f"not {self.method!r}")

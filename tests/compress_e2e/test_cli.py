@@ -25,6 +25,7 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "kmeans", "--bits", "4", "--rank", "8"], "--rank applies"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--winq"], "--winq apply to the QAT methods"),
     (["minilm", "--method", "lcqat-vq", "--bits", "3"], "lcqat-vq is a 2-bit format"),
+    (["minilm", "--method", "kmeans", "--bits", "4", "--group-size", "0"], "group size must be a positive multiple"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -69,3 +70,15 @@ def test_lc_qat_from_the_command_line(capsys, tmp_path, minilm):
 
     loaded, doc = load_compressed(out)
     assert len(loaded) == 6 and all(m.qweight.method == "lcqat-vq" for m in loaded.values())
+
+
+def test_group_size_reaches_the_stored_format(capsys, tmp_path, minilm):
+    out = tmp_path / "g32"
+    argv = ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--group-size", "32", "--layers",
+            "encoder.layer.0.attention.self.query", "--eval", "16", "--out", str(out)]
+    assert main(argv) == 0
+    assert "kmeans 4-bit, group 32" in capsys.readouterr().out
+    from codesign.compress.model import load_compressed
+
+    (module,) = load_compressed(out)[0].values()
+    assert module.qweight.group_size == 32 and tuple(module.qweight.scales.shape) == (384, 384 // 32)

@@ -145,6 +145,7 @@ def test_rank_allocation_follows_effective_rank_and_importance():
     ({"method": "int", "bits": 4, "steps": 5}, "apply to the QAT methods"),
     ({"method": "kmeans-qat", "bits": 2, "steps": 0}, "steps must be a positive integer"),
     ({"method": "int-qat", "bits": 2, "lr": 2.0}, "learning rate must lie in"),
+    ({"method": "kmeans", "bits": 4, "group_size": 12}, "group size must be a positive multiple of 8"),
 ])
 def test_bad_specs(kwargs, message):
     with pytest.raises(ValueError, match=message):
