@@ -145,7 +145,7 @@ def main() -> int:
             ax.plot(steps, [r["held_out_loss"][str(k)] for k in steps], "o--", color=line.get_color(), markersize=3)
     ax.set_yscale("log")
     ax.set_xlabel("step")
-    ax.set_ylabel("distillation loss: training (5-step mean), held-out (dots)")
+    ax.set_ylabel("distillation loss\n(lines: training, 5-step mean; dots: held-out)")
     ax.set_title("MiniLM, all linears 2-bit: QAT on Wikipedia sentences")
     ax.legend(fontsize=8)
     fig.text(0.01, 0.01, "python benchmarks/qat_curves.py", fontsize=6)
