@@ -63,6 +63,8 @@ _PARAM_STREAM = 0xD81F  # seed key of a chip's time-behaviour parameters (PCM dr
 _CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries stay in the L2 cache
 _SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
 _DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
+_TINY = 1e-30  # floor of a DAC full scale (an all-zero input vector)
+_NAMES = tuple((f"dac{i}", f"partial{i}", f"adc{i}") for i in range(2))  # workspace names of the row segments
 
 
 def _draw_pool() -> ThreadPoolExecutor:
@@ -253,6 +255,7 @@ class Crossbar(nn.Module):
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
         self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
+        self._views: tuple | None = None  # (weights read, out_scale, per-segment views) of the last row read
         for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
@@ -346,6 +349,7 @@ class Crossbar(nn.Module):
         self.read_q = self.reference = self.out_scale = None
         self._realized_t = self._read_std_t = self._probe_t = self._w_read_t = None
         self._scratch.clear()
+        self._views = None
         self._realize(0.0)
         if self.config.drift_compensation:
             self.reference = self._probe()
@@ -505,6 +509,7 @@ class Crossbar(nn.Module):
             self._read_generator_2.manual_seed(derive_seed(self._read_seed, 2))
         return gen
 
+    @torch.no_grad()  # inference only: no gradients through the converters
     def forward(self, x: Tensor) -> Tensor:
         """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation."""
         gr = self.grid
@@ -512,6 +517,7 @@ class Crossbar(nn.Module):
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
         return self._read_rows(x)
 
+    @torch.no_grad()
     def forward_columns(self, x: Tensor) -> Tensor:
         """y (C·B, out, L) for L input vectors per sample stored as columns, x (C·B, in, L) (unfolded patches).
 
@@ -609,9 +615,13 @@ class Crossbar(nn.Module):
         if conv.is_ideal:
             return xt.permute(layout), 1.0, 1.0
         if conv.input_range is None:
-            # max |x| per vector from two reductions (no |x| copy of the input); an all-zero vector keeps scale 1
+            # max |x| per vector from two reductions (no |x| copy of a possibly strided input)
             amax = torch.maximum(xt.amax(dim=vec_dim, keepdim=True), xt.amin(dim=vec_dim, keepdim=True).neg_())
-            full_scale: Tensor | float = amax.masked_fill_(amax == 0, 1.0).permute(layout)
+            if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
+                amax.masked_fill_(amax == 0, 1.0)
+            else:  # without ADC noise an all-zero vector reads exactly 0 on any scale
+                amax.clamp_min_(_TINY)
+            full_scale: Tensor | float = amax.permute(layout)
         else:
             full_scale = conv.input_range
         xq = self._workspace(name, tuple(xt.permute(layout).shape), xt)
@@ -621,13 +631,14 @@ class Crossbar(nn.Module):
         else:  # two passes over the inputs: scale to codes, round
             k = max_code(conv.dac_bits)
             code_unit = 1.0 / k
-            torch.mul(xt.permute(layout), k / full_scale, out=xq).round_()
+            to_codes = k / full_scale if isinstance(full_scale, float) else full_scale.reciprocal().mul_(k)
+            torch.mul(xt.permute(layout), to_codes, out=xq).round_()
         if conv.input_range is not None:
             xq.clamp_(-1.0 / code_unit, 1.0 / code_unit)
         return xq, full_scale, code_unit
 
-    def _adc(self, p: Tensor, code_unit: float, gen: torch.Generator | None, name: str) -> float:
-        """ADC noise and quantization of partial sums p (in ADC steps) in place; returns the step in code units."""
+    def _adc(self, p: Tensor, code_unit: float, gen: torch.Generator | None, name: str) -> None:
+        """ADC noise and quantization of partial sums p (in ADC steps) in place."""
         conv = self.config.converter
         if conv.adc_noise > 0:
             noise = self._randn(name + "_adc_noise", tuple(p.shape), p, gen)
@@ -635,7 +646,6 @@ class Crossbar(nn.Module):
         if conv.adc_bits is not None:
             k_adc = max_code(conv.adc_bits)
             p.round_().clamp_(-k_adc, k_adc)
-        return self._adc_step
 
     def _read_rows(self, x: Tensor) -> Tensor:
         """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
@@ -648,25 +658,24 @@ class Crossbar(nn.Module):
         flat_w = self._read_weights(gen)
         per_input = cfg.read_noise == "per_input" and self._current_read_std() is not None
         y = None
-        for i, seg in enumerate(self.segments):
+        for i, (seg, w_t, out_scale) in enumerate(self._segment_views(flat_w)):
             xt = x[:, :, seg.first_input: seg.first_input + seg.tiles * seg.rows].view(chips, batch, seg.tiles, seg.rows)
             # DAC codes written straight into the (C, tiles, B, rows) layout of the batched matmul
-            xq, factor, code_unit = self._dac(xt, -1, f"dac{i}", (0, 2, 1, 3))
-            w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
-            p = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), x)
-            torch.matmul(xq, w.transpose(-1, -2), out=p)  # in ADC steps
+            xq, factor, code_unit = self._dac(xt, -1, _NAMES[i][0], (0, 2, 1, 3))
+            p = self._workspace(_NAMES[i][1], (chips, seg.tiles, batch, gr.out_padded), x)
+            if w_t.dim() == 2:  # one matrix: a plain GEMM has less overhead than a batch of one
+                torch.mm(xq.reshape(batch, seg.rows), w_t, out=p.view(batch, gr.out_padded))
+            else:
+                torch.matmul(xq, w_t, out=p)  # in ADC steps
             if per_input:
                 var = self._seg_tiles(self._read_variance(), seg)
                 sq = torch.mul(xq, xq, out=self._workspace(f"dac_sq{i}", tuple(xq.shape), x))
                 std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
                 p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
-            step = self._adc(p, code_unit, gen, f"adc{i}")
-            # digital: input scale and ADC step per vector, tile scale (and drift compensation) per column
-            digital = factor * (code_unit * step)
-            if isinstance(digital, Tensor) or digital != 1.0:
-                p.mul_(digital)
-            first_tile = seg.first_input // gr.rows
-            out_scale = self.out_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            self._adc(p, code_unit, gen, _NAMES[i][2])
+            # digital: input scale per vector; code unit × ADC step, tile scale and drift compensation per column
+            if isinstance(factor, Tensor) or factor != 1.0:
+                p.mul_(factor)
             if seg.tiles > 1:
                 part = p.mul_(out_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
                 y = part if y is None else y.add_(part)
@@ -678,6 +687,28 @@ class Crossbar(nn.Module):
             y = y[..., : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features)
         return y if y.dtype == out_dtype else y.to(out_dtype)
+
+    def _segment_views(self, flat_w: Tensor) -> list[tuple[_Segment, Tensor, Tensor]]:
+        """Per segment: the weights as the read's matmul takes them (transposed) and the digital column scale
+        (C, tiles, 1, out_padded) including code unit × ADC step; kept while flat_w and out_scale are the same."""
+        cached = self._views
+        if cached is not None and cached[0] is flat_w and cached[1] is self.out_scale:
+            return cached[2]
+        gr, chips, views = self.grid, self.n_chips, []
+        digital = self._digital_scale()
+        for seg in self.segments:
+            w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
+            w_t = w.view(gr.out_padded, seg.rows).t() if chips * seg.tiles == 1 else w.transpose(-1, -2)
+            first_tile = seg.first_input // gr.rows
+            views.append((seg, w_t, digital[:, first_tile: first_tile + seg.tiles].unsqueeze(2)))
+        self._views = (flat_w, self.out_scale, views)
+        return views
+
+    def _digital_scale(self) -> Tensor:
+        """out_scale (tile scale, drift compensation) times one DAC code unit × the ADC step: (C, row tiles, out_padded)."""
+        conv = self.config.converter
+        code_unit = 1.0 / max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1.0
+        return self.out_scale * (code_unit * self._adc_step)
 
     def _read_columns(self, x: Tensor) -> Tensor:
         """Column layout (one row tile): x (C·B, rows, L), input vectors along dim -2; y = W @ x per sample."""
@@ -697,12 +728,11 @@ class Crossbar(nn.Module):
             sq = torch.mul(xq, xq, out=self._workspace("dac_sq_columns", tuple(xq.shape), x))
             std = torch.matmul(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
             p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
-        step = self._adc(p, code_unit, gen, "adc_columns")
-        digital = factor * (code_unit * step)  # per vector: (C, B, 1, L)
-        if isinstance(digital, Tensor) or digital != 1.0:
-            p.mul_(digital)
-        # tile scale per column (and drift compensation): the product is the fresh result
-        y = torch.mul(p, self.out_scale[:, 0].view(chips, 1, gr.out_padded, 1))
+        self._adc(p, code_unit, gen, "adc_columns")
+        if isinstance(factor, Tensor) or factor != 1.0:  # input scale per vector: (C, B, 1, L)
+            p.mul_(factor)
+        # code unit × ADC step, tile scale and drift compensation per column: the product is the fresh result
+        y = torch.mul(p, self._digital_scale()[:, 0].view(chips, 1, gr.out_padded, 1))
         if gr.out_padded != gr.out_features:
             y = y[:, :, : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features, length)

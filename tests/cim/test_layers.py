@@ -113,3 +113,14 @@ def test_bad_use_gets_a_one_line_error(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_a_converted_model_runs_with_autograd_on():
+    # inference only: the crossbar reads without a graph, so a plain call (no torch.no_grad) works
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 4))
+    cim = program_model(convert_to_cim(model, CIMConfig(device="pcm")), seed=1)
+    x = torch.randn(8, 20)
+    y = cim(x)
+    with torch.no_grad():
+        assert torch.equal(y.detach(), cim(x))
