@@ -243,6 +243,7 @@ class Crossbar(nn.Module):
         conv = config.converter
         code_unit = 1.0 / max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1.0
         self._adc_step = conv.adc_range / max_code(conv.adc_bits) / code_unit if conv.adc_bits is not None else 1.0
+        self._digital_unit = code_unit * self._adc_step  # one ADC step of a partial sum, in input × weight units
         self.n_chips = 0
         self.t_seconds = 0.0
         self._read_seed = 0
@@ -255,9 +256,9 @@ class Crossbar(nn.Module):
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
         self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
-        self._views: tuple | None = None  # (weights read, out_scale, per-segment views) of the last row read
+        self._views: tuple | None = None  # (weights read, digital_scale, per-segment views) of the last row read
         for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
-                     "w_eff", "read_std", "read_var", "w_read", "out_scale", "_probe_now",
+                     "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
 
@@ -346,7 +347,7 @@ class Crossbar(nn.Module):
         self._chip_read_seeds = [derive_seed(seed, layer_id, first_chip + k, _READ_STREAM) for k in range(n_chips)]
         self._read_generator = self._read_generator_2 = None
         self.w_eff = self.read_std = self.read_var = self.w_read = None
-        self.read_q = self.reference = self.out_scale = None
+        self.read_q = self.reference = self.out_scale = self.digital_scale = None
         self._realized_t = self._read_std_t = self._probe_t = self._w_read_t = None
         self._scratch.clear()
         self._views = None
@@ -477,6 +478,7 @@ class Crossbar(nn.Module):
             alpha = torch.where(now > 0, self.reference / now, torch.ones_like(now))
             scale = scale * alpha[:, None, None]
         self.out_scale = scale.contiguous()  # (C, n_row_tiles, out_padded)
+        self.digital_scale = self.out_scale * self._digital_unit  # what a read multiplies its ADC codes by
         self.t_seconds = t
         return self
 
@@ -690,25 +692,19 @@ class Crossbar(nn.Module):
 
     def _segment_views(self, flat_w: Tensor) -> list[tuple[_Segment, Tensor, Tensor]]:
         """Per segment: the weights as the read's matmul takes them (transposed) and the digital column scale
-        (C, tiles, 1, out_padded) including code unit × ADC step; kept while flat_w and out_scale are the same."""
+        (C, tiles, 1, out_padded) including code unit × ADC step; kept while flat_w and digital_scale are the same."""
         cached = self._views
-        if cached is not None and cached[0] is flat_w and cached[1] is self.out_scale:
+        if cached is not None and cached[0] is flat_w and cached[1] is self.digital_scale:
             return cached[2]
         gr, chips, views = self.grid, self.n_chips, []
-        digital = self._digital_scale()
+        digital = self.digital_scale
         for seg in self.segments:
             w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
             w_t = w.view(gr.out_padded, seg.rows).t() if chips * seg.tiles == 1 else w.transpose(-1, -2)
             first_tile = seg.first_input // gr.rows
             views.append((seg, w_t, digital[:, first_tile: first_tile + seg.tiles].unsqueeze(2)))
-        self._views = (flat_w, self.out_scale, views)
+        self._views = (flat_w, self.digital_scale, views)
         return views
-
-    def _digital_scale(self) -> Tensor:
-        """out_scale (tile scale, drift compensation) times one DAC code unit × the ADC step: (C, row tiles, out_padded)."""
-        conv = self.config.converter
-        code_unit = 1.0 / max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1.0
-        return self.out_scale * (code_unit * self._adc_step)
 
     def _read_columns(self, x: Tensor) -> Tensor:
         """Column layout (one row tile): x (C·B, rows, L), input vectors along dim -2; y = W @ x per sample."""
@@ -732,7 +728,7 @@ class Crossbar(nn.Module):
         if isinstance(factor, Tensor) or factor != 1.0:  # input scale per vector: (C, B, 1, L)
             p.mul_(factor)
         # code unit × ADC step, tile scale and drift compensation per column: the product is the fresh result
-        y = torch.mul(p, self._digital_scale()[:, 0].view(chips, 1, gr.out_padded, 1))
+        y = torch.mul(p, self.digital_scale[:, 0].view(chips, 1, gr.out_padded, 1))
         if gr.out_padded != gr.out_features:
             y = y[:, :, : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features, length)
