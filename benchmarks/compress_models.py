@@ -28,6 +28,7 @@ int-qat+winq:2,lcqat-vq:2 --out docs/compress_models_minilm.json
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -87,10 +88,12 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
     method, _, extra = row.partition("+")
     if extra not in ("", "winq"):
         raise SystemExit(f"row {row!r}: the only suffix is +winq")
-    qat = MethodSpec(method, bits, group_size=group_size, steps=qat_steps, lr=qat_lr, winq=extra == "winq") \
-        if method.endswith("qat") or \
-        method.startswith("lcqat") else None
-    return qat if qat is not None else MethodSpec(method, bits, group_size=group_size)
+    spec = MethodSpec(method, bits, group_size=group_size)
+    if spec.is_qat:
+        return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=extra == "winq")
+    if extra:
+        raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
+    return spec
 
 
 def _label(r: dict) -> str:

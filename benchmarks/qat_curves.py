@@ -33,6 +33,7 @@ import dataclasses
 
 import torch
 
+from codesign.compress.pipeline import Budget, distillation_objective
 from codesign.compress.qat import QATConfig, distillation_loss, qat_model, train_qat
 
 RUNS = {
@@ -69,13 +70,8 @@ def main() -> int:
     if args.tune_winq:  # score on unseen train-split sentences, keep the held-out ones for the comparison
         test = train[args.steps * args.batch :] + test[args.batch :]
     reference = sentence_embeddings(teacher, tok, test)
-    batches = []
-    for i in range(args.steps):
-        enc = tok(train[i * args.batch : (i + 1) * args.batch], padding=True, truncation=True, max_length=64,
-                  return_tensors="pt")
-        with torch.no_grad():
-            target = teacher(**enc).last_hidden_state
-        batches.append((enc, target))
+    # the training batches of `codesign compress`'s QAT: the first steps × batch train-split sentences
+    loss_fn = distillation_objective("minilm", teacher, tok, Budget(qat_batch=args.batch), args.steps)
 
     held_out = tok(test[: args.batch], padding=True, truncation=True, max_length=64, return_tensors="pt")
     with torch.no_grad():
@@ -88,10 +84,6 @@ def main() -> int:
             loss = distillation_loss(student(**held_out).last_hidden_state, held_out_target, held_out["attention_mask"])
         student.train(was_training)
         return float(loss)
-
-    def loss_fn(student, step):
-        enc, target = batches[step % len(batches)]
-        return distillation_loss(student(**enc).last_hidden_state, target, enc["attention_mask"])
 
     results = json.loads(args.json.read_text()) if args.json.exists() else {}
     overrides = {k: v for k, v in (("alpha", args.alpha), ("noise", args.noise), ("reset_every", args.reset_every))

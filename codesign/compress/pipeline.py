@@ -40,7 +40,8 @@ from codesign.compress.model import (
 )
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
 
-__all__ = ["MODELS", "Budget", "load_model", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric", "compress_model"]
+__all__ = ["MODELS", "Budget", "load_model", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
+           "distillation_objective", "compress_model"]
 
 MODELS = ("minilm", "gemma3-270m")
 _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:layers|layer)\.(\d+)\.")
@@ -181,7 +182,7 @@ def _print_progress(i: int, n: int, layer: str) -> None:
     print(f"  [{i + 1}/{n}] {layer}", file=sys.stderr, flush=True)
 
 
-def _distillation_objective(name: str, model: torch.nn.Module, tokenizer, budget: Budget,
+def distillation_objective(name: str, model: torch.nn.Module, tokenizer, budget: Budget,
                             steps: int) -> Callable[[torch.nn.Module, int], torch.Tensor]:
     """loss(student, step): distance of the student's last hidden states to the original's on train-split batch `step`."""
     from codesign.llm import token_stream, wiki_sentences
@@ -213,7 +214,7 @@ def _train_and_export(name: str, model: torch.nn.Module, tokenizer, spec: Method
                       budget: Budget, verbose: bool) -> tuple[dict[str, torch.nn.Module], list, dict]:
     """QAT of the named linears by distillation, then each trained layer in its storage format."""
     start = time.perf_counter()
-    objective = _distillation_objective(name, model, tokenizer, budget, spec.qat_steps)
+    objective = distillation_objective(name, model, tokenizer, budget, spec.qat_steps)
     student = qat_model(model, spec.qat_config(), names)
     every = max(1, spec.qat_steps // 10)
 
