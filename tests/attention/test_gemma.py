@@ -5,20 +5,9 @@ import warnings
 import pytest
 import torch
 
-from codesign.llm import missing_llm_packages
+from tests.support import requires_llm
 
-MISSING = missing_llm_packages()
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"llm extra not installed: {', '.join(MISSING)}"),
-    pytest.mark.slow,
-]
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    from codesign.llm import load_gemma
-
-    return load_gemma()
+pytestmark = [requires_llm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,11 @@
-"""One torch thread in these tests: on a busy machine, two OpenMP threads made F.unfold of a
-small batch take seconds instead of a millisecond (spinning threads waiting for a core)."""
+"""One torch thread in these tests (tests.support.one_torch_thread)."""
 
 import pytest
-import torch
+
+from tests.support import one_torch_thread
 
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield

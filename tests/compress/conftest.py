@@ -5,16 +5,15 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
-import torch  # noqa: E402
+
+from tests.support import one_torch_thread  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def single_thread():
     """These tests use small tensors, where a second thread costs more (on a shared 2-core runner) than it saves."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture

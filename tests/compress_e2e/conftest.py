@@ -1,28 +1,8 @@
-"""Real models for the end-to-end tests: each loaded once per session (the harness also caches them per process)."""
+"""End-to-end compression tests: a few Wikipedia sentences, one torch thread (the models come from tests/conftest.py)."""
 
 import pytest
-import torch
 
-from codesign.llm import missing_llm_packages
-
-MISSING = missing_llm_packages()
-requires_llm = pytest.mark.skipif(bool(MISSING), reason=f"llm extra not installed: {', '.join(MISSING)}")
-
-
-@pytest.fixture(scope="session")
-def minilm():
-    """(MiniLM encoder, tokenizer)."""
-    from codesign.llm import load_minilm
-
-    return load_minilm()
-
-
-@pytest.fixture(scope="session")
-def gemma():
-    """(Gemma-3-270M causal LM, tokenizer); a loading failure with the extra installed is an error, not a skip."""
-    from codesign.llm import load_gemma
-
-    return load_gemma()
+from tests.support import one_torch_thread
 
 
 @pytest.fixture(scope="session")
@@ -35,8 +15,6 @@ def minilm_sentences():
 
 @pytest.fixture(autouse=True, scope="session")
 def one_thread():
-    """One torch thread: on a shared 2-core runner a second thread waits on the first (measured 4x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    """One torch thread (tests.support.one_torch_thread: measured 4x faster here on a shared 2-core runner)."""
+    with one_torch_thread():
+        yield

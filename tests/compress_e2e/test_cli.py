@@ -3,7 +3,7 @@
 import pytest
 
 from codesign.cli import main
-from tests.compress_e2e.conftest import requires_llm
+from tests.support import requires_llm
 
 pytestmark = requires_llm
 

@@ -9,7 +9,7 @@ from codesign.cli import main
 from codesign.compress.lowrank import LowRankLinear
 from codesign.compress.model import MethodSpec, compress_linears, load_compressed
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names
-from tests.compress_e2e.conftest import requires_llm
+from tests.support import requires_llm
 
 pytestmark = requires_llm
 

@@ -17,7 +17,7 @@ from codesign.compress.model import (
     load_compressed,
     save_compressed,
 )
-from tests.compress_e2e.conftest import requires_llm
+from tests.support import requires_llm
 
 BLOCK0 = "encoder.layer.0."
 

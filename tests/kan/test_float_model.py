@@ -28,6 +28,8 @@ from codesign.kan.bspline import (
 from codesign.kan.float_model import KAN, MLP, KANLayer
 from codesign.kan.float_online import train_online
 
+from tests.support import one_torch_thread
+
 ORDERS = [1, 2, 3, 4]
 GRIDS = [(1, -1.0, 1.0), (5, -1.0, 1.0), (8, -2.5, 0.5), (13, 0.0, 3.0)]
 
@@ -35,10 +37,8 @@ GRIDS = [(1, -1.0, 1.0), (5, -1.0, 1.0), (8, -2.5, 0.5), (13, 0.0, 3.0)]
 @pytest.fixture(autouse=True)
 def _single_thread():
     """Tiny tensors run fastest (and most reproducibly) on one intra-op thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 def _test_points(grid_size: int, order: int, lo: float, hi: float, n: int = 300) -> np.ndarray:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from codesign.llm import embedding_similarity, linear_replacements, sentence_embeddings, swapped, wiki_sentences
-from tests.llm.conftest import requires_llm
+from tests.support import requires_llm
 
 pytestmark = requires_llm
 

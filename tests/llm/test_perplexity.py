@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from codesign.llm import perplexity, token_stream
-from tests.llm.conftest import requires_llm
+from tests.support import requires_llm
 
 pytestmark = [requires_llm, pytest.mark.slow]
 

@@ -3,7 +3,7 @@
 import pytest
 
 from codesign.llm import TEST_EVERY, token_stream, wiki_articles, wiki_sentences
-from tests.llm.conftest import requires_llm
+from tests.support import requires_llm
 
 pytestmark = requires_llm
 
