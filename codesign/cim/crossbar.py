@@ -64,7 +64,6 @@ _CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries s
 _SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
 _DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
 _TINY = 1e-30  # floor of a DAC full scale (an all-zero input vector)
-_NAMES = tuple((f"dac{i}", f"partial{i}", f"adc{i}") for i in range(2))  # workspace names of the row segments
 
 
 def _draw_pool() -> ThreadPoolExecutor:
@@ -187,6 +186,22 @@ class _Segment(NamedTuple):
     size: int
 
 
+class _RowRead(NamedTuple):
+    """One segment's row read prepared for a batch size: its input view, workspaces, weights and column scales."""
+
+    segment: _Segment
+    input_stride: tuple[int, int, int, int]  # strides of the (C, tiles, B, rows) view of the (C·B, in) input
+    codes: Tensor  # DAC codes (C, tiles, B, rows)
+    amax: Tensor  # one code's input value per vector (C, tiles, B, 1)
+    partial: Tensor  # partial sums in ADC steps (C, tiles, B, out_padded)
+    single: bool  # one chip and one tile: a plain GEMM (less overhead than a batch of one)
+    matmul_in: Tensor  # codes as the (batched) GEMM takes them
+    weights: Tensor  # the weights read, transposed: (rows, out_padded) or (C·tiles, rows, out_padded)
+    matmul_out: Tensor  # partial as the GEMM writes it
+    one_tile: Tensor | None  # partial without its tile axis (C, B, out_padded) when the segment is one tile
+    column_scale: Tensor  # digital_scale of the segment: (C, tiles, 1, out_padded), or (C, 1, out_padded) for one tile
+
+
 def _segments(grid: TileGrid) -> tuple[_Segment, ...]:
     """The full row tiles and, if in_features is not a multiple of rows, the used part of the last one."""
     full = grid.n_row_tiles if grid.last_rows == grid.rows else grid.n_row_tiles - 1
@@ -241,9 +256,10 @@ class Crossbar(nn.Module):
         # w_eff and read_std are kept in ADC steps (DAC code units / ADC step, a constant of the converters),
         # so the partial sums of a read come out of the matmul ready for the ADC's rounding
         conv = config.converter
-        code_unit = 1.0 / max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1.0
-        self._adc_step = conv.adc_range / max_code(conv.adc_bits) / code_unit if conv.adc_bits is not None else 1.0
-        self._digital_unit = code_unit * self._adc_step  # one ADC step of a partial sum, in input × weight units
+        self._dac_max = max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1
+        self._adc_max = max_code(conv.adc_bits) if conv.adc_bits is not None else 1
+        self._code_unit = 1.0 / self._dac_max  # one DAC code's share of the full scale
+        self._adc_step = conv.adc_range / self._adc_max / self._code_unit if conv.adc_bits is not None else 1.0
         self.n_chips = 0
         self.t_seconds = 0.0
         self._read_seed = 0
@@ -256,7 +272,7 @@ class Crossbar(nn.Module):
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
         self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
-        self._views: tuple | None = None  # (weights read, digital_scale, per-segment views) of the last row read
+        self._row_plan_cache: tuple | None = None  # (batch key, weights read, digital_scale, segment reads)
         for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
@@ -350,7 +366,7 @@ class Crossbar(nn.Module):
         self.read_q = self.reference = self.out_scale = self.digital_scale = None
         self._realized_t = self._read_std_t = self._probe_t = self._w_read_t = None
         self._scratch.clear()
-        self._views = None
+        self._row_plan_cache = None
         self._realize(0.0)
         if self.config.drift_compensation:
             self.reference = self._probe()
@@ -478,7 +494,7 @@ class Crossbar(nn.Module):
             alpha = torch.where(now > 0, self.reference / now, torch.ones_like(now))
             scale = scale * alpha[:, None, None]
         self.out_scale = scale.contiguous()  # (C, n_row_tiles, out_padded)
-        self.digital_scale = self.out_scale * self._digital_unit  # what a read multiplies its ADC codes by
+        self.digital_scale = self.out_scale * self._adc_step  # what a read multiplies ADC codes × input step by
         self.t_seconds = t
         return self
 
@@ -511,16 +527,18 @@ class Crossbar(nn.Module):
             self._read_generator_2.manual_seed(derive_seed(self._read_seed, 2))
         return gen
 
-    @torch.no_grad()  # inference only: no gradients through the converters
-    def forward(self, x: Tensor) -> Tensor:
-        """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation."""
+    def forward(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
+        """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation, + bias."""
         gr = self.grid
         if x.dim() != 2 or x.shape[1] != gr.in_features:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
-        return self._read_rows(x)
+        self._check_bias(bias)
+        if torch.is_grad_enabled():  # inference only: no gradients through the converters
+            with torch.no_grad():
+                return self._read_rows(x, bias)
+        return self._read_rows(x, bias)
 
-    @torch.no_grad()
-    def forward_columns(self, x: Tensor) -> Tensor:
+    def forward_columns(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
         """y (C·B, out, L) for L input vectors per sample stored as columns, x (C·B, in, L) (unfolded patches).
 
         Same arithmetic as forward; a layer of one row tile reads the columns in place (W @ x),
@@ -529,11 +547,17 @@ class Crossbar(nn.Module):
         gr = self.grid
         if x.dim() != 3 or x.shape[1] != gr.in_features:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features}, positions)")
-        if gr.n_row_tiles > 1:
-            n, _, length = x.shape
-            y = self._read_rows(x.transpose(1, 2).reshape(n * length, gr.in_features))
-            return y.view(n, length, gr.out_features).transpose(1, 2)
-        return self._read_columns(x)
+        self._check_bias(bias)
+        with torch.no_grad():
+            if gr.n_row_tiles > 1:
+                n, _, length = x.shape
+                y = self._read_rows(x.transpose(1, 2).reshape(n * length, gr.in_features), bias)
+                return y.view(n, length, gr.out_features).transpose(1, 2)
+            return self._read_columns(x, bias)
+
+    def _check_bias(self, bias: Tensor | None) -> None:
+        if bias is not None and tuple(bias.shape) != (self.grid.out_features,):
+            raise ValueError(f"bias of shape {tuple(bias.shape)}: expected ({self.grid.out_features},)")
 
     def _workspace(self, name: str, shape: tuple[int, ...], like: Tensor) -> Tensor:
         """A scratch tensor kept between calls (fresh large allocations cost page faults on every call)."""
@@ -607,130 +631,153 @@ class Crossbar(nn.Module):
             self.read_var = self._current_read_std().square()
         return self.read_var
 
-    def _dac(self, xt: Tensor, vec_dim: int, name: str, layout: tuple[int, ...]) -> tuple[Tensor, Tensor | float, float]:
-        """DAC codes of xt in a workspace of `layout` (a permutation of xt's dims), their full scale, one code unit.
+    def _dac(self, x: Tensor, dim: int, codes: Tensor, amax: Tensor) -> Tensor | float:
+        """DAC: writes the codes of x into `codes` (x's shape) and returns one code's input value, per input vector
+        along `dim` (in `amax`, x's shape with `dim` of size 1) or, with a fixed input range, a number.
 
-        Inputs are scaled to [-1, 1] (per vector, or by the fixed range) and, with a finite resolution,
-        held as integer codes; full scale × code unit (per vector, or a number) is re-applied digitally.
+        Inputs are scaled to [-1, 1] (by each vector's max |x|, or the fixed range) and, with a finite resolution,
+        held as integer codes; the step is re-applied digitally after the ADC.
         """
         conv = self.config.converter
-        if conv.is_ideal:
-            return xt.permute(layout), 1.0, 1.0
         if conv.input_range is None:
-            # max |x| per vector from two reductions (no |x| copy of a possibly strided input)
-            amax = torch.maximum(xt.amax(dim=vec_dim, keepdim=True), xt.amin(dim=vec_dim, keepdim=True).neg_())
+            step = torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
             if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
-                amax.masked_fill_(amax == 0, 1.0)
+                step.masked_fill_(step == 0, 1.0)
             else:  # without ADC noise an all-zero vector reads exactly 0 on any scale
-                amax.clamp_min_(_TINY)
-            full_scale: Tensor | float = amax.permute(layout)
+                step.clamp_min_(_TINY)
+            if self._dac_max != 1:
+                step.mul_(self._code_unit)
         else:
-            full_scale = conv.input_range
-        xq = self._workspace(name, tuple(xt.permute(layout).shape), xt)
-        code_unit = 1.0
-        if conv.dac_bits is None:
-            torch.div(xt.permute(layout), full_scale, out=xq)
-        else:  # two passes over the inputs: scale to codes, round
-            k = max_code(conv.dac_bits)
-            code_unit = 1.0 / k
-            to_codes = k / full_scale if isinstance(full_scale, float) else full_scale.reciprocal().mul_(k)
-            torch.mul(xt.permute(layout), to_codes, out=xq).round_()
+            step = conv.input_range * self._code_unit
+        torch.div(x, step, out=codes)
+        if conv.dac_bits is not None:
+            codes.round_()
         if conv.input_range is not None:
-            xq.clamp_(-1.0 / code_unit, 1.0 / code_unit)
-        return xq, full_scale, code_unit
+            codes.clamp_(-self._dac_max, self._dac_max)
+        return step
 
-    def _adc(self, p: Tensor, code_unit: float, gen: torch.Generator | None, name: str) -> None:
+    def _adc(self, p: Tensor, gen: torch.Generator | None, name: str) -> None:
         """ADC noise and quantization of partial sums p (in ADC steps) in place."""
         conv = self.config.converter
         if conv.adc_noise > 0:
-            noise = self._randn(name + "_adc_noise", tuple(p.shape), p, gen)
-            p.add_(noise, alpha=conv.adc_noise / code_unit / self._adc_step)
+            noise = self._randn(name, tuple(p.shape), p, gen)
+            p.add_(noise, alpha=conv.adc_noise / self._code_unit / self._adc_step)
         if conv.adc_bits is not None:
-            k_adc = max_code(conv.adc_bits)
-            p.round_().clamp_(-k_adc, k_adc)
+            p.round_().clamp_(-self._adc_max, self._adc_max)
 
-    def _read_rows(self, x: Tensor) -> Tensor:
+    def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
         """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
         gr, cfg = self.grid, self.config
         chips, batch = self.n_chips, self._batch(x)
         out_dtype = x.dtype
-        x = (x if x.dtype == self.w_eff.dtype else x.to(self.w_eff.dtype)).reshape(chips, batch, gr.in_features)
+        x = x.to(self.w_eff.dtype).contiguous()
         noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
         gen = self._generator(x.device) if noisy else None
         flat_w = self._read_weights(gen)
         per_input = cfg.read_noise == "per_input" and self._current_read_std() is not None
-        y = None
-        for i, (seg, w_t, out_scale) in enumerate(self._segment_views(flat_w)):
-            xt = x[:, :, seg.first_input: seg.first_input + seg.tiles * seg.rows].view(chips, batch, seg.tiles, seg.rows)
-            # DAC codes written straight into the (C, tiles, B, rows) layout of the batched matmul
-            xq, factor, code_unit = self._dac(xt, -1, _NAMES[i][0], (0, 2, 1, 3))
-            p = self._workspace(_NAMES[i][1], (chips, seg.tiles, batch, gr.out_padded), x)
-            if w_t.dim() == 2:  # one matrix: a plain GEMM has less overhead than a batch of one
-                torch.mm(xq.reshape(batch, seg.rows), w_t, out=p.view(batch, gr.out_padded))
+        ideal = cfg.converter.is_ideal
+        fuse_bias = bias is not None and gr.out_padded == gr.out_features
+        y, biased = None, False
+        for i, r in enumerate(self._row_plan(batch, flat_w, x)):
+            xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
+            if ideal:
+                step, codes = 1.0, xt
+                source = xt.view(r.matmul_in.shape) if r.single else xt.reshape(r.matmul_in.shape)
             else:
-                torch.matmul(xq, w_t, out=p)  # in ADC steps
+                step, codes, source = self._dac(xt, -1, r.codes, r.amax), r.codes, r.matmul_in
+            (torch.mm if r.single else torch.bmm)(source, r.weights, out=r.matmul_out)  # in ADC steps
+            p = r.partial
             if per_input:
-                var = self._seg_tiles(self._read_variance(), seg)
-                sq = torch.mul(xq, xq, out=self._workspace(f"dac_sq{i}", tuple(xq.shape), x))
+                var = self._seg_tiles(self._read_variance(), r.segment)
+                sq = torch.mul(codes, codes, out=self._workspace(f"dac_sq{i}", tuple(r.codes.shape), x))
                 std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
                 p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
-            self._adc(p, code_unit, gen, _NAMES[i][2])
-            # digital: input scale per vector; code unit × ADC step, tile scale and drift compensation per column
-            if isinstance(factor, Tensor) or factor != 1.0:
-                p.mul_(factor)
-            if seg.tiles > 1:
-                part = p.mul_(out_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
+            self._adc(p, gen, f"adc_noise{i}")
+            # digital: one code's input value per vector; ADC step, tile scale and drift compensation per column
+            if isinstance(step, Tensor) or step != 1.0:
+                p.mul_(step)
+            if r.one_tile is None:
+                part = p.mul_(r.column_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
                 y = part if y is None else y.add_(part)
-            elif y is None:
-                y = torch.mul(p[:, 0], out_scale[:, 0])  # p is a workspace: the result is a fresh tensor
+            elif y is None:  # p is a workspace: the result is a fresh tensor
+                biased = fuse_bias
+                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased else torch.mul(r.one_tile, r.column_scale)
             else:
-                y.addcmul_(p[:, 0], out_scale[:, 0])
-        if gr.out_padded != gr.out_features:
+                y.addcmul_(r.one_tile, r.column_scale)
+        if bias is not None and not biased:
+            y = y.add_(bias) if fuse_bias else y[..., : gr.out_features] + bias
+        elif gr.out_padded != gr.out_features:
             y = y[..., : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 
-    def _segment_views(self, flat_w: Tensor) -> list[tuple[_Segment, Tensor, Tensor]]:
-        """Per segment: the weights as the read's matmul takes them (transposed) and the digital column scale
-        (C, tiles, 1, out_padded) including code unit × ADC step; kept while flat_w and digital_scale are the same."""
-        cached = self._views
-        if cached is not None and cached[0] is flat_w and cached[1] is self.digital_scale:
-            return cached[2]
-        gr, chips, views = self.grid, self.n_chips, []
-        digital = self.digital_scale
-        for seg in self.segments:
+    def _row_plan(self, batch: int, flat_w: Tensor, like: Tensor) -> tuple[_RowRead, ...]:
+        """Every segment's row read for this batch size; kept while the weights read and digital_scale are the same."""
+        key = (batch, like.dtype, like.device)
+        cached = self._row_plan_cache
+        if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is self.digital_scale:
+            return cached[3]
+        gr, chips, reads = self.grid, self.n_chips, []
+        for i, seg in enumerate(self.segments):
             w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
-            w_t = w.view(gr.out_padded, seg.rows).t() if chips * seg.tiles == 1 else w.transpose(-1, -2)
             first_tile = seg.first_input // gr.rows
-            views.append((seg, w_t, digital[:, first_tile: first_tile + seg.tiles].unsqueeze(2)))
-        self._views = (flat_w, self.digital_scale, views)
-        return views
+            scale = self.digital_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            codes = self._workspace(f"codes{i}", (chips, seg.tiles, batch, seg.rows), like)
+            partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), like)
+            single = chips * seg.tiles == 1  # one matrix: a plain GEMM has less overhead than a batch of one
+            n = chips * seg.tiles
+            reads.append(_RowRead(
+                segment=seg,
+                input_stride=(batch * gr.in_features, seg.rows, gr.in_features, 1),
+                codes=codes,
+                amax=self._workspace(f"amax{i}", (chips, seg.tiles, batch, 1), like),
+                partial=partial,
+                single=single,
+                matmul_in=codes.view(batch, seg.rows) if single else codes.view(n, batch, seg.rows),
+                weights=w.view(gr.out_padded, seg.rows).t() if single else w.view(n, gr.out_padded, seg.rows).transpose(1, 2),
+                matmul_out=partial.view(batch, gr.out_padded) if single else partial.view(n, batch, gr.out_padded),
+                one_tile=partial[:, 0] if seg.tiles == 1 else None,
+                column_scale=scale[:, 0] if seg.tiles == 1 else scale,
+            ))
+        plan = tuple(reads)
+        self._row_plan_cache = (key, flat_w, self.digital_scale, plan)
+        return plan
 
-    def _read_columns(self, x: Tensor) -> Tensor:
+    def _read_columns(self, x: Tensor, bias: Tensor | None) -> Tensor:
         """Column layout (one row tile): x (C·B, rows, L), input vectors along dim -2; y = W @ x per sample."""
         gr, cfg = self.grid, self.config
         chips, batch = self.n_chips, self._batch(x)
         out_dtype, length = x.dtype, x.shape[2]
-        x = (x if x.dtype == self.w_eff.dtype else x.to(self.w_eff.dtype)).reshape(chips, batch, gr.rows, length)
+        x = x.to(self.w_eff.dtype).reshape(chips, batch, gr.rows, length)
         noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
         gen = self._generator(x.device) if noisy else None
         flat_w = self._read_weights(gen)
-        xq, factor, code_unit = self._dac(x, -2, "dac_columns", (0, 1, 2, 3))  # (C, B, rows, L)
+        if cfg.converter.is_ideal:
+            step, codes = 1.0, x
+        else:
+            codes = self._workspace("codes_columns", tuple(x.shape), x)
+            step = self._dac(x, -2, codes, self._workspace("amax_columns", (chips, batch, 1, length), x))
         w = flat_w.view(chips, 1, gr.out_padded, gr.rows)
         p = self._workspace("partial_columns", (chips, batch, gr.out_padded, length), x)
-        torch.matmul(w, xq, out=p)  # (C, B, out_padded, L), in ADC steps
+        torch.matmul(w, codes, out=p)  # (C, B, out_padded, L), in ADC steps
         if cfg.read_noise == "per_input" and self._current_read_std() is not None:
             var = self._read_variance().view(chips, 1, gr.out_padded, gr.rows)
-            sq = torch.mul(xq, xq, out=self._workspace("dac_sq_columns", tuple(xq.shape), x))
+            sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
             std = torch.matmul(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
             p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
-        self._adc(p, code_unit, gen, "adc_columns")
-        if isinstance(factor, Tensor) or factor != 1.0:  # input scale per vector: (C, B, 1, L)
-            p.mul_(factor)
-        # code unit × ADC step, tile scale and drift compensation per column: the product is the fresh result
-        y = torch.mul(p, self.digital_scale[:, 0].view(chips, 1, gr.out_padded, 1))
+        self._adc(p, gen, "adc_noise_columns")
+        if isinstance(step, Tensor) or step != 1.0:  # one code's input value per vector: (C, B, 1, L)
+            p.mul_(step)
+        # ADC step, tile scale and drift compensation per column (and the bias): the result is a fresh tensor
+        scale = self.digital_scale[:, 0].view(chips, 1, gr.out_padded, 1)
+        if bias is not None and gr.out_padded == gr.out_features:
+            y, bias = torch.addcmul(bias.view(-1, 1), p, scale), None
+        else:
+            y = torch.mul(p, scale)
         if gr.out_padded != gr.out_features:
             y = y[:, :, : gr.out_features]
+        if bias is not None:
+            y = y + bias.view(-1, 1)
         y = y.reshape(chips * batch, gr.out_features, length)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 

@@ -90,8 +90,7 @@ class CIMLinear(_CIMLayer):
     def forward(self, x: Tensor) -> Tensor:
         """Crossbar matmul over the last axis, then the digital bias."""
         lead = x.shape[:-1]
-        y = self.crossbar(x.reshape(-1, self.in_features)).reshape(*lead, self.out_features)
-        return y + self.bias if self.bias is not None else y
+        return self.crossbar(x.reshape(-1, self.in_features), self.bias).reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -163,8 +162,7 @@ class CIMConv2d(_CIMLayer):
         h_out = (h + 2 * padding[0] - dh * (kh - 1) - 1) // sh + 1
         w_out = (w + 2 * padding[1] - dw * (kw - 1) - 1) // sw + 1
         patches = F.unfold(x, self.kernel_size, dilation=self.dilation, padding=padding, stride=self.stride)
-        y = self.crossbar.forward_columns(patches).reshape(n, self.out_channels, h_out, w_out)
-        return y + self.bias.view(1, -1, 1, 1) if self.bias is not None else y
+        return self.crossbar.forward_columns(patches, self.bias).reshape(n, self.out_channels, h_out, w_out)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
