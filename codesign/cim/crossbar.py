@@ -538,22 +538,34 @@ class Crossbar(nn.Module):
                 return self._read_rows(x, bias)
         return self._read_rows(x, bias)
 
-    def forward_columns(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
-        """y (C·B, out, L) for L input vectors per sample stored as columns, x (C·B, in, L) (unfolded patches).
+    def forward_columns(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
+                        vector_amax: Tensor | None = None) -> Tensor:
+        """y (C, out, *vectors) for x (C, *rows, *vectors): every chip's input vectors stored as columns.
 
-        Same arithmetic as forward; a layer of one row tile reads the columns in place (W @ x),
-        a layer of several row tiles goes through the row layout.
+        The first row_dims axes after the chip axis hold the in_features inputs of a vector (e.g. C_in, k_h,
+        k_w of a convolution window) and the rest index the vectors (e.g. batch, H_out, W_out); x may be
+        any strided view, such as the overlapping windows of a padded image, and is read in place. The
+        result is stored with the first vector axis outermost after the chips, so y.transpose(1, 2) is
+        contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
+        it cheaper (a convolution: a windowed max of the channel max); it is then scaled in place.
+        Same arithmetic as forward; a layer of several row tiles goes through the row layout.
         """
-        gr = self.grid
-        if x.dim() != 3 or x.shape[1] != gr.in_features:
-            raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features}, positions)")
+        gr, chips = self.grid, self.n_chips
+        vectors = tuple(x.shape[1 + row_dims:])
+        if row_dims < 1 or x.dim() < 2 + row_dims or math.prod(x.shape[1: 1 + row_dims]) != gr.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (chips, rows, vectors...) with "
+                             f"{row_dims} row axes holding {gr.in_features} inputs")
+        self._require_programmed()
+        if x.shape[0] != chips:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
         self._check_bias(bias)
         with torch.no_grad():
-            if gr.n_row_tiles > 1:
-                n, _, length = x.shape
-                y = self._read_rows(x.transpose(1, 2).reshape(n * length, gr.in_features), bias)
-                return y.view(n, length, gr.out_features).transpose(1, 2)
-            return self._read_columns(x, bias)
+            if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
+                order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))
+                y = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias)
+                y = y.view(chips, *vectors, gr.out_features)
+                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1))
+            return self._read_columns(x, row_dims, bias, vector_amax)
 
     def _check_bias(self, bias: Tensor | None) -> None:
         if bias is not None and tuple(bias.shape) != (self.grid.out_features,):
@@ -589,13 +601,20 @@ class Crossbar(nn.Module):
             torch.randn((n - half,), generator=second, out=flat[half:])
         return buf
 
-    def _batch(self, x: Tensor) -> int:
+    def chip_batch(self, n_rows: int) -> int:
+        """Inputs per chip in a chip-major batch of n_rows (a one-line error if not programmed or not a multiple)."""
         self._require_programmed()
-        if x.shape[0] % self.n_chips:
+        if n_rows % self.n_chips:
             raise ValueError(
-                f"batch of {x.shape[0]} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
+                f"batch of {n_rows} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
             )
-        return x.shape[0] // self.n_chips
+        return n_rows // self.n_chips
+
+    @property
+    def scales_per_vector(self) -> bool:
+        """True when the DAC scales every input vector by its own max |x| (no fixed input range)."""
+        conv = self.config.converter
+        return not conv.is_ideal and conv.input_range is None
 
     def _read_weights(self, gen: torch.Generator | None) -> Tensor:
         """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
@@ -631,16 +650,18 @@ class Crossbar(nn.Module):
             self.read_var = self._current_read_std().square()
         return self.read_var
 
-    def _dac(self, x: Tensor, dim: int, codes: Tensor, amax: Tensor) -> Tensor | float:
+    def _dac(self, x: Tensor, dim: int | tuple[int, ...], codes: Tensor, amax: Tensor,
+             measured: bool = False) -> Tensor | float:
         """DAC: writes the codes of x into `codes` (x's shape) and returns one code's input value, per input vector
-        along `dim` (in `amax`, x's shape with `dim` of size 1) or, with a fixed input range, a number.
+        along `dim` (in `amax`, x's shape with `dim` of size 1; holding max |x| already when `measured`) or, with a
+        fixed input range, a number.
 
         Inputs are scaled to [-1, 1] (by each vector's max |x|, or the fixed range) and, with a finite resolution,
         held as integer codes; the step is re-applied digitally after the ADC.
         """
         conv = self.config.converter
         if conv.input_range is None:
-            step = torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
+            step = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
             if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
                 step.masked_fill_(step == 0, 1.0)
             else:  # without ADC noise an all-zero vector reads exactly 0 on any scale
@@ -668,7 +689,7 @@ class Crossbar(nn.Module):
     def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
         """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
         gr, cfg = self.grid, self.config
-        chips, batch = self.n_chips, self._batch(x)
+        chips, batch = self.n_chips, self.chip_batch(x.shape[0])
         out_dtype = x.dtype
         x = x.to(self.w_eff.dtype).contiguous()
         noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
@@ -743,42 +764,55 @@ class Crossbar(nn.Module):
         self._row_plan_cache = (key, flat_w, self.digital_scale, plan)
         return plan
 
-    def _read_columns(self, x: Tensor, bias: Tensor | None) -> Tensor:
-        """Column layout (one row tile): x (C·B, rows, L), input vectors along dim -2; y = W @ x per sample."""
-        gr, cfg = self.grid, self.config
-        chips, batch = self.n_chips, self._batch(x)
-        out_dtype, length = x.dtype, x.shape[2]
-        x = x.to(self.w_eff.dtype).reshape(chips, batch, gr.rows, length)
+    def _read_columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None) -> Tensor:
+        """Column layout (one row tile): codes (C, rows, M) for the M vectors of x, y = W @ codes per chip."""
+        gr, cfg, chips = self.grid, self.config, self.n_chips
+        vectors = tuple(x.shape[1 + row_dims:])
+        m, out_dtype = math.prod(vectors), x.dtype
+        x = x.to(self.w_eff.dtype)
         noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
         gen = self._generator(x.device) if noisy else None
         flat_w = self._read_weights(gen)
+        codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
         if cfg.converter.is_ideal:
-            step, codes = 1.0, x
+            step = 1.0
+            codes.view(x.shape).copy_(x)
         else:
-            codes = self._workspace("codes_columns", tuple(x.shape), x)
-            step = self._dac(x, -2, codes, self._workspace("amax_columns", (chips, batch, 1, length), x))
-        w = flat_w.view(chips, 1, gr.out_padded, gr.rows)
-        p = self._workspace("partial_columns", (chips, batch, gr.out_padded, length), x)
-        torch.matmul(w, codes, out=p)  # (C, B, out_padded, L), in ADC steps
+            per_vector = (chips,) + (1,) * row_dims + vectors  # x's shape with the row axes reduced
+            if vector_amax is not None and self.scales_per_vector:
+                amax, measured = vector_amax.to(x.dtype).view(per_vector), True
+            else:
+                amax, measured = self._workspace("amax_columns", (chips, 1, m), x).view(per_vector), False
+            step = self._dac(x, tuple(range(1, 1 + row_dims)), codes.view(x.shape), amax, measured)
+        p = self._workspace("partial_columns", (chips, gr.out_padded, m), x)
+        if chips == 1:
+            torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
+        else:
+            torch.bmm(flat_w.view(chips, gr.out_padded, gr.rows), codes, out=p)  # in ADC steps
         if cfg.read_noise == "per_input" and self._current_read_std() is not None:
-            var = self._read_variance().view(chips, 1, gr.out_padded, gr.rows)
+            var = self._read_variance().view(chips, gr.out_padded, gr.rows)
             sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
-            std = torch.matmul(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
+            std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
             p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
         self._adc(p, gen, "adc_noise_columns")
-        if isinstance(step, Tensor) or step != 1.0:  # one code's input value per vector: (C, B, 1, L)
+        if isinstance(step, Tensor):  # one code's input value per vector
+            p.mul_(step.view(chips, 1, m))
+        elif step != 1.0:
             p.mul_(step)
-        # ADC step, tile scale and drift compensation per column (and the bias): the result is a fresh tensor
-        scale = self.digital_scale[:, 0].view(chips, 1, gr.out_padded, 1)
+        # ADC step, tile scale and drift compensation per column, and the bias, written vector-major (first
+        # vector axis before the outputs): a fresh tensor in the layout a batch of images wants
+        first = vectors[0] if vectors else 1
+        y = torch.empty((chips, first, gr.out_padded, m // first), dtype=x.dtype, device=x.device)
+        p4 = p.view(chips, gr.out_padded, first, m // first)
+        scale = self.digital_scale[:, 0].view(chips, gr.out_padded, 1, 1)
         if bias is not None and gr.out_padded == gr.out_features:
-            y, bias = torch.addcmul(bias.view(-1, 1), p, scale), None
+            torch.addcmul(bias.view(-1, 1, 1), p4, scale, out=y.transpose(1, 2))
         else:
-            y = torch.mul(p, scale)
-        if gr.out_padded != gr.out_features:
+            torch.mul(p4, scale, out=y.transpose(1, 2))
             y = y[:, :, : gr.out_features]
-        if bias is not None:
-            y = y + bias.view(-1, 1)
-        y = y.reshape(chips * batch, gr.out_features, length)
+            if bias is not None:
+                y = y + bias.view(-1, 1)
+        y = y.transpose(1, 2).reshape(chips, gr.out_features, *vectors)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 
     @torch.no_grad()

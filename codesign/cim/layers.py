@@ -102,6 +102,26 @@ def _same_padding(kernel: tuple[int, int], dilation: tuple[int, int]) -> tuple[i
     return tw // 2, tw - tw // 2, th // 2, th - th // 2  # F.pad order: left, right, top, bottom
 
 
+def _window_amax(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                 out_hw: tuple[int, int]) -> Tensor:
+    """max |x| over every convolution window of a padded (N, C, H, W) input, all channels: (N, H_out, W_out).
+
+    The channel max of |x|, then windowed maxima along W and along H (separable: a window's max is the max
+    of its rows' maxima), on strided slices; exact, and much less work than reducing unfolded patches.
+    """
+    (kh, kw), (sh, sw), (dh, dw), (h_out, w_out) = kernel, stride, dilation, out_hw
+    a = x.abs().amax(dim=1) if x.shape[1] > 1 else x[:, 0].abs()
+    rows = None
+    for j in range(kw):
+        part = a[:, :, j * dw: j * dw + (w_out - 1) * sw + 1: sw]
+        rows = part if rows is None else torch.maximum(rows, part)
+    out = None
+    for i in range(kh):
+        part = rows[:, i * dh: i * dh + (h_out - 1) * sh + 1: sh]
+        out = part if out is None else torch.maximum(out, part)
+    return out if out.is_contiguous() else out.contiguous()
+
+
 class CIMConv2d(_CIMLayer):
     """nn.Conv2d computed on simulated CIM crossbars: unfold, crossbar matmul, fold back."""
 
@@ -148,21 +168,24 @@ class CIMConv2d(_CIMLayer):
         return layer
 
     def forward(self, x: Tensor) -> Tensor:
-        """Each output position is one crossbar read of its unfolded input patch."""
+        """Each output position is one crossbar read of its input window, read in place (no unfolded copy)."""
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {self.in_channels}, H, W)")
-        left, right, top, bottom = self.pads
-        if (left, top) == (right, bottom):
-            padding = (top, left)
-        else:
+        crossbar = self.crossbar
+        chips, batch = crossbar.n_chips, crossbar.chip_batch(x.shape[0])
+        if any(self.pads):
             x = F.pad(x, self.pads)
-            padding = (0, 0)
-        n, _, h, w = x.shape
+        n, c_in, h, w = x.shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel_size, self.stride, self.dilation
-        h_out = (h + 2 * padding[0] - dh * (kh - 1) - 1) // sh + 1
-        w_out = (w + 2 * padding[1] - dw * (kw - 1) - 1) // sw + 1
-        patches = F.unfold(x, self.kernel_size, dilation=self.dilation, padding=padding, stride=self.stride)
-        return self.crossbar.forward_columns(patches, self.bias).reshape(n, self.out_channels, h_out, w_out)
+        h_out, w_out = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+        if h_out < 1 or w_out < 1:
+            raise ValueError(f"input of shape {tuple(x.shape)} (padded): smaller than the kernel {self.kernel_size}")
+        s_n, s_c, s_h, s_w = x.stride()
+        windows = x.as_strided((chips, c_in, kh, kw, batch, h_out, w_out),
+                               (batch * s_n, s_c, dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w), x.storage_offset())
+        amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) if crossbar.scales_per_vector else None
+        y = crossbar.forward_columns(windows, row_dims=3, bias=self.bias, vector_amax=amax)  # (C, out, B, H, W)
+        return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "

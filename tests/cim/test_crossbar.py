@@ -42,15 +42,29 @@ def test_ideal_conv2d_is_the_exact_convolution(kwargs, tile):
     assert torch.allclose(model(x), conv(x), rtol=0, atol=1e-12)
 
 
-def test_conv_reads_patches_in_place_exactly_as_rows():
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+@pytest.mark.parametrize("kwargs", [
+    dict(kernel_size=3, padding=1),
+    dict(kernel_size=(2, 3), stride=(1, 2), dilation=2),
+    dict(kernel_size=4, padding="same"),
+])
+def test_conv_reads_windows_in_place_exactly_as_unfolded_rows(kwargs):
+    # per-vector DAC scales come from a windowed max of the input, the codes from the windows read in place
     config = CIMConfig(device="mismatch", converter=ConverterConfig(dac_bits=5, adc_bits=6, adc_range=4.0),
                        tile=TileConfig(rows=64, cols=5))
-    layer = CIMConv2d(3, 7, 3, padding=1, config=config).double().program(4, n_chips=2)
-    x = torch.randn(6, 3, 7, 7, dtype=torch.float64, generator=_gen(9))
-    patches = torch.nn.functional.unfold(x, 3, padding=1)  # (6, 27, 49): one row tile, column layout
-    rows = patches.transpose(1, 2).reshape(6 * 49, 27)
-    by_rows = layer.crossbar(rows).view(6, 49, 7).transpose(1, 2).reshape(6, 7, 7, 7) + layer.bias.view(1, -1, 1, 1)
-    assert torch.allclose(layer(x), by_rows, atol=1e-12)
+    layer = CIMConv2d(3, 7, config=config, **kwargs).double().program(4, n_chips=2)
+    x = torch.randn(6, 3, 9, 8, dtype=torch.float64, generator=_gen(9))
+    x[1] = 0.0  # an all-zero image: every window reads exactly zero
+    conv = nn.Conv2d(3, 7, **kwargs)
+    h_out, w_out = conv(x.float()).shape[-2:]
+    patches = torch.nn.functional.unfold(torch.nn.functional.pad(x, layer.pads), layer.kernel_size,
+                                         dilation=layer.dilation, stride=layer.stride)
+    rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
+    by_rows = layer.crossbar(rows).view(6, h_out * w_out, 7).transpose(1, 2).reshape(6, 7, h_out, w_out)
+    by_rows = by_rows + layer.bias.view(1, -1, 1, 1)
+    y = layer(x)
+    assert torch.allclose(y, by_rows, rtol=0, atol=1e-12)
+    assert torch.equal(y[1], layer.bias.detach().view(-1, 1, 1).expand(7, h_out, w_out))
 
 
 def test_dac_inputs_and_adc_outputs_take_only_their_levels():

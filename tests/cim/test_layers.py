@@ -8,8 +8,10 @@ from torch import nn
 
 from codesign.cim import (
     CIMConfig,
+    CIMConv2d,
     CIMLinear,
     ConverterConfig,
+    Crossbar,
     MismatchConfig,
     PCMConfig,
     chip_inputs,
@@ -108,6 +110,15 @@ def test_sample_weights_of_a_conv_kernel_under_pcm_drift():
     (lambda: CIMLinear(3, 2, config=CIMConfig()).program(-5), "seed=-5"),
     (lambda: CIMLinear(3, 2, config=CIMConfig()).program(0, n_chips=0), "n_chips=0"),
     (lambda: drift_model(nn.Linear(2, 2), 1.0), "no CIM layer"),
+    (lambda: CIMConv2d(2, 3, 3, config=CIMConfig()).program(0, n_chips=2)(torch.zeros(3, 2, 5, 5)),
+     "not a multiple of n_chips=2"),
+    (lambda: CIMConv2d(2, 3, 5, config=CIMConfig()).program(0)(torch.zeros(1, 2, 4, 4)), "smaller than the kernel"),
+    (lambda: Crossbar(6, 2, CIMConfig()).program(torch.ones(2, 6), 0).forward_columns(torch.zeros(1, 5, 3)),
+     "1 row axes holding 6 inputs"),
+    (lambda: Crossbar(6, 2, CIMConfig()).program(torch.ones(2, 6), 0).forward_columns(torch.zeros(2, 6, 3)),
+     "n_chips=1"),
+    (lambda: Crossbar(6, 2, CIMConfig()).program(torch.ones(2, 6), 0)(torch.zeros(1, 6), torch.zeros(3)),
+     r"bias of shape \(3,\)"),
 ])
 def test_bad_use_gets_a_one_line_error(call, message):
     with pytest.raises(ValueError, match=message) as info:
