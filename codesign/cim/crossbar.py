@@ -192,7 +192,7 @@ class _RowRead(NamedTuple):
     segment: _Segment
     input_stride: tuple[int, int, int, int]  # strides of the (C, tiles, B, rows) view of the (C·B, in) input
     codes: Tensor  # DAC codes (C, tiles, B, rows)
-    amax: Tensor  # one code's input value per vector (C, tiles, B, 1)
+    amax: Tensor  # the DAC full scale per vector (C, tiles, B, 1)
     partial: Tensor  # partial sums in ADC steps (C, tiles, B, out_padded)
     single: bool  # one chip and one tile: a plain GEMM (less overhead than a batch of one)
     matmul_in: Tensor  # codes as the (batched) GEMM takes them
@@ -494,7 +494,7 @@ class Crossbar(nn.Module):
             alpha = torch.where(now > 0, self.reference / now, torch.ones_like(now))
             scale = scale * alpha[:, None, None]
         self.out_scale = scale.contiguous()  # (C, n_row_tiles, out_padded)
-        self.digital_scale = self.out_scale * self._adc_step  # what a read multiplies ADC codes × input step by
+        self.digital_scale = self.out_scale * (self._code_unit * self._adc_step)  # × ADC codes × input full scale
         self.t_seconds = t
         return self
 
@@ -547,7 +547,7 @@ class Crossbar(nn.Module):
         any strided view, such as the overlapping windows of a padded image, and is read in place. The
         result is stored with the first vector axis outermost after the chips, so y.transpose(1, 2) is
         contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
-        it cheaper (a convolution: a windowed max of the channel max); it is then scaled in place.
+        it cheaper (a convolution: a windowed max of the channel max); the DAC then clamps it in place.
         Same arithmetic as forward; a layer of several row tiles goes through the row layout.
         """
         gr, chips = self.grid, self.n_chips
@@ -611,10 +611,11 @@ class Crossbar(nn.Module):
         return n_rows // self.n_chips
 
     @property
-    def scales_per_vector(self) -> bool:
-        """True when the DAC scales every input vector by its own max |x| (no fixed input range)."""
+    def uses_vector_amax(self) -> bool:
+        """True when forward_columns can use a caller's max |x| per vector: the DAC scales every vector by its
+        own max |x| (no fixed input range) and the layer is one row tile (a vector is not split)."""
         conv = self.config.converter
-        return not conv.is_ideal and conv.input_range is None
+        return not conv.is_ideal and conv.input_range is None and self.grid.n_row_tiles == 1
 
     def _read_weights(self, gen: torch.Generator | None) -> Tensor:
         """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
@@ -652,30 +653,31 @@ class Crossbar(nn.Module):
 
     def _dac(self, x: Tensor, dim: int | tuple[int, ...], codes: Tensor, amax: Tensor,
              measured: bool = False) -> Tensor | float:
-        """DAC: writes the codes of x into `codes` (x's shape) and returns one code's input value, per input vector
-        along `dim` (in `amax`, x's shape with `dim` of size 1; holding max |x| already when `measured`) or, with a
-        fixed input range, a number.
+        """DAC: writes the codes of x into `codes` (x's shape) and returns the full scale to re-apply digitally:
+        per input vector along `dim` (in `amax`, x's shape with `dim` of size 1; holding max |x| already when
+        `measured`) or the fixed input range (a number).
 
         Inputs are scaled to [-1, 1] (by each vector's max |x|, or the fixed range) and, with a finite resolution,
-        held as integer codes; the step is re-applied digitally after the ADC.
+        held as integer codes; full scale × code unit is re-applied after the ADC (the code unit in digital_scale).
         """
         conv = self.config.converter
         if conv.input_range is None:
-            step = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
+            full_scale = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
             if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
-                step.masked_fill_(step == 0, 1.0)
+                full_scale.masked_fill_(full_scale == 0, 1.0)
             else:  # without ADC noise an all-zero vector reads exactly 0 on any scale
-                step.clamp_min_(_TINY)
-            if self._dac_max != 1:
-                step.mul_(self._code_unit)
+                full_scale.clamp_min_(_TINY)
         else:
-            step = conv.input_range * self._code_unit
-        torch.div(x, step, out=codes)
-        if conv.dac_bits is not None:
-            codes.round_()
+            full_scale = conv.input_range
+        if conv.dac_bits is None:
+            torch.div(x, full_scale, out=codes)
+        else:  # x·(K/full scale), rounded: exact at the ties of dyadic inputs such as k/16 on a full scale of 1
+            k = self._dac_max
+            to_codes = k / full_scale if isinstance(full_scale, float) else full_scale.reciprocal().mul_(k)
+            torch.mul(x, to_codes, out=codes).round_()
         if conv.input_range is not None:
             codes.clamp_(-self._dac_max, self._dac_max)
-        return step
+        return full_scale
 
     def _adc(self, p: Tensor, gen: torch.Generator | None, name: str) -> None:
         """ADC noise and quantization of partial sums p (in ADC steps) in place."""
@@ -702,10 +704,10 @@ class Crossbar(nn.Module):
         for i, r in enumerate(self._row_plan(batch, flat_w, x)):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
             if ideal:
-                step, codes = 1.0, xt
+                full_scale, codes = 1.0, xt
                 source = xt.view(r.matmul_in.shape) if r.single else xt.reshape(r.matmul_in.shape)
             else:
-                step, codes, source = self._dac(xt, -1, r.codes, r.amax), r.codes, r.matmul_in
+                full_scale, codes, source = self._dac(xt, -1, r.codes, r.amax), r.codes, r.matmul_in
             (torch.mm if r.single else torch.bmm)(source, r.weights, out=r.matmul_out)  # in ADC steps
             p = r.partial
             if per_input:
@@ -714,9 +716,9 @@ class Crossbar(nn.Module):
                 std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
                 p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
             self._adc(p, gen, f"adc_noise{i}")
-            # digital: one code's input value per vector; ADC step, tile scale and drift compensation per column
-            if isinstance(step, Tensor) or step != 1.0:
-                p.mul_(step)
+            # digital: input full scale per vector; code unit × ADC step, tile scale and drift compensation per column
+            if isinstance(full_scale, Tensor) or full_scale != 1.0:
+                p.mul_(full_scale)
             if r.one_tile is None:
                 part = p.mul_(r.column_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
                 y = part if y is None else y.add_(part)
@@ -775,15 +777,15 @@ class Crossbar(nn.Module):
         flat_w = self._read_weights(gen)
         codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
         if cfg.converter.is_ideal:
-            step = 1.0
+            full_scale = 1.0
             codes.view(x.shape).copy_(x)
         else:
             per_vector = (chips,) + (1,) * row_dims + vectors  # x's shape with the row axes reduced
-            if vector_amax is not None and self.scales_per_vector:
+            if vector_amax is not None and self.uses_vector_amax:
                 amax, measured = vector_amax.to(x.dtype).view(per_vector), True
             else:
                 amax, measured = self._workspace("amax_columns", (chips, 1, m), x).view(per_vector), False
-            step = self._dac(x, tuple(range(1, 1 + row_dims)), codes.view(x.shape), amax, measured)
+            full_scale = self._dac(x, tuple(range(1, 1 + row_dims)), codes.view(x.shape), amax, measured)
         p = self._workspace("partial_columns", (chips, gr.out_padded, m), x)
         if chips == 1:
             torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
@@ -795,11 +797,11 @@ class Crossbar(nn.Module):
             std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
             p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
         self._adc(p, gen, "adc_noise_columns")
-        if isinstance(step, Tensor):  # one code's input value per vector
-            p.mul_(step.view(chips, 1, m))
-        elif step != 1.0:
-            p.mul_(step)
-        # ADC step, tile scale and drift compensation per column, and the bias, written vector-major (first
+        if isinstance(full_scale, Tensor):  # the input full scale per vector
+            p.mul_(full_scale.view(chips, 1, m))
+        elif full_scale != 1.0:
+            p.mul_(full_scale)
+        # code unit × ADC step, tile scale and drift compensation per column, and the bias, written vector-major (first
         # vector axis before the outputs): a fresh tensor in the layout a batch of images wants
         first = vectors[0] if vectors else 1
         y = torch.empty((chips, first, gr.out_padded, m // first), dtype=x.dtype, device=x.device)

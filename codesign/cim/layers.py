@@ -123,7 +123,7 @@ def _window_amax(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int], di
 
 
 class CIMConv2d(_CIMLayer):
-    """nn.Conv2d computed on simulated CIM crossbars: unfold, crossbar matmul, fold back."""
+    """nn.Conv2d computed on simulated CIM crossbars: every input window is one crossbar read."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int],
                  stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] | str = 0,
@@ -183,7 +183,7 @@ class CIMConv2d(_CIMLayer):
         s_n, s_c, s_h, s_w = x.stride()
         windows = x.as_strided((chips, c_in, kh, kw, batch, h_out, w_out),
                                (batch * s_n, s_c, dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w), x.storage_offset())
-        amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) if crossbar.scales_per_vector else None
+        amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) if crossbar.uses_vector_amax else None
         y = crossbar.forward_columns(windows, row_dims=3, bias=self.bias, vector_amax=amax)  # (C, out, B, H, W)
         return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out)
 
