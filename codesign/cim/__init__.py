@@ -1,9 +1,10 @@
 """CIM backend: simulated noisy compute-in-memory crossbars, converters, energy.
 
 Configs (:mod:`.config`), device models and their registry (:mod:`.devices`), converters
-(:mod:`.converters`), the tiled crossbar mapping (:mod:`.crossbar`), torch layers and
-batched Monte-Carlo over chips (:mod:`.layers`), perturbed weight realizations for
-noise-aware training (:mod:`.perturb`), and the energy estimate (:mod:`.energy`).
+(:mod:`.converters`), the tiled crossbar mapping (:mod:`.crossbar`) and its read path
+(:mod:`.readout`), torch layers and batched Monte-Carlo over chips (:mod:`.layers`), perturbed
+weight realizations for noise-aware training (:mod:`.perturb`), and the energy estimate
+(:mod:`.energy`).
 """
 
 from codesign.cim.config import (

@@ -1,0 +1,336 @@
+"""Reading a programmed crossbar: DAC, tile GEMMs, per-input read noise, ADC, digital accumulation.
+
+:class:`CrossbarReadout` is the read half of :class:`~codesign.cim.crossbar.Crossbar`, which programs and
+ages the devices and provides the weights a read sees at the current time (``_read_weights``: w_eff in ADC
+steps plus the read noise of ``per_time`` or ``per_call``) and the digital column scale (``digital_scale``:
+tile scale × drift compensation × code unit × ADC step).
+
+- Row layout (``forward``): every input vector is a row. A plan prepared once per batch size and weight
+  state holds, per segment of equal row tiles, the (C, tiles, B, rows) view of the input, the workspaces,
+  the GEMM views and the column scales; a call runs the DAC (|x| into the code buffer, one reduction per
+  vector for its full scale, x·K/full scale rounded), one (batched) GEMM, the ADC (round, clamp) and the
+  digital rescale, whose addcmul also adds the bias.
+- Column layout (``forward_columns``, a layer of one row tile): each chip's vectors are columns of x
+  (C, *row axes, *vector axes), any strided view such as the overlapping windows of a padded image, read
+  in place into the DAC codes (C, rows, M); one GEMM per chip; the result is written vector-major.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, NamedTuple
+
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from codesign.cim.config import CIMConfig
+    from codesign.cim.crossbar import TileGrid, _Segment
+    from codesign.cim.devices import DeviceModel
+
+__all__ = ["CrossbarReadout"]
+
+_SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
+_DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
+_TINY = 1e-30  # floor of a DAC full scale (an all-zero input vector)
+
+
+def _draw_pool() -> ThreadPoolExecutor:
+    global _DRAW_POOL
+    if _DRAW_POOL is None:
+        _DRAW_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cim-draw")
+    return _DRAW_POOL
+
+
+class _RowRead(NamedTuple):
+    """One segment's row read prepared for a batch size: its input view, workspaces, weights and column scales."""
+
+    segment: _Segment
+    input_stride: tuple[int, int, int, int]  # strides of the (C, tiles, B, rows) view of the (C·B, in) input
+    codes: Tensor  # DAC codes (C, tiles, B, rows)
+    amax: Tensor  # the DAC full scale per vector (C, tiles, B, 1)
+    partial: Tensor  # partial sums in ADC steps (C, tiles, B, out_padded)
+    single: bool  # one chip and one tile: a plain GEMM (less overhead than a batch of one)
+    matmul_in: Tensor  # codes as the (batched) GEMM takes them
+    weights: Tensor  # the weights read, transposed: (rows, out_padded) or (C·tiles, rows, out_padded)
+    matmul_out: Tensor  # partial as the GEMM writes it
+    one_tile: Tensor | None  # partial without its tile axis (C, B, out_padded) when the segment is one tile
+    column_scale: Tensor  # digital_scale of the segment: (C, tiles, 1, out_padded), or (C, 1, out_padded) for one tile
+
+
+class CrossbarReadout:
+    """forward and forward_columns of a Crossbar, on the state the Crossbar keeps (annotated here) and its
+    methods _require_programmed, _generator, _read_weights, _current_read_std, _read_variance, _seg_tiles."""
+
+    config: CIMConfig
+    grid: TileGrid
+    segments: tuple[_Segment, ...]
+    device_model: DeviceModel
+    n_chips: int
+    w_eff: Tensor  # effective weights (C·N), ADC steps
+    digital_scale: Tensor  # (C, n_row_tiles, out_padded)
+    _dac_max: int  # K of the DAC (1 without quantization)
+    _adc_max: int  # K of the ADC (1 without quantization)
+    _code_unit: float  # 1/K of the DAC
+    _adc_step: float  # one ADC step in DAC code units
+    _scratch: dict[str, Tensor]
+    _row_plan_cache: tuple | None
+    _read_generator: torch.Generator | None
+    _read_generator_2: torch.Generator | None
+
+    def forward(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
+        """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation, + bias."""
+        gr = self.grid
+        if x.dim() != 2 or x.shape[1] != gr.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
+        self._check_bias(bias)
+        if torch.is_grad_enabled():  # inference only: no gradients through the converters
+            with torch.no_grad():
+                return self._read_rows(x, bias)
+        return self._read_rows(x, bias)
+
+    def forward_columns(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
+                        vector_amax: Tensor | None = None) -> Tensor:
+        """y (C, out, *vectors) for x (C, *rows, *vectors): every chip's input vectors stored as columns.
+
+        The first row_dims axes after the chip axis hold the in_features inputs of a vector (e.g. C_in, k_h,
+        k_w of a convolution window) and the rest index the vectors (e.g. batch, H_out, W_out); x may be
+        any strided view, such as the overlapping windows of a padded image, and is read in place. The
+        result is stored with the first vector axis outermost after the chips, so y.transpose(1, 2) is
+        contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
+        it cheaper (a convolution: a windowed max of the channel max); the DAC then clamps it in place.
+        Same arithmetic as forward; a layer of several row tiles goes through the row layout.
+        """
+        gr, chips = self.grid, self.n_chips
+        vectors = tuple(x.shape[1 + row_dims:])
+        if row_dims < 1 or x.dim() < 2 + row_dims or math.prod(x.shape[1: 1 + row_dims]) != gr.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (chips, rows, vectors...) with "
+                             f"{row_dims} row axes holding {gr.in_features} inputs")
+        self._require_programmed()
+        if x.shape[0] != chips:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
+        self._check_bias(bias)
+        with torch.no_grad():
+            if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
+                order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))
+                y = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias)
+                y = y.view(chips, *vectors, gr.out_features)
+                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1))
+            return self._read_columns(x, row_dims, bias, vector_amax)
+
+    def _check_bias(self, bias: Tensor | None) -> None:
+        if bias is not None and tuple(bias.shape) != (self.grid.out_features,):
+            raise ValueError(f"bias of shape {tuple(bias.shape)}: expected ({self.grid.out_features},)")
+
+    def _workspace(self, name: str, shape: tuple[int, ...], like: Tensor) -> Tensor:
+        """A scratch tensor kept between calls (fresh large allocations cost page faults on every call)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.shape != shape or buf.dtype != like.dtype or buf.device != like.device:
+            buf = self._scratch[name] = torch.empty(shape, dtype=like.dtype, device=like.device)
+        return buf
+
+    def _randn(self, name: str, shape: tuple[int, ...], like: Tensor, gen: torch.Generator) -> Tensor:
+        """Standard-normal draws into a reused workspace, in the working dtype.
+
+        torch draws normals on one core; a large draw is split in two halves from two fixed streams
+        (gen and its companion), drawn concurrently when torch may use more than one thread. The
+        split depends on the size only, so the values do not depend on the number of threads.
+        """
+        buf = self._workspace(name, shape, like)
+        flat = buf.view(-1)
+        n = flat.numel()
+        if n < _SPLIT_DRAW or gen is not self._read_generator:
+            torch.randn((n,), generator=gen, out=flat)
+            return buf
+        half, second = n // 2, self._read_generator_2
+        if torch.get_num_threads() > 1 and buf.device.type == "cpu":
+            pending = _draw_pool().submit(torch.randn, (n - half,), generator=second, out=flat[half:])
+            torch.randn((half,), generator=gen, out=flat[:half])
+            pending.result()
+        else:
+            torch.randn((half,), generator=gen, out=flat[:half])
+            torch.randn((n - half,), generator=second, out=flat[half:])
+        return buf
+
+    def chip_batch(self, n_rows: int) -> int:
+        """Inputs per chip in a chip-major batch of n_rows (a one-line error if not programmed or not a multiple)."""
+        self._require_programmed()
+        if n_rows % self.n_chips:
+            raise ValueError(
+                f"batch of {n_rows} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
+            )
+        return n_rows // self.n_chips
+
+    @property
+    def uses_vector_amax(self) -> bool:
+        """True when forward_columns can use a caller's max |x| per vector: the DAC scales every vector by its
+        own max |x| (no fixed input range) and the layer is one row tile (a vector is not split)."""
+        conv = self.config.converter
+        return not conv.is_ideal and conv.input_range is None and self.grid.n_row_tiles == 1
+
+    def _dac(self, x: Tensor, dim: int | tuple[int, ...], codes: Tensor, amax: Tensor,
+             measured: bool = False) -> Tensor | float:
+        """DAC: writes the codes of x into `codes` (x's shape) and returns the full scale to re-apply digitally:
+        per input vector along `dim` (in `amax`, x's shape with `dim` of size 1; holding max |x| already when
+        `measured`) or the fixed input range (a number).
+
+        Inputs are scaled to [-1, 1] (by each vector's max |x|, or the fixed range) and, with a finite resolution,
+        held as integer codes; full scale × code unit is re-applied after the ADC (the code unit in digital_scale).
+        """
+        conv = self.config.converter
+        if conv.input_range is None:
+            full_scale = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
+            if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
+                full_scale.masked_fill_(full_scale == 0, 1.0)
+            else:  # without ADC noise an all-zero vector reads exactly 0 on any scale
+                full_scale.clamp_min_(_TINY)
+        else:
+            full_scale = conv.input_range
+        if conv.dac_bits is None:
+            torch.div(x, full_scale, out=codes)
+        else:  # x·(K/full scale), rounded: exact at the ties of dyadic inputs such as k/16 on a full scale of 1
+            k = self._dac_max
+            to_codes = k / full_scale if isinstance(full_scale, float) else full_scale.reciprocal().mul_(k)
+            torch.mul(x, to_codes, out=codes).round_()
+        if conv.input_range is not None:
+            codes.clamp_(-self._dac_max, self._dac_max)
+        return full_scale
+
+    def _adc(self, p: Tensor, gen: torch.Generator | None, name: str) -> None:
+        """ADC noise and quantization of partial sums p (in ADC steps) in place."""
+        conv = self.config.converter
+        if conv.adc_noise > 0:
+            noise = self._randn(name, tuple(p.shape), p, gen)
+            p.add_(noise, alpha=conv.adc_noise / self._code_unit / self._adc_step)
+        if conv.adc_bits is not None:
+            p.round_().clamp_(-self._adc_max, self._adc_max)
+
+    def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
+        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
+        gr, cfg = self.grid, self.config
+        chips, batch = self.n_chips, self.chip_batch(x.shape[0])
+        out_dtype = x.dtype
+        x = x.to(self.w_eff.dtype).contiguous()
+        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
+        gen = self._generator(x.device) if noisy else None
+        flat_w = self._read_weights(gen)
+        per_input = cfg.read_noise == "per_input" and self._current_read_std() is not None
+        ideal = cfg.converter.is_ideal
+        fuse_bias = bias is not None and gr.out_padded == gr.out_features
+        y, biased = None, False
+        for i, r in enumerate(self._row_plan(batch, flat_w, x)):
+            xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
+            if ideal:
+                full_scale, codes = 1.0, xt
+                source = xt.view(r.matmul_in.shape) if r.single else xt.reshape(r.matmul_in.shape)
+            else:
+                full_scale, codes, source = self._dac(xt, -1, r.codes, r.amax), r.codes, r.matmul_in
+            (torch.mm if r.single else torch.bmm)(source, r.weights, out=r.matmul_out)  # in ADC steps
+            p = r.partial
+            if per_input:
+                var = self._seg_tiles(self._read_variance(), r.segment)
+                sq = torch.mul(codes, codes, out=self._workspace(f"dac_sq{i}", tuple(r.codes.shape), x))
+                std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
+                p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
+            self._adc(p, gen, f"adc_noise{i}")
+            # digital: input full scale per vector; code unit × ADC step, tile scale and drift compensation per column
+            if isinstance(full_scale, Tensor) or full_scale != 1.0:
+                p.mul_(full_scale)
+            if r.one_tile is None:
+                part = p.mul_(r.column_scale).sum(dim=1)  # accumulate the row tiles (a fresh tensor)
+                y = part if y is None else y.add_(part)
+            elif y is None:  # p is a workspace: the result is a fresh tensor
+                biased = fuse_bias
+                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased else torch.mul(r.one_tile, r.column_scale)
+            else:
+                y.addcmul_(r.one_tile, r.column_scale)
+        if bias is not None and not biased:
+            y = y.add_(bias) if fuse_bias else y[..., : gr.out_features] + bias
+        elif gr.out_padded != gr.out_features:
+            y = y[..., : gr.out_features]
+        y = y.reshape(chips * batch, gr.out_features)
+        return y if y.dtype == out_dtype else y.to(out_dtype)
+
+    def _row_plan(self, batch: int, flat_w: Tensor, like: Tensor) -> tuple[_RowRead, ...]:
+        """Every segment's row read for this batch size; kept while the weights read and digital_scale are the same."""
+        key = (batch, like.dtype, like.device)
+        cached = self._row_plan_cache
+        if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is self.digital_scale:
+            return cached[3]
+        gr, chips, reads = self.grid, self.n_chips, []
+        for i, seg in enumerate(self.segments):
+            w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
+            first_tile = seg.first_input // gr.rows
+            scale = self.digital_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            codes = self._workspace(f"codes{i}", (chips, seg.tiles, batch, seg.rows), like)
+            partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), like)
+            single = chips * seg.tiles == 1  # one matrix: a plain GEMM has less overhead than a batch of one
+            n = chips * seg.tiles
+            reads.append(_RowRead(
+                segment=seg,
+                input_stride=(batch * gr.in_features, seg.rows, gr.in_features, 1),
+                codes=codes,
+                amax=self._workspace(f"amax{i}", (chips, seg.tiles, batch, 1), like),
+                partial=partial,
+                single=single,
+                matmul_in=codes.view(batch, seg.rows) if single else codes.view(n, batch, seg.rows),
+                weights=w.view(gr.out_padded, seg.rows).t() if single else w.view(n, gr.out_padded, seg.rows).transpose(1, 2),
+                matmul_out=partial.view(batch, gr.out_padded) if single else partial.view(n, batch, gr.out_padded),
+                one_tile=partial[:, 0] if seg.tiles == 1 else None,
+                column_scale=scale[:, 0] if seg.tiles == 1 else scale,
+            ))
+        plan = tuple(reads)
+        self._row_plan_cache = (key, flat_w, self.digital_scale, plan)
+        return plan
+
+    def _read_columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None) -> Tensor:
+        """Column layout (one row tile): codes (C, rows, M) for the M vectors of x, y = W @ codes per chip."""
+        gr, cfg, chips = self.grid, self.config, self.n_chips
+        vectors = tuple(x.shape[1 + row_dims:])
+        m, out_dtype = math.prod(vectors), x.dtype
+        x = x.to(self.w_eff.dtype)
+        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
+        gen = self._generator(x.device) if noisy else None
+        flat_w = self._read_weights(gen)
+        codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
+        if cfg.converter.is_ideal:
+            full_scale = 1.0
+            codes.view(x.shape).copy_(x)
+        else:
+            per_vector = (chips,) + (1,) * row_dims + vectors  # x's shape with the row axes reduced
+            if vector_amax is not None and self.uses_vector_amax:
+                amax, measured = vector_amax.to(x.dtype).view(per_vector), True
+            else:
+                amax, measured = self._workspace("amax_columns", (chips, 1, m), x).view(per_vector), False
+            full_scale = self._dac(x, tuple(range(1, 1 + row_dims)), codes.view(x.shape), amax, measured)
+        p = self._workspace("partial_columns", (chips, gr.out_padded, m), x)
+        if chips == 1:
+            torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
+        else:
+            torch.bmm(flat_w.view(chips, gr.out_padded, gr.rows), codes, out=p)  # in ADC steps
+        if cfg.read_noise == "per_input" and self._current_read_std() is not None:
+            var = self._read_variance().view(chips, gr.out_padded, gr.rows)
+            sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
+            std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
+            p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
+        self._adc(p, gen, "adc_noise_columns")
+        if isinstance(full_scale, Tensor):  # the input full scale per vector
+            p.mul_(full_scale.view(chips, 1, m))
+        elif full_scale != 1.0:
+            p.mul_(full_scale)
+        # code unit × ADC step, tile scale and drift compensation per column, and the bias, written vector-major (first
+        # vector axis before the outputs): a fresh tensor in the layout a batch of images wants
+        first = vectors[0] if vectors else 1
+        y = torch.empty((chips, first, gr.out_padded, m // first), dtype=x.dtype, device=x.device)
+        p4 = p.view(chips, gr.out_padded, first, m // first)
+        scale = self.digital_scale[:, 0].view(chips, gr.out_padded, 1, 1)
+        if bias is not None and gr.out_padded == gr.out_features:
+            torch.addcmul(bias.view(-1, 1, 1), p4, scale, out=y.transpose(1, 2))
+        else:
+            torch.mul(p4, scale, out=y.transpose(1, 2))
+            y = y[:, :, : gr.out_features]
+            if bias is not None:
+                y = y + bias.view(-1, 1)
+        y = y.transpose(1, 2).reshape(chips, gr.out_features, *vectors)
+        return y if y.dtype == out_dtype else y.to(out_dtype)
