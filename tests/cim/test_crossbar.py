@@ -149,6 +149,25 @@ def test_same_seed_same_chip_and_chips_do_not_depend_on_batching():
     assert torch.equal(single.conductances()[0], a.conductances()[2])
 
 
+def test_a_read_after_other_batch_sizes_a_drift_or_a_reprogramming_is_a_fresh_read():
+    # reads reuse a plan prepared per batch size and weight state: it must follow every change of either
+    w = torch.randn(40, 300, generator=_gen(13))
+    config = CIMConfig(device="pcm", tile=TileConfig(rows=128, cols=16))
+    x, other = torch.randn(16, 300, generator=_gen(14)), torch.randn(7, 300, generator=_gen(15))
+    bias = torch.randn(40, generator=_gen(16))
+    used = Crossbar(300, 40, config).program(w, 3, n_chips=2)
+    first = used(x, bias)
+    used(other[:6])  # another batch size, without a bias
+    assert torch.equal(used(x, bias), first)
+    used.drift_to(YEAR)
+    fresh = Crossbar(300, 40, config).program(w, 3, n_chips=2).drift_to(YEAR)
+    assert torch.equal(used(x, bias), fresh(x, bias))
+    assert not torch.equal(used(x, bias), first)
+    used.program(w, 4, n_chips=2).drift_to(YEAR)
+    assert torch.equal(used(x), Crossbar(300, 40, config).program(w, 4, n_chips=2).drift_to(YEAR)(x))
+    assert torch.allclose(fresh(x, bias) - fresh(x), bias.expand(16, 40), atol=1e-6)  # the digital bias
+
+
 def test_batched_chips_equal_chip_by_chip_forwards():
     w = torch.randn(24, 300, generator=_gen(7), dtype=torch.float64)
     config = CIMConfig(device="rram", converter=ConverterConfig(dac_bits=6, adc_bits=7, adc_range=20.0),
