@@ -96,9 +96,9 @@ class CrossbarReadout:
 
         The first row_dims axes after the chip axis hold the in_features inputs of a vector (e.g. C_in, k_h,
         k_w of a convolution window) and the rest index the vectors (e.g. batch, H_out, W_out); x may be
-        any strided view, such as the overlapping windows of a padded image, and is read in place. The
-        result is stored with the first vector axis outermost after the chips, so y.transpose(1, 2) is
-        contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
+        any strided view, such as the overlapping windows of a padded image, and is read in place. On a
+        layer of one row tile the result is stored with the first vector axis outermost after the chips,
+        so y.transpose(1, 2) is contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
         it cheaper (a convolution: a windowed max of the channel max); the DAC then clamps it in place.
         Same arithmetic as forward; a layer of several row tiles goes through the row layout.
         """
