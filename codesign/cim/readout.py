@@ -206,16 +206,21 @@ class CrossbarReadout:
         if conv.adc_bits is not None:
             p.round_().clamp_(-self._adc_max, self._adc_max)
 
+    def _read_setup(self, device: torch.device) -> tuple[Tensor, torch.Generator | None, bool]:
+        """What every read starts from: the weights this call reads, the generator of its draws (None when
+        it draws nothing) and whether each input vector gets its own read noise (per_input)."""
+        noisy = self.device_model.has_read_noise or self.config.converter.adc_noise > 0
+        gen = self._generator(device) if noisy else None
+        per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
+        return self._read_weights(gen), gen, per_input
+
     def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
         """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
         gr, cfg = self.grid, self.config
         chips, batch = self.n_chips, self.chip_batch(x.shape[0])
         out_dtype = x.dtype
         x = x.to(self.w_eff.dtype).contiguous()
-        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
-        gen = self._generator(x.device) if noisy else None
-        flat_w = self._read_weights(gen)
-        per_input = cfg.read_noise == "per_input" and self._current_read_std() is not None
+        flat_w, gen, per_input = self._read_setup(x.device)
         ideal = cfg.converter.is_ideal
         fuse_bias = bias is not None and gr.out_padded == gr.out_features
         y, biased = None, False
@@ -290,9 +295,7 @@ class CrossbarReadout:
         vectors = tuple(x.shape[1 + row_dims:])
         m, out_dtype = math.prod(vectors), x.dtype
         x = x.to(self.w_eff.dtype)
-        noisy = self.device_model.has_read_noise or cfg.converter.adc_noise > 0
-        gen = self._generator(x.device) if noisy else None
-        flat_w = self._read_weights(gen)
+        flat_w, gen, per_input = self._read_setup(x.device)
         codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
         if cfg.converter.is_ideal:
             full_scale = 1.0
@@ -309,7 +312,7 @@ class CrossbarReadout:
             torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
         else:
             torch.bmm(flat_w.view(chips, gr.out_padded, gr.rows), codes, out=p)  # in ADC steps
-        if cfg.read_noise == "per_input" and self._current_read_std() is not None:
+        if per_input:
             var = self._read_variance().view(chips, gr.out_padded, gr.rows)
             sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
             std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
