@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,9 +44,9 @@ __all__ = [
     "collect_statistics",
     "compress_linears",
     "layer_reports",
+    "COMPRESSED_FILES",
     "save_compressed",
     "load_compressed",
-    "prepare_out_dir",
 ]
 
 METHODS = ("int", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank", "kmeans-qat", "int-qat", "lcqat-vq")
@@ -398,18 +397,7 @@ def _weight_from_record(record: dict, prefix: str, tensors: Mapping[str, torch.T
     raise ValueError(f"unknown stored weight kind {kind!r}")
 
 
-def prepare_out_dir(out: Path | str, force: bool) -> Path:
-    """The output folder, refusing an existing non-empty one unless force (then it is replaced)."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not force:
-            raise FileExistsError(f"output folder {out} exists and is not empty (pass --force to replace it)")
-        if out.is_dir():
-            shutil.rmtree(out)
-        else:
-            out.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+COMPRESSED_FILES = ("weights.pt", "compressed.json")
 
 
 def save_compressed(out: Path | str, replacements: Mapping[str, torch.nn.Module], meta: Mapping) -> Path:

@@ -29,16 +29,17 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from codesign.compress.model import (
+    COMPRESSED_FILES,
     CalibrationStats,
     MethodSpec,
     collect_statistics,
     compress_linears,
     layer_reports,
-    prepare_out_dir,
     save_compressed,
     spec_dict,
 )
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
+from codesign.outputs import OutputFolder
 
 __all__ = ["MODELS", "Budget", "load_model", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
            "distillation_objective", "compress_model"]
@@ -249,8 +250,7 @@ def compress_model(
     None and the method needs them.
     """
     _check_model(name)
-    if out is not None and Path(out).exists() and not force and (not Path(out).is_dir() or any(Path(out).iterdir())):
-        raise FileExistsError(f"output folder {out} exists and is not empty (pass --force to replace it)")
+    folder = OutputFolder(out, "compress", force=force, expected=COMPRESSED_FILES) if out is not None else None
     model, tokenizer = load_model(name)
     names = linear_names(name, model, blocks, layers)
     modules = dict(model.named_modules())
@@ -295,8 +295,8 @@ def compress_model(
 
         with swapped(model, replacements):
             report["metric"] = evaluate(name, model, tokenizer, budget)
-    if out is not None:
-        target = prepare_out_dir(out, force)
-        save_compressed(target, replacements, {"model": name, "spec": spec_dict(spec), "report": report})
-        report["out"] = str(target)
+    if folder is not None:
+        report["out"] = str(folder.target)
+        with folder.writing() as work:
+            save_compressed(work, replacements, {"model": name, "spec": spec_dict(spec), "report": report})
     return report, replacements

@@ -19,8 +19,8 @@ from codesign.config import LEARNERS, config_fields, spec_from_fields
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.estimate import estimate
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
-from codesign.fpga.hls_project import firmware_module, generated_entries, write_project
-from codesign.outputs import Progress, prepare_output
+from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
+from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import emit_rtl, pipeline_mask
 from codesign.fpga.stimulus import make_stimulus, run_reference
@@ -83,8 +83,21 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    out_dir = Path(out) if out is not None else default_output(learner, board)
-    prepare_output(out_dir, generated_entries(learner), force)
+    target_dir = Path(out) if out is not None else default_output(learner, board)
+    folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
+    with folder.writing() as out_dir:
+        report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
+                             pipeline, compiler, ap_types, stream)
+        report = relocate_paths(report, out_dir, target_dir)
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(format_report(report), file=stream, flush=True)
+    return report
+
+
+def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
+                samples: int, task: str, seed: int, cosim: bool, synth: bool, pipeline: str | int, compiler: str,
+                ap_types: Path, stream: TextIO) -> dict:
+    """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report."""
     fw = firmware_module(spec)
     timing = expected_timing(spec)
 
@@ -93,9 +106,9 @@ def build(
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
         reference = run_reference(spec, stimulus, fw)
-    with progress.step("render", f"writing the HLS project to {out_dir}"):
+    with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
-    with progress.step("rtl", f"writing the RTL ({pipeline} pipeline) to {out_dir / 'rtl'}"):
+    with progress.step("rtl", f"writing the RTL ({pipeline} pipeline) to {shown / 'rtl'}"):
         rtl = emit_rtl(spec, out_dir / "rtl", pipeline=pipeline, seed=seed, learner_name=learner, force=True)
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
@@ -120,7 +133,6 @@ def build(
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(format_report(report), file=stream, flush=True)
     return report
 
 

@@ -17,12 +17,14 @@ import dataclasses
 import functools
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from codesign.kan.spec import KANSpec, MLPSpec
+from codesign.outputs import OutputFolder
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "design_points", "pareto_front", "explore", "format_front"]
 
@@ -184,29 +186,30 @@ def _plot(points: list[dict], front: list[dict], path: Path, settings: dict) -> 
     plt.close(fig)
 
 
-def _prepare_folder(out: Path, settings: dict, force: bool) -> list[dict]:
-    """Check the output folder and return the points already done (resume)."""
-    settings_path = out / SETTINGS_FILE
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder")
-    if out.is_dir() and any(out.iterdir()):
-        own = settings_path.is_file()
-        if own:
-            try:
-                previous = json.loads(settings_path.read_text())
-            except json.JSONDecodeError:
-                previous = None
-            if previous == settings and not force:
-                return _read_points(out / POINTS_FILE)
-            if not force:
-                raise FileExistsError(f"{out} holds an exploration with other settings (use --force to start it over)")
-        elif not force:
-            raise FileExistsError(f"{out} exists and is not empty and holds no exploration (use --force to write into it)")
-        for name in OUTPUT_FILES:  # --force: start over; other files in the folder are left alone
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    settings_path.write_text(json.dumps(settings, indent=1) + "\n")
-    return []
+def _read_settings(folder: Path) -> dict | None:
+    """The settings of the exploration in a folder, or None."""
+    try:
+        return json.loads((folder / SETTINGS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _open_folder(out: Path, settings: dict, force: bool) -> tuple[OutputFolder, list[dict]]:
+    """The output folder, open, and the points already done with these settings (resume).
+
+    Points come from an interrupted run's partial folder, or from a finished run in the folder
+    itself; a finished run with other settings is replaced only with force.
+    """
+    folder = OutputFolder(out, "explore", force=force, expected=OUTPUT_FILES, resumable=True)
+    interrupted = not force and _read_settings(folder.partial) == settings
+    finished = folder.previous is not None and not force and not interrupted
+    if finished and _read_settings(out) != settings:
+        raise FileExistsError(f"{out} holds an exploration with other settings (use --force to start it over)")
+    work = folder.open(keep=interrupted)
+    if finished and (out / POINTS_FILE).is_file():
+        shutil.copyfile(out / POINTS_FILE, work / POINTS_FILE)
+    (work / SETTINGS_FILE).write_text(json.dumps(settings, indent=1) + "\n")
+    return folder, _read_points(work / POINTS_FILE)
 
 
 def _read_points(path: Path) -> list[dict]:
@@ -271,12 +274,14 @@ def explore(
     settings = {"learner": learner, "target": board.name, "task": task, "samples": samples, "seed": seed,
                 "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
     out = Path(out)
-    done = {p["name"]: p for p in _prepare_folder(out, settings, force)}
+    folder, previous = _open_folder(out, settings, force)
+    done = {p["name"]: p for p in previous}
     todo = [p for p in points if p["name"] not in done]
     if done:
         print(f"explore: resuming, {len(done)} of {len(points)} points already done in {out}", file=sys.stderr)
     started = time.perf_counter()
-    with open(out / POINTS_FILE, "a") as log:
+    work = folder.work
+    with open(work / POINTS_FILE, "a") as log:
         if todo and workers == 1:  # no worker processes to start: run here, one point after another
             def run_here():
                 for p in todo:
@@ -296,6 +301,7 @@ def explore(
                     raise
     results = [done[p["name"]] for p in points if p["name"] in done]
     front = pareto_front(results)
-    (out / "pareto.md").write_text(format_front(front, settings))
-    _plot(results, front, out / "pareto.png", settings)
+    (work / "pareto.md").write_text(format_front(front, settings))
+    _plot(results, front, work / "pareto.png", settings)
+    folder.commit()
     return {"points": results, "front": front, "out": str(out), "settings": settings}

@@ -21,7 +21,7 @@ from codesign.fpga.templates import library_headers, render
 from codesign.fpga.timing import Timing
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["GENERATED", "firmware_module", "generated_entries", "write_project", "project_name"]
+__all__ = ["GENERATED", "firmware_module", "write_project", "project_name"]
 
 # What a build writes at the top of its folder; --force replaces these and nothing else.
 GENERATED = ("firmware", "tb", "tb_data", "csim", "rtl", "build_prj.tcl", "README.md", "manifest.json", "report.json")
@@ -35,11 +35,6 @@ def firmware_module(spec: KANSpec | MLPSpec) -> ModuleType:
 def project_name(learner: str) -> str:
     """The Vitis HLS project folder that build_prj.tcl creates."""
     return f"{learner}_prj"
-
-
-def generated_entries(learner: str) -> tuple[str, ...]:
-    """What a build writes into its folder (and may replace with --force), the Vitis project folder included."""
-    return (*GENERATED, project_name(learner))
 
 
 def _spec_text(spec: KANSpec | MLPSpec) -> str:
@@ -64,7 +59,7 @@ def write_project(
     out: Path, spec: KANSpec | MLPSpec, board: Board, target: str, stimulus: Stimulus,
     reference: Reference, timing: Timing,
 ) -> dict:
-    """Write every project file into ``out`` (prepared by :func:`codesign.outputs.prepare_output`); returns the manifest."""
+    """Write every project file into ``out`` (the partial folder of :class:`codesign.outputs.OutputFolder`); returns the manifest."""
     fw = firmware_module(spec)
     learner = fw.LEARNER
     files = dict(fw.render_firmware(spec, reference.initial_state, stimulus.seed))

@@ -8,7 +8,7 @@ from codesign.config import load_spec
 from codesign.kan.profile_report import plot_profile, profile_table, write_profile_json
 from codesign.kan.profiler import Profile, profile_stream, propose_types
 from codesign.kan.run import fit_widths
-from codesign.outputs import Progress, prepare_output
+from codesign.outputs import OutputFolder, Progress
 from codesign.tasks import make_stream
 
 __all__ = ["run_profile", "PROFILE_FILES"]
@@ -23,17 +23,18 @@ def run_profile(learner: str, config: str | None, task: str, samples: int, seed:
     out_dir = Path(out) if out else Path("codesign_out") / f"profile_{learner}"
     stream = make_stream(task, n_samples=samples, seed=seed)
     spec = fit_widths(load_spec(learner, config), stream.n_inputs, stream.n_outputs)
-    prepare_output(out_dir, PROFILE_FILES, force)
+    folder = OutputFolder(out_dir, "profile", force=force, expected=PROFILE_FILES)
     progress = Progress(3)
-    with progress.step("profile", f"profiling {learner} on {samples} samples of {task}"):
-        profile = profile_stream(spec, stream, seed)
-    with progress.step("propose", "proposing the narrowest types (re-profiling each)"):
-        _, proposed, proposals = propose_types(spec, stream, seed)
-    with progress.step("write", f"writing {out_dir}/profile.{{txt,json,png}}"):
-        text = profile_table(profile, proposals, proposed.mse)
-        (out_dir / "profile.txt").write_text(text + "\n")
-        write_profile_json(out_dir / "profile.json", profile, proposed, proposals)
-        plot_profile(out_dir / "profile.png", profile)
+    with folder.writing() as work:
+        with progress.step("profile", f"profiling {learner} on {samples} samples of {task}"):
+            profile = profile_stream(spec, stream, seed)
+        with progress.step("propose", "proposing the narrowest types (re-profiling each)"):
+            _, proposed, proposals = propose_types(spec, stream, seed)
+        with progress.step("write", f"writing {out_dir}/profile.{{txt,json,png}}"):
+            text = profile_table(profile, proposals, proposed.mse)
+            (work / "profile.txt").write_text(text + "\n")
+            write_profile_json(work / "profile.json", profile, proposed, proposals)
+            plot_profile(work / "profile.png", profile)
     print()
     print(text)
     return profile

@@ -24,7 +24,7 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
-    _one_line_error(capsys, ["cim", "train", "--out", str(busy)], "not empty")
+    _one_line_error(capsys, ["cim", "train", "--out", str(busy)], "codesign did not write")
     assert (busy / "notes.txt").read_text() == "mine"
     _one_line_error(capsys, ["cim", "eval", str(tmp_path / "none.pt")], "no such file")
     foreign = tmp_path / "foreign.pt"
@@ -44,7 +44,7 @@ def test_train_then_eval_end_to_end(capsys, tmp_path):
     assert "checkpoint" in captured.out and "[" in captured.err  # summary on stdout, progress bar on stderr
     result = load_checkpoint(out / "model.pt")
     assert result.config.method == "dwp" and result.config.model == "mlp" and result.train_seconds > 0
-    _one_line_error(capsys, argv, "not empty")  # a second run does not overwrite
+    _one_line_error(capsys, argv, "--force")  # a second run does not overwrite
     assert main(["cim", "eval", str(out / "model.pt"), "--sweep", "mismatch", "--chips", "2"]) == 0
     table = capsys.readouterr().out
     rows = [line.split() for line in table.splitlines() if line.split() and line.split()[0] in

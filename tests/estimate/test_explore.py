@@ -36,12 +36,19 @@ def test_folder_rules(tmp_path):
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "mine.txt").write_text("keep")
-    with pytest.raises(FileExistsError, match="holds no exploration"):
-        explore(out=foreign, **one)
-    result = explore(out=foreign, force=True, **{**one, "grid": (8,), "bits": (16,)})
-    assert (foreign / "mine.txt").read_text() == "keep" and len(result["points"]) == 1
+    for force in (False, True):  # a folder codesign did not write is never written into
+        with pytest.raises(FileExistsError, match="codesign did not write"):
+            explore(out=foreign, force=force, **one)
+    assert [p.name for p in foreign.iterdir()] == ["mine.txt"]
+    out = tmp_path / "ex"
+    first = explore(out=out, **{**one, "grid": (8,), "bits": (16,)})
+    assert len(first["points"]) == 1
+    (out / "mine.txt").write_text("keep")  # a file the user adds to the result survives --force
     with pytest.raises(FileExistsError, match="other settings"):
-        explore(out=foreign, **{**one, "grid": (4,), "bits": (16,)})
+        explore(out=out, **{**one, "grid": (4,), "bits": (16,)})
+    result = explore(out=out, force=True, **{**one, "grid": (4,), "bits": (16,)})
+    assert len(result["points"]) == 1 and result["points"][0]["name"] != first["points"][0]["name"]
+    assert (out / "mine.txt").read_text() == "keep"
 
 
 def test_pareto_front_is_the_non_dominated_set():

@@ -52,7 +52,13 @@ def load_checkpoint(path: str | Path) -> TrainResult:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         tag = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"checkpoint {str(path)!r}: not a codesign DWP checkpoint (format {tag!r}, expected {FORMAT!r})")
-    config = TrainConfig.from_dict(data["config"])
+    missing = [key for key in ("config", "state_dict") if not isinstance(data.get(key), dict)]
+    if missing:
+        raise ValueError(f"checkpoint {str(path)!r}: not a complete codesign DWP checkpoint (no {missing[0]!r})")
+    try:
+        config = TrainConfig.from_dict(data["config"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"checkpoint {str(path)!r}: its config is not a codesign training config ({exc})") from None
     splits = load_dataset(config.dataset)
     model: nn.Module = build_model(config.model, splits.image_shape, splits.n_classes)
     try:

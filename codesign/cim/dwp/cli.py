@@ -22,6 +22,7 @@ from codesign.cim.dwp.evaluate import (
     plot_sweeps,
 )
 from codesign.cim.dwp.training import TrainConfig, accuracy, train
+from codesign.outputs import OutputFile, OutputFolder
 
 __all__ = ["SWEEPS", "evaluate_checkpoint", "train_to_folder"]
 
@@ -31,13 +32,11 @@ SWEEPS = ("mismatch", "drift")
 def train_to_folder(config: TrainConfig, out: str | Path, force: bool = False, progress: bool = False) -> tuple[Path, str]:
     """Train under config and save out/model.pt; returns the checkpoint path and a one-line summary."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {str(out)!r} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise FileExistsError(f"--out {str(out)!r} exists and is not empty (use --force to write into it)")
+    folder = OutputFolder(out, "cim train", force=force, expected=(CHECKPOINT_NAME,))  # checked before training
     result = train(config, progress=progress)
-    out.mkdir(parents=True, exist_ok=True)
-    path = save_checkpoint(result, out / CHECKPOINT_NAME)
+    with folder.writing() as work:
+        save_checkpoint(result, work / CHECKPOINT_NAME)
+    path = out / CHECKPOINT_NAME
     test = accuracy(result.model, load_dataset(config.dataset).test)
     summary = (f"{config.method} {config.model} on {config.dataset}: {config.epochs} epochs in "
                f"{result.train_seconds:.1f} s, validation {100 * result.history[-1]['val_accuracy']:.2f} %, "
@@ -55,8 +54,7 @@ def evaluate_checkpoint(checkpoint: str | Path, sweep: str, n_chips: int = 20, s
     result = load_checkpoint(checkpoint)
     folder = Path(out) if out is not None else (Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent)
     png = folder / f"{sweep}.png"
-    if png.exists() and not force:
-        raise FileExistsError(f"{str(png)!r} exists (use --force to replace it)")
+    plot_file = OutputFile(png, "cim eval", force=force)  # checked before the sweep
     cfg = result.config
     test = load_dataset(cfg.dataset).test
     name = f"{cfg.method} {cfg.model} on {cfg.dataset}"
@@ -72,6 +70,6 @@ def evaluate_checkpoint(checkpoint: str | Path, sweep: str, n_chips: int = 20, s
                            for key, points in both.items())
         curves = {f"{cfg.method}, {key}": points for key, points in both.items()}
         x_label, log_x = "time after programming", True
-    folder.mkdir(parents=True, exist_ok=True)
-    plot_sweeps(curves, png, f"{name}: {sweep} ({where})", x_label, log_x=log_x)
+    with plot_file.writing() as partial:
+        plot_sweeps(curves, partial, f"{name}: {sweep} ({where})", x_label, log_x=log_x)
     return text, png
