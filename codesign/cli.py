@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, Sequence
+import traceback
+from typing import Callable, NoReturn, Sequence
 
 from codesign import __version__
+from codesign.errors import one_line_error
+from codesign.fpga.fit import STRICT_EXIT, FitError
 
 __all__ = ["main", "build_parser"]
 
@@ -45,18 +48,25 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _cmd_estimate(args: argparse.Namespace) -> int:
     import json
 
-    from codesign.config import load_spec
+    from codesign.fpga.boards import find_board
+    from codesign.fpga.build import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
+    from codesign.fpga.fit import fit_check
 
-    spec = load_spec(args.learner, args.config)
+    board = find_board(args.target)
+    spec = load_build_spec(args.learner, args.config, board)
     pipeline: str | int = args.pipeline
     if pipeline not in ("ii1", "staged"):
         try:
             pipeline = int(pipeline, 0)
         except ValueError:
             raise ValueError(f"--pipeline={args.pipeline!r}: choose ii1, staged or an integer register mask") from None
-    result = estimate(spec, args.target, pipeline=pipeline)
+    result = estimate(spec, board, pipeline=pipeline)
+    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate")
     print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
+    if result["fit"]["note"] and args.strict:
+        raise FitError(result["fit"]["note"])
+    _warn_fit(result["fit"])
     return 0
 
 
@@ -102,18 +112,14 @@ def _cmd_boards(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
-    from codesign.fpga.csim import CsimError
     from codesign.fpga.rtl_emit import parse_pipeline
 
-    try:
-        report = build(
-            args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
-            samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
-            pipeline=parse_pipeline(args.pipeline),
-        )
-    except CsimError as exc:  # the generated project did not compile or run: not a usage error
-        print(f"codesign: error: {exc}", file=sys.stderr)
-        return 1
+    report = build(
+        args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
+        samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
+        pipeline=parse_pipeline(args.pipeline), strict=args.strict,
+    )
+    _warn_fit(report["fit"])
     csim = report["csim"]
     if not csim["bit_exact"]:
         print(
@@ -123,6 +129,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
         )
         return 1
     return _cosim_verdict(report.get("cosim"))
+
+
+def _warn_fit(fit: dict) -> None:
+    """One warning line when the design does not fit its part or misses its clock (--strict makes it an error)."""
+    if fit.get("note"):
+        print(f"codesign: warning: {fit['note']} (--strict makes this an error)", file=sys.stderr)
 
 
 def _cosim_verdict(cosim: dict | None) -> int:
@@ -227,7 +239,7 @@ def _cmd_cim_eval(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="codesign", description=__doc__)
+    parser = _Parser(prog="codesign", description=__doc__)
     parser.add_argument("--version", action="version", version=f"codesign {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -263,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="TOML or YAML file overriding spec fields")
     p.add_argument("--pipeline", default="ii1", help="ii1 (default), staged, or an integer register mask PIPE")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 3 when the design does not fit the part or misses the clock target")
     p.set_defaults(func=_cmd_estimate)
 
     p = sub.add_parser(
@@ -305,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "or an integer register mask (see docs/rtl.md)")
     p.add_argument("--cosim", action="store_true", help="co-simulate the RTL (Verilator + cocotb) on the same stream")
     p.add_argument("--synth", action="store_true", help="synthesize the RTL with Yosys and estimate the clock")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 3 when the design does not fit the part or misses the clock target "
+                        "(checked first with the analytic estimate, again after --synth)")
     p.set_defaults(func=_cmd_build)
 
     p = sub.add_parser("sim", help="rerun the RTL co-simulation of an existing `codesign build` folder")
@@ -374,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the full usage stays behind -h)."""
+
+    def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse's hook
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `codesign` console script."""
     parser = build_parser()
@@ -384,15 +408,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return func(args)
-    except (ValueError, FileExistsError, FileNotFoundError) as exc:
-        print(f"codesign: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("codesign: interrupted", file=sys.stderr)
         return 130
+    except FitError as exc:
+        print(f"codesign: error: {exc} (--strict)", file=sys.stderr)
+        return STRICT_EXIT
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         sys.stdout = open(os.devnull, "w")
         return 0
+    except Exception as exc:  # noqa: BLE001 - every failure ends here: one line, or a bug report
+        message = one_line_error(exc)
+        if message is None:
+            traceback.print_exc()
+            print(f"codesign: internal error: this is a bug in codesign {__version__}; please report it with the "
+                  "command line and the traceback above", file=sys.stderr)
+            return 1
+        print(f"codesign: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from torch import Tensor, nn
 from codesign.cim.crossbar import TileGrid, tile_weights
 from codesign.cim.layers import CIMConv2d, CIMLinear
 
+from codesign.limits import check_fits_in_memory
+
 __all__ = ["LayerWorkload", "layer_workloads", "build_model", "BUILTIN_MODELS"]
 
 
@@ -83,6 +85,10 @@ def _widths(text: str, name: str) -> list[int]:
 
 def build_model(name: str) -> tuple[nn.Module, tuple[int, ...]]:
     """A built-in model (untrained) and the shape of one input sample."""
+    if name.startswith(("mlp:", "linear:")):
+        widths = _widths(name.split(":", 1)[1], name)
+        weights = sum(a * b for a, b in zip(widths, widths[1:]))
+        check_fits_in_memory(8 * weights, f"model {name!r} ({weights:,} weights)")  # float32 weights + their init
     if name == "mlp_digits":
         return _mlp([64, 128, 10]), (1, 8, 8)
     if name == "cnn_digits":

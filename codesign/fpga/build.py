@@ -18,6 +18,7 @@ from typing import TextIO
 from codesign.config import LEARNERS, config_fields, spec_from_fields
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.estimate import estimate
+from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
 from codesign.outputs import OutputFolder, Progress, relocate_paths
@@ -26,7 +27,7 @@ from codesign.fpga.rtl_emit import emit_rtl, pipeline_mask
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import expected_timing
 from codesign.kan.spec import KANSpec, MLPSpec
-from codesign.tasks import task_options
+from codesign.tasks import check_stream_size, task_options
 
 __all__ = ["build", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
 
@@ -60,8 +61,14 @@ def build(
     cosim: bool = False,
     synth: bool = False,
     pipeline: str | int = "ii1",
+    strict: bool = False,
 ) -> dict:
-    """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data."""
+    """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data.
+
+    report["fit"] says whether the design fits the part and meets the clock (from the synthesis
+    when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
+    raised before any work when the analytic estimate already says so.
+    """
     stream = stream if stream is not None else sys.stdout
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
@@ -72,6 +79,7 @@ def build(
     if seed < 0:
         raise ValueError(f"--seed={seed}: must be >= 0")
     task_options(task)  # an unknown task is refused here, before anything is written
+    check_stream_size(task, samples)
     pipeline_mask(spec, pipeline)
     compiler = find_compiler()
     ap_types = find_ap_types()
@@ -83,6 +91,9 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
+    fit = fit_check(estimate(spec, board, pipeline=pipeline), board.name, spec.clock_mhz, "analytic estimate")
+    if strict and fit["note"]:
+        raise FitError(fit["note"])
     target_dir = Path(out) if out is not None else default_output(learner, board)
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
     with folder.writing() as out_dir:
@@ -91,6 +102,8 @@ def build(
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
+    if strict and report["fit"]["note"]:
+        raise FitError(report["fit"]["note"])
     return report
 
 
@@ -117,6 +130,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
     report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
     report["estimate"] = estimate(spec, board, pipeline=pipeline)
+    report["fit"] = fit_check(report["estimate"], board.name, spec.clock_mhz, "analytic estimate")
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
@@ -130,6 +144,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
             measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
             report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured)
+        report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth")
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")

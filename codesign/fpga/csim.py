@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from codesign.errors import ToolError
+
 __all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "run_csim", "parse_summary"]
 
 # Fast enough to compile (ap_fixed templates are heavy at -O2) and to run 10^4-10^5 samples.
@@ -23,7 +25,7 @@ _SUMMARY = re.compile(
 )
 
 
-class CsimError(RuntimeError):
+class CsimError(ToolError):
     """The C-simulation could not be compiled or did not run to its summary line."""
 
 

@@ -84,7 +84,7 @@ def _point_spec(base: KANSpec | MLPSpec, point: dict) -> KANSpec | MLPSpec:
 
 @functools.lru_cache(maxsize=4)
 def _stream(task: str, samples: int, seed: int):
-    from codesign.tasks import make_stream
+    from codesign.tasks import check_stream_size, make_stream
 
     return make_stream(task, n_samples=samples, seed=seed)
 
@@ -259,13 +259,14 @@ def explore(
     from codesign.config import LEARNERS, load_spec
     from codesign.fpga.boards import find_board
     from codesign.kan.run import fit_widths
-    from codesign.tasks import make_stream
+    from codesign.tasks import check_stream_size, make_stream
 
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r}: need at least one worker")
     board = find_board(target)
+    check_stream_size(task, samples, streams=workers + 1)
     probe = make_stream(task, n_samples=1, seed=seed)  # a bad task name fails here, before any work
     base = fit_widths(load_spec(learner, config), probe.n_inputs, probe.n_outputs)
     kind = LEARNERS[learner]

@@ -17,10 +17,11 @@ Example::
 """
 
 from .metrics import online_metrics, squared_errors
-from .registry import TASKS, list_tasks, make_stream, task_options
+from .registry import TASKS, check_stream_size, list_tasks, make_stream, task_options
 from .stream import TaskStream
 
 __all__ = [
+    "check_stream_size",
     "TASKS",
     "TaskStream",
     "list_tasks",

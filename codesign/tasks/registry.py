@@ -10,7 +10,12 @@ from typing import Any
 from . import function_tracking, mackey_glass, pendulum_id, qubit_readout
 from .stream import TaskStream
 
-__all__ = ["TASKS", "make_stream", "list_tasks", "task_options"]
+from codesign.limits import check_fits_in_memory
+
+# a generous bound on the bytes one sample costs along a command (stream, stimulus, predictions, state)
+BYTES_PER_SAMPLE = 512
+
+__all__ = ["TASKS", "check_stream_size", "make_stream", "list_tasks", "task_options"]
 
 TaskFactory = Callable[..., TaskStream]
 
@@ -48,6 +53,12 @@ def _lookup(name: str) -> TaskFactory:
     return TASKS[name]
 
 
+def check_stream_size(name: str, n_samples: int, streams: int = 1) -> None:
+    """Refuse, before any allocation, a stream length (times the streams held at once) that cannot fit in memory."""
+    check_fits_in_memory(streams * n_samples * BYTES_PER_SAMPLE, f"{name}: {n_samples:,} samples"
+                         + (f" in each of {streams} workers" if streams > 1 else ""))
+
+
 def make_stream(name: str, n_samples: int = 20_000, seed: int = 0, **options: Any) -> TaskStream:
     """Generate the seeded stream of task ``name`` with ``n_samples`` samples."""
     factory = _lookup(name)
@@ -55,6 +66,7 @@ def make_stream(name: str, n_samples: int = 20_000, seed: int = 0, **options: An
         raise ValueError(f"{name}: n_samples must be an integer >= 1, got {n_samples!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"{name}: seed must be a non-negative integer, got {seed!r}")
+    check_stream_size(name, n_samples)
     valid = task_options(name)
     unknown = sorted(set(options) - set(valid))
     if unknown:

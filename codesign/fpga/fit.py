@@ -1,0 +1,34 @@
+"""Does a design fit its part and meet its clock? One line saying what does not, from an estimate or a synthesis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["STRICT_EXIT", "FitError", "fit_check"]
+
+STRICT_EXIT = 3  # the exit status of `--strict` when the design does not fit or misses its clock
+
+
+class FitError(Exception):
+    """Under --strict: the design does not fit its part or misses its clock (exit status 3)."""
+
+
+def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str) -> dict[str, Any]:
+    """Compare ``result`` (an estimate or a synthesis: utilization_percent, clock_mhz_estimate) with the part and clock.
+
+    Returns {fits, meets_clock, over (resource: percent), clock_mhz_target, clock_mhz_estimate, source, note}; note
+    is one line naming every shortfall, or None when the design fits and meets the clock.
+    """
+    utilization = result.get("utilization_percent") or {}
+    over = {k: v for k, v in utilization.items() if v > 100.0}
+    estimate = result.get("clock_mhz_estimate")
+    meets = estimate is None or estimate >= clock_mhz
+    problems = []
+    if over:
+        used = ", ".join(f"{k.upper()} {v:,.0f} %" for k, v in over.items())
+        problems.append(f"does not fit {part} ({used} of the part)")
+    if not meets:
+        problems.append(f"misses the {clock_mhz:g} MHz clock target (estimated {estimate:g} MHz)")
+    note = f"the design {' and '.join(problems)} [{source}]" if problems else None
+    return {"fits": not over, "meets_clock": meets, "over": over, "clock_mhz_target": clock_mhz,
+            "clock_mhz_estimate": estimate, "source": source, "note": note}
