@@ -155,8 +155,11 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 
 _BUILD_EPILOG = """The output folder (default ./codesign_out/<learner>_<part>, e.g. codesign_out/kan_online_xcvu9p)
 holds firmware/, tb/, tb_data/, csim/, rtl/ (SystemVerilog, memory files, rtl_manifest.json),
-build_prj.tcl (vitis_hls -f build_prj.tcl), README.md, manifest.json and report.json. An existing non-empty folder is refused; --force replaces those
-generated entries (and the Vitis project folder <learner>_prj/) and leaves other files alone.
+build_prj.tcl (vitis_hls -f build_prj.tcl), README.md, manifest.json, report.json and codesign-output.json
+(what the build wrote). The build is written beside the folder and moved into place when it succeeds, so an
+interrupted build leaves the previous one as it was. A folder holding files codesign did not write is refused;
+an earlier build is replaced only with --force, which removes what that build wrote (and the Vitis project
+folder <learner>_prj/) and leaves any other file alone.
 
 C-simulation stream: --samples samples of --task (a task with an n_inputs option, such as
 function_tracking, is generated with the spec's input width; otherwise task columns are reused
@@ -261,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=20_000, help="stream length (default 20000)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
     p.add_argument("--out", help="output folder (default ./codesign_out/profile_<learner>)")
-    p.add_argument("--force", action="store_true", help="replace profile files in an existing output folder")
+    p.add_argument("--force", action="store_true", help="replace an earlier `codesign profile` result in --out (only what codesign wrote)")
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("doctor", help="versions of the tools codesign drives, which features work here, and fixes")
@@ -294,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--out", help="output folder (default ./codesign_out/explore_<learner>_<task>); resumes its own run")
-    p.add_argument("--force", action="store_true", help="start over in a folder that holds other files or another run")
+    p.add_argument("--force", action="store_true", help="start over in a folder that holds an exploration with other settings")
     p.set_defaults(func=_cmd_explore)
 
     p = sub.add_parser("boards", help="list the FPGA parts and boards that --target accepts")
@@ -310,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="xcvu9p", help="part or board name, e.g. xcvu9p or vcu118 (see `codesign boards`)")
     p.add_argument("--config", help="TOML or YAML file overriding spec fields")
     p.add_argument("--out", help="output folder (default ./codesign_out/<learner>_<part>)")
-    p.add_argument("--force", action="store_true", help="replace the generated files of an existing output folder")
+    p.add_argument("--force", action="store_true", help="replace an earlier `codesign build` result in --out (only what codesign wrote)")
     p.add_argument("--samples", type=int, default=10_000, help="task samples of the C-simulation stream (default 10000)")
     p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
@@ -358,8 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--method", default="dwp", help="standard, noise or dwp (default dwp)")
     t.add_argument("--dataset", default="digits", help="digits or mnist5k (default digits)")
     t.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
-    t.add_argument("--out", required=True, help="output folder for model.pt (new or empty unless --force)")
-    t.add_argument("--force", action="store_true", help="write into an existing non-empty folder")
+    t.add_argument("--out", required=True, help="output folder for model.pt (new or empty; an earlier `cim train` result there needs --force)")
+    t.add_argument("--force", action="store_true", help="replace an earlier `cim train` result in --out (the model and the plots made from it)")
     t.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
     t.add_argument("--batch", type=int, default=64, help="mini-batch size (default 64)")
     t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (default 2e-3)")

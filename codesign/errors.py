@@ -10,7 +10,7 @@ import errno
 import re
 from functools import lru_cache
 
-__all__ = ["ToolError", "extra_providing", "one_line_error"]
+__all__ = ["ToolError", "extra_providing", "one_line_error", "require_module"]
 
 # import names whose distribution is named differently
 _IMPORT_ALIASES = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cocotb_tools": "cocotb"}
@@ -46,6 +46,18 @@ def extra_providing(module: str) -> str | None:
     """The codesign extra whose packages provide an importable module, or None."""
     top = module.split(".")[0]
     return _extras_by_distribution().get(_normalize(_IMPORT_ALIASES.get(top, top)))
+
+
+def require_module(module: str) -> None:
+    """Raise ModuleNotFoundError (one line at the command line, naming the extra) when a module is not installed."""
+    import importlib.util  # noqa: PLC0415
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
 def _os_error(exc: OSError) -> str:

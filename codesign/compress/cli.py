@@ -100,8 +100,8 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--steps", type=_positive, default=None, help="QAT training steps (default 40)")
     p.add_argument("--lr", type=float, default=None, help="QAT Adam learning rate (default 1e-4)")
     p.add_argument("--winq", action="store_true", help="QAT with WinQ (periodic resets, noise-injected gradients)")
-    p.add_argument("--out", required=True, help="output folder (refused if it exists and is not empty)")
-    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
+    p.add_argument("--force", action="store_true", help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")
     p.add_argument("--blocks", type=_block_list, default=None,
                    help="compress only the linears of these transformer blocks, e.g. 0,8,17 (default: all)")
     p.add_argument("--layers", type=_pattern_list, default=None,

