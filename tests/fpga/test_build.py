@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codesign.cli import main
 from codesign.fpga.csim import run_csim
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -206,3 +207,20 @@ def test_mlp_baseline_is_bit_exact(capsys, tmp_path, name):
         assert report["spec"] == MLPSpec(clock_mhz=report["clock_mhz"]).to_dict()
     assert (out / "firmware" / "mlp_online.cpp").is_file() and (out / "firmware" / "initial_weights.h").is_file()
     assert f"set_part {{{report['part']}}}" in (out / "build_prj.tcl").read_text()
+
+
+def test_the_readmes_second_build_command_works_on_the_folder_the_first_wrote(bare_build, tmp_path, monkeypatch, capsys):
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    commands = re.findall(r"`(codesign build kan_online --target xcvu9p[^`]*)`", readme)
+    assert commands[0] == "codesign build kan_online --target xcvu9p" and "--force" in commands[1].split()
+    shutil.copytree(bare_build.parent.parent, tmp_path / "cwd")  # the first command's result, as a user has it
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert main(["build", "kan_online", "--target", "xcvu9p", "--samples", "20"]) == 2
+    assert "--force" in capsys.readouterr().err
+    (tmp_path / "cwd" / "codesign_out" / "kan_online_xcvu9p" / "my_notes.txt").write_text("mine")
+    flags = [f for f in commands[1].split()[2:] if f not in ("--cosim", "--synth")]  # those two are tested elsewhere
+    assert main(["build", *flags, "--samples", "20"]) == 0
+    out = tmp_path / "cwd" / "codesign_out" / "kan_online_xcvu9p"
+    assert (out / "my_notes.txt").read_text() == "mine" and read_report(out)["csim"]["samples"] < 1000
