@@ -135,16 +135,10 @@ class OutputFolder:
                     raise FileExistsError(f"{option} {target}: {target / clash[0]} was not written by codesign "
                                           "and would be replaced; move it or give another folder")
             _probe_writable(target, option)
-        else:
-            parent = target.parent
-            existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
-            if existing is not None and not existing.is_dir():
-                raise FileExistsError(f"{option} {target}: {existing} is a file, not a folder")
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise PermissionError(f"{option} {target}: cannot create {parent} ({exc.strerror or exc})") from None
-        _probe_writable(target.parent, option)
+        existing = next(p for p in (target.parent, *target.parent.parents) if p.exists() or p == Path(p.anchor))
+        if not existing.is_dir():
+            raise FileExistsError(f"{option} {target}: {existing} is a file, not a folder")
+        _probe_writable(existing, option)  # the folders still to make go there
         partial = self.partial
         if partial.exists() or partial.is_symlink():
             pid = _owner_pid(partial)
@@ -158,6 +152,7 @@ class OutputFolder:
         partial = self.partial
         if (partial.exists() or partial.is_symlink()) and not keep:
             shutil.rmtree(partial)
+        partial.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir(exist_ok=True)
         (partial / _OWNER_FILE).write_text(f"{os.getpid()}\n")
         return partial
@@ -239,11 +234,10 @@ class OutputFile:
                 raise FileExistsError(f"{self.path} exists and was not written by codesign; move it or give another --out")
             if not force:
                 raise FileExistsError(f"{self.path} exists: pass --force to replace it")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PermissionError(f"{option} {folder}: cannot create it ({exc.strerror or exc})") from None
-        _probe_writable(folder, option)
+        existing = next(p for p in (folder, *folder.parents) if p.exists() or p == Path(p.anchor))
+        if not existing.is_dir():
+            raise FileExistsError(f"{option} {folder}: {existing} is a file, not a folder")
+        _probe_writable(existing, option)
         self.partial = folder / f".{self.path.name}{_PARTIAL_SUFFIX}{self.path.suffix}"
 
     def commit(self) -> Path:
@@ -260,6 +254,7 @@ class OutputFile:
     @contextmanager
     def writing(self) -> Iterator[Path]:
         """Yield the partial file's path; commit on success, remove it on any failure."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             yield self.partial
         except BaseException:

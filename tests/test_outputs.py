@@ -25,7 +25,7 @@ def _write(folder: OutputFolder, **files: str) -> Path:
 def test_a_new_folder_appears_only_when_the_run_succeeds(tmp_path):
     out = tmp_path / "deep" / "out"
     folder = OutputFolder(out, "demo", expected=("a.txt",))
-    assert not out.exists()  # checking writes nothing
+    assert not out.parent.exists()  # checking writes nothing, not even the folders above
     with folder.writing() as work:
         (work / "a.txt").write_text("1")
         assert not out.exists() and work.parent == out.parent
