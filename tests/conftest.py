@@ -9,7 +9,30 @@ import os
 if os.environ.get("CODESIGN_TEST_GPU") != "1":
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
+
+_TESTS = Path(__file__).parent
+_LLM_FIXTURES = {"gemma", "minilm"}
+
+
+def _tiers(item: pytest.Item) -> set[str]:
+    """The tiers of a test, from where it lives and what it uses: rtl (Verilator), synth (Yosys), llm (packaged models)."""
+    parts = Path(str(item.fspath)).resolve().relative_to(_TESTS.resolve()).parts
+    tiers = set()
+    if parts[0] in ("sim", "ops"):
+        tiers.add("synth" if parts[-1].startswith("test_synth") else "rtl")
+    if parts[0] in ("llm", "compress_e2e") or _LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
+        tiers.add("llm")
+    return tiers
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tiers, so that `-m "not rtl and not synth and not llm"` is the fast run."""
+    for item in items:
+        for tier in _tiers(item):
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session")
