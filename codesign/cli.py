@@ -8,6 +8,7 @@ import sys
 from typing import Callable, Sequence
 
 from codesign import __version__
+from codesign.processes import install_interrupt_handlers
 
 __all__ = ["main", "build_parser"]
 
@@ -376,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `codesign` console script."""
+    install_interrupt_handlers()  # Ctrl-C or SIGTERM: children stopped, exit 130; a second one: at once
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
