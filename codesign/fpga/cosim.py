@@ -27,13 +27,25 @@ from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import build_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+from codesign.processes import ToolError
 
-__all__ = ["COSIM_FIELDS", "run_cosim", "cosim_sources", "cosim_hls_rtl", "reset_plan", "format_cosim"]
+__all__ = ["COSIM_FIELDS", "check_wall_seconds", "run_cosim", "cosim_sources", "cosim_hls_rtl", "reset_plan",
+           "format_cosim"]
 
 # The fields `codesign build --cosim` puts into report.json.
 COSIM_FIELDS = ("samples", "bit_exact", "latency_cycles", "update_latency_cycles", "ii")
 
 BENCH_MODULE = "learner_bench"
+# The simulator process may run this long past the bench's own wall-clock limit (start-up, the
+# reference check after the stream) before it is stopped: a backstop for a simulation that hangs.
+SIMULATOR_GRACE_SECONDS = 300.0
+
+
+def check_wall_seconds(wall_seconds: float) -> float:
+    """The co-simulation's wall-clock limit, refused in one line unless it is a positive number of seconds."""
+    if isinstance(wall_seconds, bool) or not isinstance(wall_seconds, (int, float)) or not wall_seconds > 0:
+        raise ValueError(f"wall_seconds={wall_seconds!r}: the wall-clock limit must be a positive number of seconds")
+    return float(wall_seconds)
 
 
 def reset_plan(n_samples: int, count: int, seed: int) -> list[list[int]]:
@@ -69,7 +81,11 @@ def cosim_sources(
     bubble_probability: float = 0.02,
     wall_seconds: float = 900.0,
 ) -> dict[str, Any]:
-    """Build ``sources`` (top from the manifest) and run the bench over ``stimulus`` (raw x, y, train)."""
+    """Build ``sources`` (top from the manifest) and run the bench over ``stimulus`` (raw x, y, train).
+
+    The bench stops at ``wall_seconds``: that raises a ToolError, as does a failed Verilator build.
+    """
+    wall_seconds = check_wall_seconds(wall_seconds)
     manifest = json.loads(Path(manifest_path).read_text())
     top = manifest["top"]
     work_dir = Path(work_dir).resolve()
@@ -97,7 +113,12 @@ def cosim_sources(
         "stall_cycles": 1000,
         "max_cycles": 64 * x.shape[0] + 10_000,
     }
-    result = run_bench(build, top, BENCH_MODULE, config, run_dir)
+    result = run_bench(build, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
+    # the bench writes its measurements only when the stream ran to the end; at its wall-clock limit
+    # (sim/learner_bench.py) the run is unfinished rather than wrong
+    limit = next((f for f in result["failures"] if "wall-clock limit of" in f), None)
+    if limit is not None and "samples" not in result:
+        raise ToolError("Verilator simulation", limit.split(": ", 1)[-1], run_dir / "sim.log")
     result["build_seconds"] = round(built - started, 2)
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["log"] = str(run_dir / "sim.log")
@@ -152,6 +173,7 @@ def run_cosim(
     """
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
+    check_wall_seconds(wall_seconds)
     rtl, manifest, spec, seed, build = _load_target(target, Path(work_dir) if work_dir else None, pipeline, seed)
     stimulus = _stimulus_from_build(build, spec) if build is not None else None
     if stimulus is None:
@@ -206,13 +228,18 @@ def cosim_hls_rtl(
 def format_cosim(result: dict[str, Any]) -> str:
     """The co-simulation result as two lines for the terminal."""
     verdict = "bit-exact" if result.get("bit_exact") else "NOT bit-exact"
+
+    def get(key: str, missing: Any = "?") -> Any:  # a bench that stopped early measured nothing
+        value = result.get(key)
+        return missing if value is None else value
+
     lines = [
-        f"  co-sim      {result.get('samples', 0):,} samples through the RTL (Verilator): {verdict}, "
-        f"{result.get('prediction_mismatches', '?')} prediction and {result.get('state_mismatches', '?')} of "
-        f"{result.get('state_values', 0):,} final-state mismatches; {result.get('resets', 0)} resets "
-        f"({result.get('dropped_samples', 0)} samples dropped)",
-        f"  measured    II {result.get('ii')}, prediction after {result.get('latency_cycles')} cycles, "
-        f"update after {result.get('update_latency_cycles')} ({result.get('seconds', 0):.0f} s; log {result.get('log', '-')})",
+        f"  co-sim      {get('samples', 0):,} samples through the RTL (Verilator): {verdict}, "
+        f"{get('prediction_mismatches')} prediction and {get('state_mismatches')} of "
+        f"{get('state_values', 0):,} final-state mismatches; {get('resets', 0)} resets "
+        f"({get('dropped_samples', 0)} samples dropped)",
+        f"  measured    II {get('ii')}, prediction after {get('latency_cycles')} cycles, "
+        f"update after {get('update_latency_cycles')} ({get('seconds', 0):.0f} s; log {get('log', '-')})",
     ]
     lines += [f"  failure     {f}" for f in result.get("failures", [])[:3]]
     return "\n".join(lines)

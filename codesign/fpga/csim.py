@@ -8,13 +8,11 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from codesign.errors import ToolError
+from codesign.processes import ToolError, run_tool, run_tools
 
 __all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "run_csim", "parse_summary"]
 
@@ -91,17 +89,20 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path) -> 
     commands = [[compiler, *flags, "-c", str(s), "-o", str(o)] for s, o in zip(sources, objects)]
     binary = build / f"{learner}_csim"
     log = build / "compile.log"
-    with ThreadPoolExecutor(max_workers=len(commands)) as pool:
-        results = list(pool.map(lambda c: subprocess.run(c, capture_output=True, text=True), commands))
-    link = None
-    if all(r.returncode == 0 for r in results):
-        link = subprocess.run([compiler, *[str(o) for o in objects], "-o", str(binary)], capture_output=True, text=True)
-        results.append(link)
-        commands.append(link.args)
+    tool = Path(compiler).name
+    try:
+        results = run_tools(commands, tool=tool, log=log)  # the two sources compile side by side
+        link = None
+        if all(r.returncode == 0 for r in results):
+            link = run_tool([compiler, *[str(o) for o in objects], "-o", str(binary)], tool=tool, log=log)
+            results.append(link)
+            commands.append(link.args)
+    except ToolError as exc:
+        raise CsimError(exc.tool, exc.cause, exc.log) from None
     log.write_text("".join(f"$ {' '.join(map(str, c))}\n{r.stdout}{r.stderr}\n" for c, r in zip(commands, results)))
     if link is None or link.returncode != 0:
         first = next((ln for r in results for ln in r.stderr.splitlines() if "error" in ln), "see the log")
-        raise CsimError(f"the C-simulation did not compile ({first.strip()}); full log: {log}")
+        raise CsimError(tool, f"the C-simulation did not compile: {first.strip()}", log)
     return binary
 
 
@@ -109,7 +110,7 @@ def parse_summary(output: str) -> tuple[int, int, int, int, bool]:
     """(samples, prediction mismatches, state values, state mismatches, pass) from the testbench output."""
     matches = _SUMMARY.findall(output)
     if not matches:
-        raise CsimError("the C-simulation printed no summary line")
+        raise CsimError("C-simulation", "the testbench printed no summary line")
     samples, pred, values, state, result = matches[-1]
     return int(samples), int(pred), int(values), int(state), result == "PASS"
 
@@ -117,12 +118,15 @@ def parse_summary(output: str) -> tuple[int, int, int, int, bool]:
 def run_csim(binary: Path, tb_data: Path, timeout_s: float = 600.0) -> CsimResult:
     """Run the compiled testbench on tb_data; its output goes to csim/csim.log next to the binary."""
     start = time.perf_counter()
-    proc = subprocess.run([str(binary), str(tb_data)], capture_output=True, text=True, timeout=timeout_s)
-    seconds = time.perf_counter() - start
     log = binary.parent / "csim.log"
+    try:
+        proc = run_tool([binary, tb_data], tool="C-simulation", timeout=timeout_s, log=log)
+    except ToolError as exc:
+        raise CsimError(exc.tool, exc.cause, exc.log) from None
+    seconds = time.perf_counter() - start
     log.write_text(proc.stdout + proc.stderr)
     if proc.returncode not in (0, 1):
         last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
-        raise CsimError(f"the C-simulation failed with exit status {proc.returncode} ({last[0]}); log: {log}")
+        raise CsimError("C-simulation", f"exit status {proc.returncode} ({last[0]})", log)
     samples, pred, values, state, passed = parse_summary(proc.stdout)
     return CsimResult(samples, pred, values, state, passed and proc.returncode == 0, seconds)

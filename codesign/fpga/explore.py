@@ -12,7 +12,6 @@ table), ``pareto.png`` and ``explore.json`` (the settings, which a resumed run m
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 import json
@@ -21,10 +20,11 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder
+from codesign.processes import WorkerPool
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "design_points", "pareto_front", "explore", "format_front"]
 
@@ -227,10 +227,9 @@ def _read_points(path: Path) -> list[dict]:
     return points
 
 
-def _collect(finished, log, done: dict, total: int, n_todo: int, started: float) -> None:
+def _collect(finished: Iterator[dict], log, done: dict, total: int, n_todo: int, started: float) -> None:
     """Append each finished point to the points file as it arrives, with a progress line on stderr."""
-    for k, future in enumerate(finished, 1):
-        r = future.result()
+    for k, r in enumerate(finished, 1):
         log.write(json.dumps(r) + "\n")
         log.flush()
         done[r["name"]] = r
@@ -281,25 +280,15 @@ def explore(
     if done:
         print(f"explore: resuming, {len(done)} of {len(points)} points already done in {out}", file=sys.stderr)
     started = time.perf_counter()
+    score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples, seed=seed)
     work = folder.work
     with open(work / POINTS_FILE, "a") as log:
         if todo and workers == 1:  # no worker processes to start: run here, one point after another
-            def run_here():
-                for p in todo:
-                    future: concurrent.futures.Future = concurrent.futures.Future()
-                    future.set_result(score_point(base.to_dict(), kind, p, board.name, task, samples, seed))
-                    yield future
-
-            _collect(run_here(), log, done, len(points), len(todo), started)
+            _collect(map(score, todo), log, done, len(points), len(todo), started)
         elif todo:
-            with concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-                futures = [pool.submit(score_point, base.to_dict(), kind, p, board.name, task, samples, seed) for p in todo]
-                try:
-                    finished = concurrent.futures.as_completed(futures)
-                    _collect(finished, log, done, len(points), len(todo), started)
-                except KeyboardInterrupt:  # keep what is written; do not start the points still queued
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
+            # Ctrl-C: the points written so far stay in points.jsonl, the workers are stopped, a rerun resumes
+            with WorkerPool(score, min(workers, len(todo))) as pool:
+                _collect((r for _, r in pool.map_unordered(todo)), log, done, len(points), len(todo), started)
     results = [done[p["name"]] for p in points if p["name"] in done]
     front = pareto_front(results)
     (work / "pareto.md").write_text(format_front(front, settings))

@@ -17,13 +17,13 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from codesign.errors import require_module
+from codesign.processes import ToolError, run_tool
 from codesign.resources import resource_dir
 
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
@@ -91,7 +91,7 @@ def _runtime_cache() -> Path:
             versions.append(importlib.metadata.version(dist))
         except importlib.metadata.PackageNotFoundError:
             versions.append("none")
-    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    compiler = run_tool(["c++", "--version"], tool="c++", timeout=60).stdout.splitlines()[:1]
     key = hashlib.sha256(json.dumps([versions, compiler, os.environ.get("MAKEFLAGS", "")]).encode()).hexdigest()[:16]
     root = Path(os.environ.get("CODESIGN_CACHE", Path.home() / ".cache" / "codesign"))
     return root / "verilator-runtime" / key
@@ -121,16 +121,25 @@ def _save_runtime(build_dir: Path) -> None:
                 os.replace(tmp, cache / f"{name}{ext}")  # atomic: parallel builds never see half a file
 
 
-def _runner():
+def _runner(tool: str, timeout_s: float | None = None):
     verilator_setup()
     from cocotb_tools.runner import Verilator
 
     class _Verilator(Verilator):
-        """cocotb's Verilator runner with only the top level public.
+        """cocotb's Verilator runner with only the top level public, its commands run as codesign's tools.
 
         Making every signal public (the runner's --public-flat-rw) doubles the C++ to compile;
         the benches touch only the ports and the memories the RTL marks ``public_flat_rd``.
         """
+
+        def _execute_cmds(self, cmds, cwd, stdout=None):
+            # through run_tool: each command in its own session, stopped with codesign, within the time limit
+            for cmd in cmds:
+                log = getattr(stdout, "name", None)
+                result = run_tool(cmd, tool=tool, cwd=cwd, env=self.env, timeout=timeout_s, stdout=stdout,
+                                  merge_stderr=True, log=log)
+                if result.returncode != 0:
+                    raise RuntimeError(f"Command failed with return code: {result.returncode}")  # as cocotb's own
 
         def _build_command(self):
             verilate, *compile_ = super()._build_command()
@@ -154,8 +163,12 @@ def build_simulation(
     build_dir: str | Path,
     parameters: Mapping[str, object] | None = None,
     build_args: Sequence[str] = (),
+    timeout_s: float | None = 3600.0,
 ) -> Path:
-    """Verilate and compile ``top`` into ``build_dir`` unless an identical build is there; returns build_dir."""
+    """Verilate and compile ``top`` into ``build_dir`` unless an identical build is there; returns build_dir.
+
+    A failed or timed-out build raises :class:`~codesign.processes.ToolError` (its first error, the log).
+    """
     sources = [Path(s).resolve() for s in sources]
     for src in sources:
         if not src.is_file():
@@ -168,17 +181,20 @@ def build_simulation(
         return build_dir
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp_file.unlink(missing_ok=True)
-    runner = _runner()
-    args = ["-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast", *build_args]
     log = build_dir / "verilator_build.log"
+    runner = _runner("Verilator", timeout_s)
+    args = ["-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast", *build_args]
     try:
         runner.build(
             sources=sources, hdl_toplevel=top, build_dir=build_dir, parameters=parameters,
             build_args=args, always=True, log_file=log,
         )
+    except ToolError:
+        raise
     except (RuntimeError, SystemExit) as exc:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log.is_file() else ""
-        raise RuntimeError(f"Verilator build of {top} failed ({exc}); see {log}:\n{tail}") from None
+        lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+        first = next((ln for ln in lines if "%Error" in ln or "error:" in ln), None) or str(exc)
+        raise ToolError("Verilator", f"build of {top} failed: {first.strip()}", log) from None
     _save_runtime(build_dir)
     stamp_file.write_text(stamp)
     return build_dir
@@ -215,11 +231,13 @@ def run_bench(
     test_module: str,
     config: Mapping[str, Any],
     run_dir: str | Path | None = None,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """Run the cocotb bench ``test_module`` on a built design with a JSON config; returns its results.
 
     The returned dict is what the bench wrote, plus ``passed`` (bool) and ``failures``
-    (messages of failed cocotb tests). The simulator's output goes to ``run_dir/sim.log``.
+    (messages of failed cocotb tests). The simulator's output goes to ``run_dir/sim.log``;
+    a simulator still running after ``timeout_s`` seconds is stopped (a ToolError).
     """
     build_dir = Path(build_dir).resolve()
     run_dir = Path(run_dir).resolve() if run_dir is not None else build_dir / "run"
@@ -229,7 +247,7 @@ def run_bench(
     results_xml = run_dir / "results.xml"
     config_file.write_text(json.dumps(config, indent=1))
     result_file.unlink(missing_ok=True)
-    runner = _runner()
+    runner = _runner("Verilator simulation", timeout_s)
     env = {"CODESIGN_BENCH_CONFIG": str(config_file), "CODESIGN_BENCH_RESULT": str(result_file)}
     with _on_sys_path(bench_dir()):
         try:
@@ -238,6 +256,8 @@ def run_bench(
                 build_dir=build_dir, test_dir=run_dir, extra_env=env,
                 results_xml=str(results_xml), log_file=run_dir / "sim.log",
             )
+        except ToolError:
+            raise
         except (SystemExit, RuntimeError):
             pass  # a failed test (under pytest the runner exits) or a crash: the results file says which
     result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.is_file() else {}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
 from codesign.fpga.timing_estimate import ASSUMPTIONS, critical_path, delay_model
+from codesign.processes import ToolError, run_tool
 
 __all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yosys_family", "run_synth", "resources_from_stat", "format_synth"]
 
@@ -147,15 +147,12 @@ def run_synth(
         (work / stale).unlink(missing_ok=True)
     started = time.perf_counter()
     cmd = find_yosys() + ["-q", "-l", "synth/synth.log", "-s", "synth/synth.ys"]
-    try:
-        proc = subprocess.run(cmd, cwd=rtl, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"Yosys did not finish within {timeout_s:g} s (see {work / 'synth.log'})") from None
+    proc = run_tool(cmd, tool="Yosys", cwd=rtl, timeout=timeout_s, log=work / "synth.log")
     seconds = time.perf_counter() - started
     if proc.returncode != 0 or not (work / "stat.json").is_file():
         log = (work / "synth.log").read_text(errors="replace") if (work / "synth.log").is_file() else proc.stderr
         errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
-        raise RuntimeError(f"Yosys synthesis of {manifest['top']} failed: {' / '.join(errors)} (log: {work / 'synth.log'})")
+        raise ToolError("Yosys", f"synthesis of {manifest['top']} failed: {' / '.join(errors)}", work / "synth.log")
     top = manifest["top"]
     counts = resources_from_stat(json.loads((work / "stat.json").read_text()), top)
     path = critical_path(json.loads((work / "netlist.json").read_text()), top, delay_model(family, board.part))

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from codesign.cli import main
+from codesign.fpga.build import rerun_cosim
 from codesign.fpga.cosim import COSIM_FIELDS, cosim_hls_rtl, format_cosim
 from codesign.fpga.rtl_emit import RTL_MANIFEST
+from codesign.processes import ToolError
 
 pytest.importorskip("cocotb")
 
@@ -36,6 +38,12 @@ def test_build_cosim_fills_the_report_and_sim_reruns_it(tmp_path, capsys):
     (out / "report.json").write_text(json.dumps(saved))
     assert main(["sim", str(out)]) == 0
     assert "bit-exact" in capsys.readouterr().out
+    assert json.loads((out / "report.json").read_text())["cosim"]["bit_exact"] is True
+
+    # a bench stopped by its wall-clock limit is a one-line error naming the log, and the report keeps its section
+    with pytest.raises(ToolError, match=r"^Verilator simulation: wall-clock limit of 0.001 s reached") as info:
+        rerun_cosim(out, wall_seconds=0.001, stream=io.StringIO())
+    assert "\n" not in str(info.value) and info.value.log.is_file() and str(info.value.log) in str(info.value)
     assert json.loads((out / "report.json").read_text())["cosim"]["bit_exact"] is True
 
     # the ports of the RTL are the HLS top's, so the bench can drive Vitis-made RTL from manifest.json alone
