@@ -52,6 +52,10 @@ def config_fields(config: str | Path | None) -> dict[str, Any]:
     if config is None:
         return {}
     data = load_config(config)
+    outside = sorted(set(data) - {"spec"}) if "spec" in data else []
+    if outside:  # fields beside a [spec] table would be silently ignored
+        raise ValueError(f"config file {config}: {', '.join(outside)} outside the [spec] table; "
+                         "put every field in [spec] or all at the top level")
     data = data.get("spec", data)
     if not isinstance(data, dict):
         raise ValueError(f"config file {config}: the spec table must map field names to values")

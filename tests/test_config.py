@@ -77,6 +77,13 @@ def test_type_fields_refuse_numbers(name, bad):
         KANSpec(**{name: bad})
 
 
+def test_fields_beside_a_spec_table_are_refused_not_dropped(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("grid_size = 4\n[spec]\nwidths = [2, 3, 1]\n")
+    with pytest.raises(ValueError, match="grid_size outside the \\[spec\\] table"):
+        load_spec("kan_online", config)
+
+
 def test_grid_size_true_in_a_config_is_refused_by_every_command(capsys, tmp_path):
     config = tmp_path / "c.toml"
     config.write_text("grid_size = true\n")
