@@ -6,12 +6,15 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from codesign import __version__
 from codesign.errors import one_line_error
 from codesign.fpga.fit import STRICT_EXIT, FitError
 from codesign.processes import install_interrupt_handlers
+
+if TYPE_CHECKING:
+    from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["main", "build_parser"]
 
@@ -24,9 +27,20 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_learn(args: argparse.Namespace) -> int:
-    from codesign.kan.run import learn_on_task
+def _print_config(spec: "KANSpec | MLPSpec", command: str) -> int:
+    """Print the effective config (TOML) of a command; it loads back with --config to the same spec."""
+    from codesign.config import config_toml
 
+    print(config_toml(spec, f"effective config of `codesign {command}`"), end="")
+    return 0
+
+
+def _cmd_learn(args: argparse.Namespace) -> int:
+    from codesign.kan.run import learn_on_task, task_spec
+
+    if args.print_config:
+        spec = task_spec(args.learner, args.config, args.task, 1, args.seed)[0]
+        return _print_config(spec, f"learn {args.learner} --task {args.task}")
     learn_on_task(args.learner, args.task, n_samples=args.samples, seed=args.seed, config=args.config)
     return 0
 
@@ -56,6 +70,8 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
     board = find_board(args.target)
     spec = load_build_spec(args.learner, args.config, board)
+    if args.print_config:
+        return _print_config(spec, f"estimate {args.learner} --target {args.target}")
     pipeline: str | int = args.pipeline
     if pipeline not in ("ii1", "staged"):
         try:
@@ -83,7 +99,7 @@ def _int_list(option: str, text: str, sep: str = ",") -> list[int]:
 
 
 def _cmd_explore(args: argparse.Namespace) -> int:
-    from codesign.fpga.explore import DEFAULT_BITS, DEFAULT_GRID, explore, format_front
+    from codesign.fpga.explore import explore, format_front
 
     hidden = None
     if args.hidden is not None:
@@ -93,8 +109,8 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     out = args.out or os.path.join("codesign_out", f"explore_{args.learner}_{args.task}")
     result = explore(
         args.learner, target=args.target, task=args.task, out=out, config=args.config,
-        grid=_int_list("--grid", args.grid) if args.grid else DEFAULT_GRID,
-        bits=_int_list("--bits", args.bits) if args.bits else DEFAULT_BITS,
+        grid=_int_list("--grid", args.grid) if args.grid else None,
+        bits=_int_list("--bits", args.bits) if args.bits else None,
         hidden=hidden, pipelines=[v.strip() for v in args.pipelines.split(",") if v.strip()],
         samples=args.samples, seed=args.seed, workers=args.workers, force=args.force,
     )
@@ -115,6 +131,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
     from codesign.fpga.rtl_emit import parse_pipeline
 
+    if args.print_config:
+        from codesign.fpga.boards import find_board
+        from codesign.fpga.build import load_build_spec
+
+        spec = load_build_spec(args.learner, args.config, find_board(args.target))
+        return _print_config(spec, f"build {args.learner} --target {args.target}")
     report = build(
         args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
         samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
@@ -256,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=20_000, help="stream length (default 20000)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
     p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the effective config (TOML, loads back with --config) and exit without running")
     p.set_defaults(func=_cmd_learn)
 
     p = sub.add_parser("profile", help="range, overflow and narrowest type of every named fixed-point signal over a stream")
@@ -281,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 when the design does not fit the part or misses the clock target")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the effective config (TOML, loads back with --config) and exit without running")
     p.set_defaults(func=_cmd_estimate)
 
     p = sub.add_parser(
@@ -326,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 when the design does not fit the part or misses the clock target "
                         "(checked first with the analytic estimate, again after --synth)")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the effective config (TOML, loads back with --config) and exit without running")
     p.set_defaults(func=_cmd_build)
 
     p = sub.add_parser("sim", help="rerun the RTL co-simulation of an existing `codesign build` folder")

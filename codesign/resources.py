@@ -8,11 +8,11 @@ from pathlib import Path
 __all__ = ["RESOURCE_TREES", "resource_dir"]
 
 # Top-level folders of the repository that install as subpackages of codesign.
-RESOURCE_TREES = ("hls", "rtl", "sim", "kernels", "board_files")
+RESOURCE_TREES = ("hls", "rtl", "sim", "kernels", "board_files", "examples")
 
 
 def resource_dir(name: str) -> Path:
-    """The folder of a shipped tree (hls, rtl, sim, kernels or board_files) as a filesystem path."""
+    """The folder of a shipped tree (hls, rtl, sim, kernels, board_files or examples) as a filesystem path."""
     if name not in RESOURCE_TREES:
         raise ValueError(f"unknown resource tree {name!r}: choose one of {', '.join(RESOURCE_TREES)}")
     return Path(str(files(f"codesign.{name}")))

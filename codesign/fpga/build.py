@@ -9,13 +9,12 @@ folder), so bad input ends in one line and leaves nothing behind.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from codesign.config import LEARNERS, config_fields, spec_from_fields
+from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import FitError, fit_check
@@ -36,11 +35,7 @@ MIN_SAMPLES = 1
 
 def load_build_spec(learner: str, config: str | Path | None, board: Board) -> KANSpec | MLPSpec:
     """The learner's built-in spec with the config's fields on top; the board's clock unless the config sets one."""
-    fields = config_fields(config)
-    spec = spec_from_fields(learner, fields)
-    if "clock_mhz" not in fields:
-        spec = dataclasses.replace(spec, clock_mhz=board.clock_mhz)
-    return spec
+    return load_config_spec(learner, config, board.clock_mhz)[0]
 
 
 def default_output(learner: str, board: Board) -> Path:

@@ -328,7 +328,7 @@ def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
         f"  resources   {result['lut']:,} LUT ({util.get('lut', 0):.2f} % with LUTRAM), {result['lutram']:,} LUTRAM, "
         f"{result['ff']:,} FF ({util.get('ff', 0):.2f} %), {result['dsp']:,} DSP ({util.get('dsp', 0):.2f} %), {result['bram']} BRAM",
         f"  cycles      prediction {result['latency_cycles']}, update {result['update_latency_cycles']}, II {result['ii']} (exact)",
-        f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate): prediction {result['prediction_latency_ns']:g} ns, "
+        f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate; target {spec.clock_mhz:g} MHz): prediction {result['prediction_latency_ns']:g} ns, "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
         f"  model       {result['estimate']}",
     ])

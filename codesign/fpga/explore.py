@@ -26,7 +26,7 @@ from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder
 from codesign.processes import WorkerPool
 
-__all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "design_points", "pareto_front", "explore", "format_front"]
+__all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "sweep_axes", "design_points", "pareto_front", "explore", "format_front"]
 
 DEFAULT_GRID = (4, 8, 16, 32)
 DEFAULT_BITS = (12, 16, 20)
@@ -48,6 +48,36 @@ def _check_list(name: str, values: Sequence[Any], low: int, high: int) -> tuple:
     return tuple(values)
 
 
+# A sweep option and the config fields that fix its axis instead.
+_AXIS_FIELDS = {"--grid": ("grid_size",), "--bits": ("act_t", "coef_t", "err_t", "grad_t"), "--hidden": ("widths",)}
+
+
+def sweep_axes(
+    base: KANSpec | MLPSpec, fields: dict, grid: Sequence[int] | None, bits: Sequence[int] | None,
+    hidden: Sequence[tuple[int, ...]] | None,
+) -> tuple[tuple, tuple, tuple]:
+    """The grid, bits and hidden axes: an option's values, else the config's one value, else the defaults.
+
+    A field the config sets is not swept (a bits value of None keeps the config's types);
+    giving both the field and its option is refused, and --grid is refused on an MLP.
+    """
+    kan = isinstance(base, KANSpec)
+    given = {"--grid": grid, "--bits": bits, "--hidden": hidden}
+    for option, names in _AXIS_FIELDS.items():
+        set_here = [n for n in names if n in fields]
+        if given[option] is not None and set_here:
+            raise ValueError(f"{option} and the config's {', '.join(set_here)} both set what explore sweeps: give one of them")
+    if grid is not None and not kan:
+        raise ValueError("--grid: an MLP has no grid; sweep --bits or --hidden")
+    if grid is None:
+        grid = (base.grid_size,) if "grid_size" in fields else DEFAULT_GRID
+    if bits is None:
+        bits = (None,) if any(n in fields for n in _AXIS_FIELDS["--bits"]) else DEFAULT_BITS
+    if hidden is None:
+        hidden = (base.widths[1:-1],) if "widths" in fields else DEFAULT_HIDDEN["kan" if kan else "mlp"]
+    return tuple(grid), tuple(bits), tuple(tuple(h) for h in hidden)
+
+
 def design_points(
     base: KANSpec | MLPSpec, grid: Sequence[int], bits: Sequence[int], hidden: Sequence[tuple[int, ...]],
     pipelines: Sequence[str] = ("ii1",),
@@ -57,15 +87,15 @@ def design_points(
     if not pipelines or any(p not in ("ii1", "staged") for p in pipelines):
         raise ValueError(f"pipelines={tuple(pipelines)!r}: choose from 'ii1' and 'staged'")
     grid = _check_list("grid", grid, 1, 256) if kan else (None,)
-    bits = _check_list("bits", bits, 4, 32)
-    hidden = _check_list("hidden", hidden, 1, 256)
+    bits = tuple(bits) if tuple(bits) == (None,) else _check_list("bits", bits, 4, 32)
+    hidden = _check_list("hidden", hidden, 1, 1024)
     points = []
     for h in hidden:
         for b in bits:
             for g in grid:
                 for pipe in pipelines:
                     shape = "-".join(map(str, (base.n_inputs, *h, base.n_outputs)))
-                    name = f"{shape} {b}b" + (f" G{g}" if kan else "") + ("" if pipe == "ii1" else f" {pipe}")
+                    name = shape + ("" if b is None else f" {b}b") + (f" G{g}" if kan else "") + ("" if pipe == "ii1" else f" {pipe}")
                     points.append({"name": name, "hidden": list(h), "bits": b, "grid_size": g, "pipeline": pipe})
     return points
 
@@ -75,18 +105,20 @@ def _point_spec(base: KANSpec | MLPSpec, point: dict) -> KANSpec | MLPSpec:
     from codesign.kan.spec import with_precision
 
     widths = (base.n_inputs, *point["hidden"], base.n_outputs)
-    int_bits = min(base.act_t.int_bits, point["bits"] - 1)
-    spec = with_precision(dataclasses.replace(base, widths=widths), point["bits"], int_bits)
+    spec = dataclasses.replace(base, widths=widths)
+    if point["bits"] is not None:  # None: the config's types, not swept
+        spec = with_precision(spec, point["bits"], min(base.act_t.int_bits, point["bits"] - 1))
     if point["grid_size"] is not None:
         spec = dataclasses.replace(spec, grid_size=point["grid_size"])
     return spec
 
 
 @functools.lru_cache(maxsize=4)
-def _stream(task: str, samples: int, seed: int):
-    from codesign.tasks import check_stream_size, make_stream
+def _stream(task: str, samples: int, seed: int, n_inputs: int):
+    from codesign.kan.run import stream_options
+    from codesign.tasks import make_stream
 
-    return make_stream(task, n_samples=samples, seed=seed)
+    return make_stream(task, n_samples=samples, seed=seed, **stream_options(task, n_inputs))
 
 
 def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int) -> dict:
@@ -102,7 +134,7 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
         spec = _point_spec(spec_from_mapping(kind, base), point)
     except ValueError as exc:  # e.g. a width whose exact intermediates do not fit: the point is skipped
         return {**result, "skipped": str(exc)}
-    stream = _stream(task, samples, seed)
+    stream = _stream(task, samples, seed, spec.n_inputs)
     pred = make_learner(spec, seed=seed).run(stream.x, stream.y)
     metrics = online_metrics(pred, stream)
     est = estimate(spec, target, pipeline=point["pipeline"])
@@ -245,8 +277,8 @@ def explore(
     task: str = "function_tracking",
     out: str | Path = "codesign_out/explore",
     config: str | Path | None = None,
-    grid: Sequence[int] = DEFAULT_GRID,
-    bits: Sequence[int] = DEFAULT_BITS,
+    grid: Sequence[int] | None = None,
+    bits: Sequence[int] | None = None,
     hidden: Sequence[tuple[int, ...]] | None = None,
     pipelines: Sequence[str] = ("ii1",),
     samples: int = 20_000,
@@ -255,21 +287,25 @@ def explore(
     force: bool = False,
 ) -> dict[str, Any]:
     """Sweep, score, resume, and write the Pareto front (table, PNG); returns the points and the front."""
-    from codesign.config import LEARNERS, load_spec
+    from codesign.config import LEARNERS
     from codesign.fpga.boards import find_board
-    from codesign.kan.run import fit_widths
-    from codesign.tasks import check_stream_size, make_stream
+    from codesign.kan.run import task_spec
+    from codesign.tasks import check_stream_size
 
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r}: need at least one worker")
     board = find_board(target)
+    if learner not in LEARNERS:
+        raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
     check_stream_size(task, samples, streams=workers + 1)
-    probe = make_stream(task, n_samples=1, seed=seed)  # a bad task name fails here, before any work
-    base = fit_widths(load_spec(learner, config), probe.n_inputs, probe.n_outputs)
     kind = LEARNERS[learner]
-    hidden = tuple(tuple(h) for h in (hidden if hidden is not None else DEFAULT_HIDDEN[kind]))
+    # a bad task name, or config widths the task cannot take, fail here, before any work
+    base, _, fields = task_spec(learner, config, task, 1, seed)
+    if "clock_mhz" not in fields:
+        base = dataclasses.replace(base, clock_mhz=board.clock_mhz)
+    grid, bits, hidden = sweep_axes(base, fields, grid, bits, hidden)
     points = design_points(base, grid, bits, hidden, pipelines)
     settings = {"learner": learner, "target": board.name, "task": task, "samples": samples, "seed": seed,
                 "base_spec": base.to_dict(), "points": [p["name"] for p in points]}

@@ -26,9 +26,9 @@ from types import ModuleType
 
 import numpy as np
 
-from codesign.kan.run import make_learner
+from codesign.kan.run import make_learner, stream_options
 from codesign.kan.spec import KANSpec, MLPSpec
-from codesign.tasks import make_stream, task_options
+from codesign.tasks import make_stream
 
 __all__ = ["CORNER_SAMPLES", "Stimulus", "Reference", "adapt_columns", "make_stimulus", "run_reference", "write_tb_data"]
 
@@ -102,8 +102,7 @@ def make_stimulus(spec: KANSpec | MLPSpec, task: str = "function_tracking", n_sa
     """``n_samples`` task samples fitted to the spec's widths, then the corner block."""
     if n_samples < 1:
         raise ValueError(f"--samples={n_samples}: need at least one sample")
-    options = {"n_inputs": spec.n_inputs} if "n_inputs" in task_options(task) else {}
-    stream = make_stream(task, n_samples=n_samples, seed=seed, **options)
+    stream = make_stream(task, n_samples=n_samples, seed=seed, **stream_options(task, spec.n_inputs))
     x = spec.act_t.quantize(adapt_columns(stream.x, spec.n_inputs))
     y = spec.act_t.quantize(adapt_columns(stream.y, spec.n_outputs))
     cx, cy, ctrain = _corner_block(spec, CORNER_SAMPLES, seed)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codesign.config import load_spec
 from codesign.kan.profile_report import plot_profile, profile_table, write_profile_json
 from codesign.kan.profiler import Profile, profile_stream, propose_types
-from codesign.kan.run import fit_widths
+from codesign.kan.run import task_spec
 from codesign.outputs import OutputFolder, Progress
-from codesign.tasks import make_stream
 
 __all__ = ["run_profile", "PROFILE_FILES"]
 
@@ -21,8 +19,7 @@ def run_profile(learner: str, config: str | None, task: str, samples: int, seed:
     if samples < 1:
         raise ValueError(f"--samples={samples}: need at least one sample")
     out_dir = Path(out) if out else Path("codesign_out") / f"profile_{learner}"
-    stream = make_stream(task, n_samples=samples, seed=seed)
-    spec = fit_widths(load_spec(learner, config), stream.n_inputs, stream.n_outputs)
+    spec, stream, _ = task_spec(learner, config, task, samples, seed)
     folder = OutputFolder(out_dir, "profile", force=force, expected=PROFILE_FILES)
     progress = Progress(3)
     with folder.writing() as work:

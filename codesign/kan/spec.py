@@ -1,6 +1,7 @@
 """The one spec of the fixed-point online learners, shared by the reference, the HLS and the RTL.
 
-Every field is documented with its unit and range. The arithmetic that these fields
+Every field carries its type, range, unit and meaning as a rule in its metadata
+(:mod:`codesign.kan.spec_fields`); ``docs/config.md`` is generated from them. The arithmetic that these fields
 parameterize is written down in ``docs/arithmetic.md``; the Python reference
 (:mod:`codesign.kan.fixed_learner`) implements exactly that text.
 """
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from codesign.fixed import FixedType, OMode, QMode
+from codesign.kan.spec_fields import (
+    ChoiceRule, GridRangeRule, IntRule, RealRule, TypeRule, WidthsRule, check_fields, plain_value, spec_field,
+)
 
 __all__ = [
     "KANSpec",
@@ -21,6 +25,7 @@ __all__ = [
     "default_type",
     "with_precision",
     "spec_from_mapping",
+    "SPEC_CLASSES",
 ]
 
 # Exact intermediates are held in int64; 62 bits leaves head-room for one sign bit and a carry.
@@ -30,14 +35,6 @@ MAX_EXACT_BITS = 62
 def default_type(width: int, int_bits: int, signed: bool = True) -> FixedType:
     """A datapath type with the project's default modes: convergent rounding, saturation."""
     return FixedType(width, int_bits, signed, QMode.AP_RND_CONV, OMode.AP_SAT)
-
-
-def _parse_type(value: Any, name: str) -> FixedType:
-    if isinstance(value, FixedType):
-        return value
-    if isinstance(value, str):
-        return FixedType.parse(value)
-    raise ValueError(f"{name}: expected an ap_fixed type string or FixedType, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -52,11 +49,6 @@ class GridConstants:
     power_of_two: bool  # cell width is a power of two: the multiply is a shift
 
 
-def _check_type_fits(t: FixedType, name: str) -> None:
-    if t.width > 32:
-        raise ValueError(f"{name}={t}: widths above 32 bits are not supported by the learner")
-
-
 def _update_bits(coef_t: FixedType, g_t: FixedType, x_t: FixedType, lr_shift: int) -> int:
     """Width of the exact update c - 2^-s * g * x at the common fractional bits (docs/arithmetic.md §6, §9)."""
     f_delta = g_t.frac + x_t.frac + lr_shift
@@ -64,8 +56,21 @@ def _update_bits(coef_t: FixedType, g_t: FixedType, x_t: FixedType, lr_shift: in
     return max(coef_t.width + f - coef_t.frac, g_t.width + x_t.width + f - f_delta) + 1
 
 
-@dataclass(frozen=True)
+# The rules (type, range, unit, meaning) of the fields both learners share; docs/config.md is generated from them.
+_WIDTHS = WidthsRule("layer widths, input first: inputs, hidden layer widths, outputs", "units per layer", low=1, high=1024)
+_ACT_T = TypeRule("samples, targets and every layer output", "fixed-point type")
+_COEF_T = TypeRule("trainable coefficients; an update is rounded and saturated by its modes", "fixed-point type")
+_ERR_T = TypeRule("prediction error y_hat - y, the gradient of 0.5 * e^2 at the output", "fixed-point type")
+_GRAD_T = TypeRule("gradients passed back to earlier layers' outputs", "fixed-point type")
+_LR_SHIFT = IntRule("learning rate 2^-lr_shift", "log2 of 1/learning rate", low=0, high=24)
+_CLOCK_MHZ = RealRule("clock target of the hardware (build, estimate, explore); the learner's arithmetic does "
+                      "not depend on it; default: the target board's clock in build and estimate", "MHz",
+                      low=1.0, high=2000.0)
+
+
 class _LearnerSpecBase:
+    """What both learner specs share: the widths, the common types, the learning rate and the clock target."""
+
     widths: tuple[int, ...]
     act_t: FixedType
     coef_t: FixedType
@@ -73,22 +78,6 @@ class _LearnerSpecBase:
     grad_t: FixedType
     lr_shift: int
     clock_mhz: float
-
-    def _validate_common(self) -> None:
-        widths = tuple(self.widths)
-        if len(widths) < 2:
-            raise ValueError(f"widths={widths!r}: need at least an input and an output width")
-        if any((not isinstance(w, int)) or w < 1 for w in widths):
-            raise ValueError(f"widths={widths!r}: every width must be a positive integer")
-        if not isinstance(self.lr_shift, int) or not 0 <= self.lr_shift <= 24:
-            raise ValueError(f"lr_shift={self.lr_shift!r}: must be an integer in 0..24")
-        if not (isinstance(self.clock_mhz, (int, float)) and 1.0 <= self.clock_mhz <= 2000.0):
-            raise ValueError(f"clock_mhz={self.clock_mhz!r}: must be in 1..2000 MHz")
-        for name in ("act_t", "coef_t", "err_t", "grad_t"):
-            t = getattr(self, name)
-            _check_type_fits(t, name)
-            if not t.signed:
-                raise ValueError(f"{name}={t}: must be a signed type (values and updates change sign)")
 
     @property
     def n_inputs(self) -> int:
@@ -107,75 +96,43 @@ class _LearnerSpecBase:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (type strings, lists) for JSON/TOML reports and configs."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, FixedType):
-                v = str(v)
-            elif isinstance(v, tuple):
-                v = list(v)
-            out[f.name] = v
-        return out
+        return {f.name: plain_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
 @dataclass(frozen=True)
 class KANSpec(_LearnerSpecBase):
     """A fixed-point KAN online learner (B-spline edges on a uniform grid, exact online SGD).
 
-    Fields (units, ranges):
-      widths: layer widths, input first (e.g. (2, 4, 1)); each >= 1.
-      grid_size: G, cells of the uniform grid, 1..256; every edge has G + k coefficients.
-      spline_order: k, B-spline order, 1..5; k + 1 basis functions are non-zero per input.
-      grid_range: (lo, hi) of the grid in input units; both exactly representable in act_t.
-        Inputs outside [lo, hi) are clamped to the grid edge (docs/arithmetic.md §2).
-      lut_bits: A, address bits of the basis/derivative ROMs (2^A entries per basis), 1..12.
-      act_t: samples, targets and every layer output.
-      coef_t: spline coefficients; the update is rounded and saturated by its modes.
-      basis_t: entries of the basis ROM (values in [0, 1]).
-      dbasis_t: entries of the derivative ROM (d b_j / dt on the local coordinate).
-      dphi_t: per-edge derivative d phi / dt, before the 1/h factor (backward path).
-      err_t: prediction error y_hat - y, the gradient of 0.5 * e^2 at the output.
-      grad_t: gradients passed back to earlier layers' outputs.
-      lr_shift: learning rate 2^-lr_shift, 0..24.
-      clock_mhz: clock target of the hardware implementations.
+    Every field's type, range, unit and meaning is its rule in the field's metadata
+    (codesign.kan.spec_fields); docs/config.md is generated from those rules.
     """
 
-    widths: tuple[int, ...] = (2, 4, 1)
-    grid_size: int = 8
-    spline_order: int = 3
-    grid_range: tuple[float, float] = (-1.0, 1.0)
-    lut_bits: int = 6
-    act_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    coef_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    basis_t: FixedType = field(default_factory=lambda: default_type(18, 1, signed=False))
-    dbasis_t: FixedType = field(default_factory=lambda: default_type(18, 2))
-    dphi_t: FixedType = field(default_factory=lambda: default_type(18, 6))
-    err_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    grad_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    lr_shift: int = 4
-    clock_mhz: float = 250.0
+    widths: tuple[int, ...] = spec_field((2, 4, 1), _WIDTHS)
+    grid_size: int = spec_field(8, IntRule("G, cells of the uniform grid; every edge has G + k coefficients", "cells",
+                                           low=1, high=256))
+    spline_order: int = spec_field(3, IntRule("k, B-spline order; k + 1 basis functions are non-zero per input",
+                                              "", low=1, high=5))
+    grid_range: tuple[float, float] = spec_field((-1.0, 1.0), GridRangeRule(
+        "(lo, hi) of the grid; inputs outside [lo, hi) are clamped to the grid edge", "input units"))
+    lut_bits: int = spec_field(6, IntRule("A, address bits of the basis and derivative ROMs (2^A entries per basis)",
+                                          "address bits", low=1, high=12))
+    act_t: FixedType = spec_field(rule=_ACT_T, factory=lambda: default_type(16, 6))
+    coef_t: FixedType = spec_field(rule=_COEF_T, factory=lambda: default_type(16, 6))
+    basis_t: FixedType = spec_field(rule=TypeRule("entries of the basis ROM (values in [0, 1]; linear bases reach 1.0)",
+                                                  "fixed-point type", signed=None, min_int_bits=1),
+                                    factory=lambda: default_type(18, 1, signed=False))
+    dbasis_t: FixedType = spec_field(rule=TypeRule("entries of the derivative ROM (d b_j / dt on the local coordinate)",
+                                                   "fixed-point type"), factory=lambda: default_type(18, 2))
+    dphi_t: FixedType = spec_field(rule=TypeRule("per-edge derivative d phi / dt, before the 1/h factor (backward path)",
+                                                 "fixed-point type"), factory=lambda: default_type(18, 6))
+    err_t: FixedType = spec_field(rule=_ERR_T, factory=lambda: default_type(16, 6))
+    grad_t: FixedType = spec_field(rule=_GRAD_T, factory=lambda: default_type(16, 6))
+    lr_shift: int = spec_field(4, _LR_SHIFT)
+    clock_mhz: float = spec_field(250.0, _CLOCK_MHZ)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "widths", tuple(self.widths))
-        object.__setattr__(self, "grid_range", tuple(float(v) for v in self.grid_range))
-        for name in ("act_t", "coef_t", "basis_t", "dbasis_t", "dphi_t", "err_t", "grad_t"):
-            object.__setattr__(self, name, _parse_type(getattr(self, name), name))
-        self._validate_common()
-        if not isinstance(self.grid_size, int) or not 1 <= self.grid_size <= 256:
-            raise ValueError(f"grid_size={self.grid_size!r}: G must be an integer in 1..256")
-        if not isinstance(self.spline_order, int) or not 1 <= self.spline_order <= 5:
-            raise ValueError(f"spline_order={self.spline_order!r}: k must be an integer in 1..5")
-        if not isinstance(self.lut_bits, int) or not 1 <= self.lut_bits <= 12:
-            raise ValueError(f"lut_bits={self.lut_bits!r}: must be an integer in 1..12")
+        check_fields(self)
         lo, hi = self.grid_range
-        if len(self.grid_range) != 2 or not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
-            raise ValueError(f"grid_range={self.grid_range!r}: need finite lo < hi")
-        for name in ("basis_t", "dbasis_t", "dphi_t"):
-            _check_type_fits(getattr(self, name), name)
-        if self.basis_t.int_bits < 1:
-            raise ValueError(f"basis_t={self.basis_t}: needs >= 1 integer bit (linear bases reach 1.0)")
-        if not self.dbasis_t.signed or not self.dphi_t.signed:
-            raise ValueError("dbasis_t and dphi_t must be signed types")
         for v in (lo, hi):
             if float(self.act_t.to_float(self.act_t.quantize([v]))[0]) != v:
                 raise ValueError(f"grid_range={self.grid_range!r}: {v} is not exactly representable in act_t={self.act_t}")
@@ -243,26 +200,21 @@ class KANSpec(_LearnerSpecBase):
 class MLPSpec(_LearnerSpecBase):
     """A fixed-point MLP online learner (dense layers, exact online SGD), the baseline to KAN.
 
-    Fields as in KANSpec where shared; coef_t holds weights and biases.
-      activation: hidden activation, "relu" or "hardtanh" (clip to [-1, 1]); the last layer is linear.
+    Fields as in KANSpec where shared (their rules in the field metadata); coef_t holds weights and biases.
     """
 
-    widths: tuple[int, ...] = (2, 24, 1)
-    activation: str = "relu"
-    act_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    coef_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    err_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    grad_t: FixedType = field(default_factory=lambda: default_type(16, 6))
-    lr_shift: int = 5
-    clock_mhz: float = 250.0
+    widths: tuple[int, ...] = spec_field((2, 24, 1), _WIDTHS)
+    activation: str = spec_field("relu", ChoiceRule("hidden activation (hardtanh clips to [-1, 1]); the last layer is "
+                                                    "linear", "", choices=("relu", "hardtanh")))
+    act_t: FixedType = spec_field(rule=_ACT_T, factory=lambda: default_type(16, 6))
+    coef_t: FixedType = spec_field(rule=_COEF_T, factory=lambda: default_type(16, 6))
+    err_t: FixedType = spec_field(rule=_ERR_T, factory=lambda: default_type(16, 6))
+    grad_t: FixedType = spec_field(rule=_GRAD_T, factory=lambda: default_type(16, 6))
+    lr_shift: int = spec_field(5, _LR_SHIFT)
+    clock_mhz: float = spec_field(250.0, _CLOCK_MHZ)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "widths", tuple(self.widths))
-        for name in ("act_t", "coef_t", "err_t", "grad_t"):
-            object.__setattr__(self, name, _parse_type(getattr(self, name), name))
-        self._validate_common()
-        if self.activation not in ("relu", "hardtanh"):
-            raise ValueError(f"activation={self.activation!r}: must be 'relu' or 'hardtanh'")
+        check_fields(self)
         n_max = max(self.widths)
         checks = {
             "dense accumulator": self.coef_t.width + self.act_t.width + math.ceil(math.log2(n_max + 1)) + 2,
@@ -285,17 +237,17 @@ def with_precision(spec: KANSpec | MLPSpec, width: int, int_bits: int) -> KANSpe
     return dataclasses.replace(spec, act_t=t, coef_t=t, err_t=t, grad_t=t)
 
 
+# Learner kind -> spec class: the one registry of spec kinds.
+SPEC_CLASSES: dict[str, type[KANSpec] | type[MLPSpec]] = {"kan": KANSpec, "mlp": MLPSpec}
+
+
 def spec_from_mapping(kind: str, data: Mapping[str, Any]) -> KANSpec | MLPSpec:
     """Build a spec from plain data (a parsed TOML/YAML config); unknown keys are an error."""
-    cls = {"kan": KANSpec, "mlp": MLPSpec}.get(kind)
+    cls = SPEC_CLASSES.get(kind)
     if cls is None:
         raise ValueError(f"unknown learner kind {kind!r}: expected 'kan' or 'mlp'")
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"unknown {kind} spec field(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-    kwargs = dict(data)
-    for key in ("widths", "grid_range"):
-        if key in kwargs:
-            kwargs[key] = tuple(kwargs[key])
-    return cls(**kwargs)
+    return cls(**data)
