@@ -216,6 +216,8 @@ def _worker(conn: multiprocessing.connection.Connection, func: Callable[[Any], A
             reply = (index, False, exc)
         try:
             conn.send(reply)
+        except OSError:  # the parent is gone
+            return
         except Exception as exc:  # noqa: BLE001 - a result or exception that does not pickle
             conn.send((index, False, RuntimeError(f"worker result could not be sent back: {exc}")))
 

@@ -269,6 +269,31 @@ def test_the_worker_pool_returns_every_result_and_raises_a_workers_error():
     assert not _alive(workers)
 
 
+def test_workers_of_a_parent_killed_outright_exit_by_themselves(tmp_path):
+    """SIGKILL leaves the parent no chance to stop its workers: they notice and exit on their own."""
+    script = (
+        "import sys, time\n"
+        "from codesign.processes import WorkerPool\n"
+        "with WorkerPool(time.sleep, 2) as pool:\n"
+        "    print(' '.join(str(p.pid) for p in pool._procs), flush=True)\n"
+        "    list(pool.map_unordered([0.3] * 100))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        workers = {pid: _stat(pid)[2] for pid in map(int, parent.stdout.readline().split())}
+        assert len(workers) == 2
+        time.sleep(0.5)  # both busy
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while _alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(workers)
+    finally:
+        parent.kill()
+    assert "Traceback" not in parent.stderr.read()
+
+
 def test_install_interrupt_handlers_makes_sigterm_an_interrupt():
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
