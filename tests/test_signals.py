@@ -260,11 +260,11 @@ def square_unless_three(x: int) -> int:
 def test_the_worker_pool_returns_every_result_and_raises_a_workers_error():
     with WorkerPool(square_unless_three, 2) as pool:
         assert sorted(pool.map_unordered([0, 1, 2, 4, 5])) == [(0, 0), (1, 1), (2, 4), (3, 16), (4, 25)]
-        workers = {p.pid: _stat(p.pid)[2] for p in pool._procs}
+        workers = {pid: _stat(pid)[2] for pid in pool.pids}
     assert not _alive(workers)
     with pytest.raises(ValueError, match="three is refused"):
         with WorkerPool(square_unless_three, 2) as pool:
-            workers = {p.pid: _stat(p.pid)[2] for p in pool._procs}
+            workers = {pid: _stat(pid)[2] for pid in pool.pids}
             list(pool.map_unordered(range(10)))
     assert not _alive(workers)
 
@@ -275,7 +275,7 @@ def test_workers_of_a_parent_killed_outright_exit_by_themselves(tmp_path):
         "import sys, time\n"
         "from codesign.processes import WorkerPool\n"
         "with WorkerPool(time.sleep, 2) as pool:\n"
-        "    print(' '.join(str(p.pid) for p in pool._procs), flush=True)\n"
+        "    print(' '.join(str(pid) for pid in pool.pids), flush=True)\n"
         "    list(pool.map_unordered([0.3] * 100))\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
