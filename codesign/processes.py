@@ -216,6 +216,8 @@ def _worker(conn: multiprocessing.connection.Connection, func: Callable[[Any], A
             reply = (index, False, exc)
         try:
             conn.send(reply)
+        except OSError:  # the parent is gone
+            return
         except Exception as exc:  # noqa: BLE001 - a result or exception that does not pickle
             conn.send((index, False, RuntimeError(f"worker result could not be sent back: {exc}")))
 
@@ -238,16 +240,25 @@ class WorkerPool:
 
     def __enter__(self) -> "WorkerPool":
         ctx = multiprocessing.get_context()
-        with _signals_blocked():  # a Ctrl-C while a worker starts reaches it only once it ignores Ctrl-C
-            for _ in range(self._n):
-                parent_end, child_end = ctx.Pipe()
-                proc = ctx.Process(target=_worker, args=(child_end, self._func), daemon=True)
-                proc.start()
-                _live_workers.add(proc.pid)
-                child_end.close()
-                self._procs.append(proc)
-                self._conns.append(parent_end)
+        try:
+            with _signals_blocked():  # a Ctrl-C while a worker starts reaches it only once it ignores Ctrl-C
+                for _ in range(self._n):
+                    parent_end, child_end = ctx.Pipe()
+                    proc = ctx.Process(target=_worker, args=(child_end, self._func), daemon=True)
+                    proc.start()
+                    _live_workers.add(proc.pid)
+                    child_end.close()
+                    self._procs.append(proc)
+                    self._conns.append(parent_end)
+        except BaseException:  # e.g. a function that does not pickle: stop the workers already started
+            self._stop(grace=0.0)
+            raise
         return self
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return [p.pid for p in self._procs]
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:

