@@ -23,7 +23,11 @@ from codesign.errors import extra_providing
 # their exit codes and output as JSON; it cannot import the modules named in argv[1], as on an
 # install without that extra.
 _CHILD = """
-import contextlib, io, json, sys
+import contextlib, hashlib, io, json, pathlib, sys
+watch = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else None
+def files():
+    return {str(p.relative_to(watch)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(watch.rglob("*")) if p.is_file()} if watch else None
 blocked = set(filter(None, sys.argv[1].split(",")))
 class _NotInstalled:
     def find_spec(self, name, path=None, target=None):
@@ -39,7 +43,7 @@ for argv in json.loads(sys.argv[2]):
             code = main(argv)
         except SystemExit as exc:
             code = exc.code
-    results.append({"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+    results.append({"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue(), "files": files()})
 sys.__stdout__.write(json.dumps(results))
 """
 
@@ -55,9 +59,12 @@ def _no_dac_override() -> list[str]:
     return [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}"]
 
 
-def run_many(argvs: list[list[str]], cwd: Path, blocked: str = "", prefix: list[str] | None = None) -> list[SimpleNamespace]:
-    """Each `codesign ARGV...` of argvs, in order, in one child process; (returncode, stdout, stderr) of each."""
-    child = subprocess.run([*(prefix or []), sys.executable, "-c", _CHILD, blocked, json.dumps(argvs)], cwd=cwd,
+def run_many(argvs: list[list[str]], cwd: Path, blocked: str = "", prefix: list[str] | None = None,
+             watch: Path | None = None) -> list[SimpleNamespace]:
+    """Each `codesign ARGV...` of argvs, in order, in one child process; (returncode, stdout, stderr) of each,
+    and with ``watch`` the files under it after each ({relative path: sha256})."""
+    extra = [str(watch)] if watch is not None else []
+    child = subprocess.run([*(prefix or []), sys.executable, "-c", _CHILD, blocked, json.dumps(argvs), *extra], cwd=cwd,
                            capture_output=True, text=True, timeout=600)
     assert child.returncode == 0 and "Traceback" not in child.stderr, child.stderr
     return [SimpleNamespace(**r) for r in json.loads(child.stdout)]
