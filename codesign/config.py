@@ -135,7 +135,7 @@ dataclasses' field metadata (codesign/kan/spec.py, codesign/kan/spec_fields.py);
 tests/test_config_schema.py fails when this file is stale. -->
 
 `--config FILE` (on `learn`, `profile`, `estimate`, `explore` and `build`) reads a TOML
-(`.toml`) or YAML (`.yaml`, `.yml`) file whose top level, or whose `[spec]` table, sets spec
+(`.toml`) or YAML (`.yaml`, `.yml`) file whose top level, or whose `[spec]` table (not both), sets spec
 fields. Each field overrides the learner's built-in default below; fields left out keep it.
 An unknown field, a value of the wrong type (a boolean or a float where an integer is meant,
 a number where a type string is meant, a string where a list is meant) or a value out of

@@ -14,7 +14,7 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fpga.intermediates import kan_layer_types
-from codesign.fpga.templates import array_initializer, join_blocks, render
+from codesign.fpga.templates import array_initializer, bits_initializer, bits_word_type, join_blocks, render
 from codesign.kan.fixed_learner import KANLearner, basis_roms
 from codesign.kan.spec import KANSpec
 
@@ -101,7 +101,8 @@ def _basis_roms(spec: KANSpec) -> str:
     brom, drom = basis_roms(spec)
     return render(
         _t("basis_roms.h"), version=__version__,
-        basis_rom=array_initializer(brom, spec.basis_t.frac), dbasis_rom=array_initializer(drom, spec.dbasis_t.frac),
+        basis_word_t=bits_word_type(spec.basis_t.width), basis_rom=bits_initializer(brom, spec.basis_t.width),
+        dbasis_word_t=bits_word_type(spec.dbasis_t.width), dbasis_rom=bits_initializer(drom, spec.dbasis_t.width),
     )
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import string
 from importlib.resources import files
 from importlib.resources.abc import Traversable
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["render", "library_headers", "fixed_literal", "array_initializer", "join_blocks"]
+__all__ = [
+    "render", "library_headers", "fixed_literal", "array_initializer", "bits_word_type", "bits_initializer", "join_blocks",
+]
 
 
 def _template_file(name: str) -> Traversable:
@@ -52,13 +54,31 @@ def fixed_literal(raw: int, frac: int) -> str:
 
 
 def array_initializer(raw: np.ndarray, frac: int, indent: str = "    ", per_line: int = 8) -> str:
-    """A nested brace initializer of an N-d array of raw fixed-point values."""
-    raw = np.asarray(raw)
+    """A nested brace initializer of an N-d array of raw fixed-point values, as exact double literals."""
+    return _nested_initializer(np.asarray(raw), lambda v: fixed_literal(v, frac), indent, per_line)
+
+
+def bits_word_type(width: int) -> str:
+    """The narrowest unsigned C integer type that holds a ``width``-bit pattern."""
+    for bits in (8, 16, 32, 64):
+        if width <= bits:
+            return f"uint{bits}_t"
+    raise ValueError(f"a {width}-bit pattern does not fit a 64-bit word")
+
+
+def bits_initializer(raw: np.ndarray, width: int, indent: str = "    ", per_line: int = 16) -> str:
+    """A nested brace initializer of the ``width``-bit patterns (two's complement) of raw values, as unsigned literals."""
+    mask = (1 << width) - 1
+    return _nested_initializer(np.asarray(raw), lambda v: f"{v & mask}u", indent, per_line)
+
+
+def _nested_initializer(raw: np.ndarray, item: Callable[[int], str], indent: str, per_line: int) -> str:
+    """Braces nested like the array, ``item`` spelling each value."""
 
     def block(a: np.ndarray, depth: int) -> str:
         pad = indent * (depth + 1)
         if a.ndim == 1:
-            items = [fixed_literal(int(v), frac) for v in a]
+            items = [item(int(v)) for v in a]
             lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
             return "{\n" + ",\n".join(pad + line for line in lines) + "\n" + indent * depth + "}"
         inner = [block(sub, depth + 1) for sub in a]

@@ -50,10 +50,12 @@ grid_coordinates_loop:
 }
 
 // The k + 1 non-zero basis values (or derivatives) of every input, from a ROM indexed by
-// the local coordinate: rom[j][addr] is b_j at the centre of address interval addr.
-template <class CFG, class ROM_T>
-void read_rom(const typename CFG::addr_t addr[CFG::n_in], const ROM_T rom[CFG::k1][CFG::lut_size],
-              ROM_T values[CFG::n_in][CFG::k1]) {
+// the local coordinate: rom[j][addr] holds the raw bits of b_j at the centre of address
+// interval addr (the W-bit pattern of a VALUE_T, zero-extended to a plain unsigned word), and
+// each read puts exactly those W bits into a VALUE_T (no rounding, no logic).
+template <class CFG, class WORD_T, class VALUE_T>
+void read_rom(const typename CFG::addr_t addr[CFG::n_in], const WORD_T rom[CFG::k1][CFG::lut_size],
+              VALUE_T values[CFG::n_in][CFG::k1]) {
 #pragma HLS INLINE
 read_rom_inputs:
   for (int i = 0; i < CFG::n_in; i++) {
@@ -61,7 +63,7 @@ read_rom_inputs:
   read_rom_bases:
     for (int j = 0; j < CFG::k1; j++) {
 #pragma HLS UNROLL
-      values[i][j] = rom[j][addr[i]];
+      set_raw(values[i][j], (long long)rom[j][addr[i]]);
     }
   }
 }

@@ -224,3 +224,31 @@ def test_the_readmes_second_build_command_works_on_the_folder_the_first_wrote(ba
     assert main(["build", *flags, "--samples", "20"]) == 0
     out = tmp_path / "cwd" / "codesign_out" / "kan_online_xcvu9p"
     assert (out / "my_notes.txt").read_text() == "mine" and read_report(out)["csim"]["samples"] < 1000
+
+
+def _rom_words(header: str, name: str) -> np.ndarray:
+    """The integer entries of one ROM initialiser in basis_roms.h, in order."""
+    import re
+
+    body = header.split(f" {name}[K1][LUT_SIZE] = ", 1)[1].split(";", 1)[0]
+    assert "." not in body  # integer initialisers, no double literals
+    return np.array([int(v) for v in re.findall(r"(\d+)u", body)], dtype=np.int64)
+
+
+def test_the_largest_lut_bits_builds_bit_exact_in_seconds(capsys, tmp_path):
+    # 2^12-entry ROMs used to be 675 KB of double literals that g++ did not compile in 15 minutes
+    lut_bits = 12
+    from codesign.kan.fixed_learner import basis_roms
+
+    config = tmp_path / "c.toml"
+    config.write_text(f"lut_bits = {lut_bits}\n")
+    out = tmp_path / "out"
+    code, stdout, stderr = run_build(capsys, "kan_online", "--config", str(config), "--out", str(out), "--samples", "200")
+    assert code == 0, stderr
+    report = read_report(out)
+    assert report["spec"]["lut_bits"] == lut_bits and report["csim"]["bit_exact"] is True
+    assert report["csim"]["mismatches"] == 0
+    spec = KANSpec(lut_bits=lut_bits)
+    header = (out / "firmware" / "basis_roms.h").read_text()
+    for name, rom, t in zip(("basis_rom", "dbasis_rom"), basis_roms(spec), (spec.basis_t, spec.dbasis_t)):
+        assert (_rom_words(header, name) == (rom.reshape(-1) & ((1 << t.width) - 1))).all(), name

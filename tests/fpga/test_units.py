@@ -139,3 +139,12 @@ def test_board_clock_unless_the_config_sets_one(tmp_path):
     config.write_text("clock_mhz = 125\n")
     assert load_build_spec("kan_online", config, pynq).clock_mhz == 125
     assert dataclasses.replace(load_build_spec("mlp_online", config, pynq), clock_mhz=1.0).widths == MLPSpec().widths
+
+
+def test_bits_initializer_writes_two_complement_patterns():
+    from codesign.fpga.templates import bits_initializer, bits_word_type
+
+    text = bits_initializer(np.array([[0, 1, -1], [5, -6, 131071]]), 18)
+    assert text.split() == ["{", "{", "0u,", "1u,", "262143u", "},", "{", "5u,", "262138u,", "131071u", "}", "}"]
+    assert [bits_word_type(w) for w in (1, 8, 9, 16, 18, 32)] == ["uint8_t", "uint8_t", "uint16_t", "uint16_t",
+                                                                   "uint32_t", "uint32_t"]
