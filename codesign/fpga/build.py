@@ -17,12 +17,13 @@ from typing import TextIO
 
 from codesign.config import LEARNERS, config_fields, spec_from_fields
 from codesign.fpga.boards import Board, find_board
-from codesign.fpga.estimate import estimate
+from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import firmware_module, generated_entries, write_project
 from codesign.outputs import Progress, prepare_output
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.rtl_emit import emit_rtl, pipeline_mask
+from codesign.fpga.pipeline import Pipeline
+from codesign.fpga.rtl_emit import emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import expected_timing
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -59,7 +60,7 @@ def build(
     stream: TextIO | None = None,
     cosim: bool = False,
     synth: bool = False,
-    pipeline: str | int = "ii1",
+    pipeline: str | int | Pipeline = "auto",
 ) -> dict:
     """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data."""
     stream = stream if stream is not None else sys.stdout
@@ -72,7 +73,8 @@ def build(
     if seed < 0:
         raise ValueError(f"--seed={seed}: must be >= 0")
     task_options(task)  # an unknown task is refused here, before anything is written
-    pipeline_mask(spec, pipeline)
+    choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
+    placement = choice["pipeline"]
     compiler = find_compiler()
     ap_types = find_ap_types()
     if cosim:
@@ -95,21 +97,22 @@ def build(
         reference = run_reference(spec, stimulus, fw)
     with progress.step("render", f"writing the HLS project to {out_dir}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
-    with progress.step("rtl", f"writing the RTL ({pipeline} pipeline) to {out_dir / 'rtl'}"):
-        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=pipeline, seed=seed, learner_name=learner, force=True)
+    with progress.step("rtl", f"writing the RTL ({choice['choice']} pipeline: {placement.text}) to {out_dir / 'rtl'}"):
+        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True)
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
-    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
-    report["estimate"] = estimate(spec, board, pipeline=pipeline)
+    report["estimate"] = estimate(spec, board, pipeline=placement)
+    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"],
+                     "pipeline": {**rtl["pipeline"], **_clock_fields(spec, report["estimate"], choice)}}
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
 
         with progress.step("cosim", f"co-simulating the RTL in Verilator on {stimulus.samples:,} samples"):
-            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=pipeline, seed=seed))
+            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=placement, seed=seed))
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if synth:
         from codesign.fpga.synth import run_synth  # noqa: PLC0415
@@ -122,6 +125,19 @@ def build(
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
     return report
+
+
+def _clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: dict) -> dict:
+    """Clock target, estimated clock and the cycles in ns of the chosen pipeline, for report.json and the summary."""
+    out = {
+        "choice": choice["choice"], "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
+        "clock_met": est["clock_met"], "prediction_latency_ns": est["prediction_latency_ns"],
+        "update_latency_ns": est["latency_ns"], "ii_ns": est["ii_ns"],
+        "clock_basis": "analytic estimate (codesign.fpga.estimate); --synth adds the Yosys-netlist estimate",
+    }
+    if not est["clock_met"]:
+        out["clock_note"] = choice.get("clock_note") or est["clock_note"]
+    return out
 
 
 def cosim_summary(result: dict) -> dict:
@@ -144,7 +160,8 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
         raise ValueError(f"{folder} is not a codesign build folder (no report.json)")
     try:
         report = json.loads(report_file.read_text())
-        pipeline = report["rtl"]["pipeline"]["mask"]
+        p = report["rtl"]["pipeline"]
+        pipeline = Pipeline(p["mask"], p.get("cuts", 0), p.get("tree_split", 0))
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
     progress = Progress(1, stream)

@@ -71,8 +71,15 @@ def format_report(report: dict) -> str:
     ]
     if "rtl" in report:
         p = report["rtl"]["pipeline"]
-        lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, PIPE mask {p['mask']}, "
-                     f"II {p['ii']}, update after {p['update_latency_cycles']} cycles (expected)")
+        lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, pipeline {p.get('choice', p['mask'])} "
+                     f"({p.get('text', p['mask'])}), II {p['ii']}, prediction after {p['prediction_latency_cycles']} and "
+                     f"update after {p['update_latency_cycles']} cycles (expected)")
+        if "clock_mhz_estimate" in p:
+            lines.append(f"  clock       target {p['clock_mhz']:g} MHz, ~{p['clock_mhz_estimate']:g} MHz estimated: prediction "
+                         f"~{p['prediction_latency_ns']:g} ns, prediction + update ~{p['update_latency_ns']:g} ns, "
+                         f"{p['ii_ns']:g} ns per sample")
+        if p.get("clock_note"):
+            lines.append(f"  WARNING     {p['clock_note']}")
     if "estimate" in report:
         e = report["estimate"]
         lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, "
