@@ -23,9 +23,10 @@ from codesign.fpga.hls_project import firmware_module, generated_entries, write_
 from codesign.outputs import Progress, prepare_output
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.pipeline import Pipeline
-from codesign.fpga.rtl_emit import emit_rtl
+from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
-from codesign.fpga.timing import expected_timing
+from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.timing import rtl_schedule
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import task_options
 
@@ -88,7 +89,7 @@ def build(
     out_dir = Path(out) if out is not None else default_output(learner, board)
     prepare_output(out_dir, generated_entries(learner), force)
     fw = firmware_module(spec)
-    timing = expected_timing(spec)
+    timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
 
     progress = Progress(6 + cosim + synth, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
@@ -104,9 +105,10 @@ def build(
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
-    report["estimate"] = estimate(spec, board, pipeline=placement)
-    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"],
-                     "pipeline": {**rtl["pipeline"], **_clock_fields(spec, report["estimate"], choice)}}
+    report["estimate"] = estimate(spec, board, pipeline=pipeline)
+    rtl["pipeline"].update(_clock_fields(spec, report["estimate"], choice))
+    (out_dir / "rtl" / RTL_MANIFEST).write_text(json.dumps(rtl, indent=1) + "\n")  # the choice and clock, as reported
+    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
