@@ -231,7 +231,7 @@ PRIOR = {
             "mlp_control": 20.0, "mlp_mux": 0.5},
     "ff": {"registers": 1.0},
     "period_ns": {"constant": 1.0, "kan_multiply": 3.0, "kan_adder_levels": 1.0, "kan_cast": 1.0, "kan_scale": 1.0,
-                  "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
+                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
 }
 PRIOR_WEIGHT = 0.1
 

@@ -330,6 +330,12 @@ def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, f
                 value = {}
         return value
 
+    def multiply(*inputs: dict[str, float]) -> dict[str, float]:
+        # operands straight from registers: Yosys packs them into the DSP48's input registers
+        if all(not i for i in inputs):
+            return paths.node(multiply_registered=1.0)
+        return paths.node(*inputs, multiply=1.0)
+
     def cast(value: dict[str, float]) -> dict[str, float]:
         if c("round"):  # a register between the rounding and the overflow handling
             return paths.node(after(paths.node(value, cast=0.5), 1), cast=0.5)
@@ -343,7 +349,7 @@ def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, f
         grid = paths.node(scaled, grid=1.0)
         decoded = after(paths.node(after(grid, c("grid")), rom=1.0), c("decode"))
         word = after(paths.node(decoded, memory=1.0), c("read"))
-        product = after(paths.node(decoded, word, multiply=1.0), c("mult"))
+        product = after(multiply(decoded, word), c("mult"))
         y = cast(after(tree(product, n_in * banks), c("sum")))
         dphi = {}
         if layer > 0:
@@ -353,14 +359,14 @@ def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, f
     grads = [{}] * n_layers
     grads[-1] = after(cast(layer_in), c("err"))  # the error, from the last layer's output
     for layer in range(n_layers - 1, 0, -1):
-        product = after(paths.node(grads[layer], held[layer][2], multiply=1.0), c("gmult"))
+        product = after(multiply(grads[layer], held[layer][2]), c("gmult"))
         total = tree(product, shapes[layer][1])
         if dense_inv_h:
             total = paths.node(total, multiply=1.0)
         grads[layer - 1] = after(cast(after(total, c("gsum"))), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
     for layer in range(n_layers):
         bb, word, _ = held[layer]
-        product = after(paths.node(grads[layer], bb, multiply=1.0), c("umult"))
+        product = after(multiply(grads[layer], bb), c("umult"))
         difference = after(paths.node(product, word, adder_levels=1.0), c("ufull"))
         cast(difference)
     return paths.ends

@@ -211,3 +211,16 @@ def test_mlp_baseline_is_bit_exact(capsys, tmp_path, name):
         assert report["spec"] == MLPSpec(clock_mhz=report["clock_mhz"]).to_dict()
     assert (out / "firmware" / "mlp_online.cpp").is_file() and (out / "firmware" / "initial_weights.h").is_file()
     assert f"set_part {{{report['part']}}}" in (out / "build_prj.tcl").read_text()
+
+
+def test_a_clock_no_placement_meets_is_one_warning_line(capsys, tmp_path):
+    """clock_mhz = 2000: auto builds the fastest placement, says so in one line, and the build succeeds."""
+    config = tmp_path / "fast.toml"
+    config.write_text("widths = [1, 1]\ngrid_size = 4\nspline_order = 1\nlut_bits = 3\nclock_mhz = 2000\n")
+    code, stdout, stderr = run_build(capsys, "kan_online", "--config", str(config), "--samples", "50", "--out", str(tmp_path / "o"))
+    assert code == 0, stderr
+    warnings = [line for line in stdout.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and "clock target 2000 MHz not met" in warnings[0] and "best estimate" in warnings[0]
+    pipeline = read_report(tmp_path / "o")["rtl"]["pipeline"]
+    assert pipeline["clock_met"] is False and pipeline["clock_note"] in warnings[0]
+    assert pipeline["clock_mhz"] == 2000 and pipeline["clock_mhz_estimate"] < 2000

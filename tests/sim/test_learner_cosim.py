@@ -63,7 +63,7 @@ CASES = {
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
     "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
     # a hidden layer and two outputs: Verilator once stopped on these (V3DfgBreakCycles, MULS)
-    "kan_2x3x2_ii1": (KANSpec(widths=(2, 3, 2)), "function_tracking", 200, "ii1"),
+    "kan_2x2x2_ii1": (KANSpec(widths=(2, 2, 2), grid_size=4, spline_order=1, lut_bits=3), "function_tracking", 200, "ii1"),
     "kan_mixed_modes_auto": (_mixed_modes_kan(), "function_tracking", 200, "auto"),
     "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
     "mlp_hardtanh_staged": (
