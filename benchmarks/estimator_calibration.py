@@ -267,10 +267,13 @@ def fit_coefficients(samples: list[tuple], target: str, period_only: bool = Fals
             use = [(f[resource], s[resource]) for f, (_, _, s) in zip(feats, samples) if s[resource] > 0]
             resources[resource] = _nnls_relative([u[0] for u in use], [u[1] for u in use], PRIOR[resource])
     # the period is the slowest stage's: pick it with the current coefficients, refit, repeat
-    period = dict(PRIOR["period_ns"])
+    prior = dict(PRIOR["period_ns"])
+    if period_only:  # a component no spec of this run exercises keeps its shipped value
+        prior.update({k: v for k, v in coefficient_table()["period_ns"].items() if k.startswith("mlp_")})
+    period = dict(prior)
     for _ in range(8):
         rows = [timing_features(spec, pipeline, period) for spec, pipeline, _ in samples]
-        new = _nnls_relative(rows, [s["period_ns_estimate"] for _, _, s in samples], PRIOR["period_ns"])
+        new = _nnls_relative(rows, [s["period_ns_estimate"] for _, _, s in samples], prior)
         if new == period:
             break
         period = {**period, **new}

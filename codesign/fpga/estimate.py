@@ -392,13 +392,14 @@ def period_ns(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, board: Bo
     return period * delay_model(yosys_family(board), board.part).dsp_mult / DelayModel().dsp_mult
 
 
-def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board) -> list[Pipeline]:
-    """The placements ``auto`` chooses from: a descent from no register, adding at each step the register that shortens the clock most.
+def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
+    """The placements ``auto`` chooses from: two greedy walks over the register set, a few hundred model evaluations.
 
-    Each step tries every register not yet placed (a phase boundary, a cut, one more level of
-    adder-tree split) and keeps the one with the shortest estimated period (then the fewest
-    register bits); the descent stops when no register shortens it. Instant: a few hundred
-    evaluations of the analytic model.
+    Up from no register: each step adds the register that gives the shortest estimated period
+    (then the fewest register bits), as long as the period does not grow, until every register
+    is placed. Down from every register (when ``target_ns`` is given): each step removes the
+    register that saves the most cycles (then the most bits) while the period still meets
+    ``target_ns``, until none can go.
     """
     from codesign.fpga.pipeline import CUT_NAMES  # noqa: PLC0415
 
@@ -406,28 +407,47 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board) -> list[Pipeline]
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = yosys_family(board)
     max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * (1 << _clog2(spec.spline_order + 1))) if kan else 0
+    splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
-    def steps(pipe: Pipeline) -> list[Pipeline]:
+    def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
             out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in range(len(CUT_NAMES)) if not pipe.cuts >> k & 1]
-            finer = (max_levels - 1 if pipe.tree_split == 0 else pipe.tree_split - 1)
-            if finer >= 1:
-                out.append(Pipeline(pipe.phases, pipe.cuts, finer))
+            finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
+            if finer:
+                out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
         return out
 
-    def score(pipe: Pipeline) -> tuple[float, float]:
-        return (round(period_ns(spec, pipe, board), 6), sum(features(spec, pipe, family)["ff"].values()))
+    def removed(pipe: Pipeline) -> list[Pipeline]:
+        out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
+        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in range(len(CUT_NAMES)) if pipe.cuts >> k & 1]
+        if pipe.tree_split:
+            coarser = [v for v in splits if v > pipe.tree_split]
+            out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))
+        return out
+
+    def bits(pipe: Pipeline) -> float:
+        return sum(features(spec, pipe, family)["ff"].values())
+
+    def period(pipe: Pipeline) -> float:
+        return round(period_ns(spec, pipe, board), 6)
 
     current = Pipeline()
     visited = [current]
-    best = score(current)
     while True:
-        scored = sorted(((score(p), p) for p in steps(current)), key=lambda t: t[0])
-        if not scored or scored[0][0][0] >= best[0]:
-            return visited
-        best, current = scored[0]
+        options = sorted(added(current), key=lambda p: (period(p), bits(p)))
+        if not options or period(options[0]) > period(current):
+            break
+        current = options[0]
         visited.append(current)
+    if target_ns is not None and period(current) <= target_ns:
+        while True:
+            options = [p for p in removed(current) if period(p) <= target_ns]
+            if not options:
+                break
+            current = min(options, key=lambda p: (pipeline_timing(spec, p)["ii"], bits(p)))
+            visited.append(current)
+    return visited
 
 
 def choose_pipeline(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p",
@@ -446,7 +466,7 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p",
     target = 1000.0 / spec.clock_mhz
     family = yosys_family(board)
     scored = []
-    for pipe in candidate_pipelines(spec, board):
+    for pipe in candidate_pipelines(spec, board, target):
         period = period_ns(spec, pipe, board)
         ii = pipeline_timing(spec, pipe)["ii"]
         scored.append((period, ii, pipe))
