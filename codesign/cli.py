@@ -110,6 +110,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
     except CsimError as exc:  # the generated project did not compile or run: not a usage error
         print(f"codesign: error: {exc}", file=sys.stderr)
         return 1
+    except RuntimeError as exc:  # a tool (Verilator, Yosys) failed on the design: one line, the log named in it
+        print(f"codesign: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     csim = report["csim"]
     if not csim["bit_exact"]:
         print(
@@ -131,10 +134,21 @@ def _cosim_verdict(cosim: dict | None) -> int:
     return 1
 
 
+def _one_line(exc: Exception) -> str:
+    """A tool failure's first line, with the tool's own first error line when it quoted its log."""
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    tool = next((line.strip() for line in lines[1:] if line.lstrip().startswith("%Error")), "")
+    return lines[0] + (f" {tool}" if tool else "")
+
+
 def _cmd_sim(args: argparse.Namespace) -> int:
     from codesign.fpga.build import rerun_cosim
 
-    return _cosim_verdict(rerun_cosim(args.folder, wall_seconds=args.wall_seconds))
+    try:
+        return _cosim_verdict(rerun_cosim(args.folder, wall_seconds=args.wall_seconds))
+    except RuntimeError as exc:
+        print(f"codesign: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
 
 
 _BUILD_EPILOG = """The output folder (default ./codesign_out/<learner>_<part>, e.g. codesign_out/kan_online_xcvu9p)
