@@ -57,7 +57,7 @@ def _mixed_modes_kan() -> KANSpec:
 CASES = {
     # name: (spec, task, samples, pipeline)
     # the default: registers inside the phases for 250 MHz (II = C, tens of cycles)
-    "kan_default_auto": (KANSpec(), "function_tracking", 10_000, "auto"),
+    "kan_default_auto": (KANSpec(), "function_tracking", 2_000, "auto"),  # 10,000: benchmarks/rtl_sweep.py
     "kan_default_staged": (KANSpec(), "function_tracking", 1_000, "staged"),
     "kan_1x1_g5": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 10_000, "ii1"),
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
