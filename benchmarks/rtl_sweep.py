@@ -291,12 +291,15 @@ def _targets(by: dict) -> list[str]:
                          f"({'fewer' if k['synth']['dsp'] < m['synth']['dsp'] else 'not fewer'}).")
     lines += [
         "",
-        "Why the clock and the KAN-vs-MLP latency targets are missed: exact predict-then-update at II = 1 puts",
-        "the whole loop (forward of every layer, error, backward, update) between two clock edges, for KAN and",
-        "MLP alike, so the clock is as long as that loop; registers inside it raise II instead (the staged rows).",
-        "Both learners here are fully parallel RTL, so the MLP is not the multi-cycle design an HLS MLP would",
-        "be; the KAN's advantage shows in DSPs (about half) and in logic that stays flat in G. See docs/rtl.md,",
-        "\"The loop, and what the pipeline can and cannot do\".",
+        "Why the clock is met and prediction + update is not: exact predict-then-update keeps one sample in",
+        "flight, so its C cycles are all latency. The chain from a sample's coefficient read to its write is",
+        "about a dozen dependent operations per layer (grid, basis ROM, bank read, multiply, adder tree, cast;",
+        "error; backward multiply, sum and cast; update multiply, difference, cast), and at 250 MHz a stage",
+        "holds about one of them (the rounding half of a cast alone takes about 3.5 of the 4 ns by the",
+        "netlist estimate), so C is about one plus that count. Fewer cycles need cheaper operations on the",
+        "chain (the update's difference and rounding in one adder, adder trees in the DSPs' post-adders), not",
+        "another placement of registers. At II = 1 the whole loop is one clock, for KAN and MLP alike; see",
+        "docs/rtl.md, \"The loop, and what the pipeline can and cannot do\".",
     ]
     return lines + [""]
 
