@@ -80,7 +80,26 @@ def sweep() -> list[dict]:
         _kan("kan 2-4-1 G8 staged", "staged", widths=(2, 4, 1), grid_size=8),
         _kan("kan 2-4-1 G64", widths=(2, 4, 1), grid_size=64),
         _mlp("mlp 2-33-1", widths=(2, 33, 1)),
+        # registers inside the phases (codesign.fpga.pipeline.Pipeline: phases, cuts, tree split)
+        *pipelined(),
     ]
+
+
+def pipelined() -> list[dict]:
+    """KANs with registers inside the phases: every cut, and every cut but one (the period's marginal cost of each)."""
+    from codesign.fpga.pipeline import ALL_CUTS, CUT_NAMES, Pipeline
+
+    rows = [_kan("kan 1-1 G5 deep", "deep", widths=(1, 1), grid_size=5),
+            _kan("kan 1-2-1 G8 deep", "deep", widths=(1, 2, 1), grid_size=8),
+            _kan("kan 2-2-1 G8 deep", "deep", widths=(2, 2, 1), grid_size=8)]
+    for k, name in enumerate(CUT_NAMES):
+        rows.append(_kan(f"kan 1-2-1 G8 deep-{name}", Pipeline(0b111, ALL_CUTS & ~(1 << k), 2), widths=(1, 2, 1), grid_size=8))
+    rows += [_kan("kan 1-2-1 G8 cuts-only", Pipeline(0, ALL_CUTS, 2), widths=(1, 2, 1), grid_size=8),
+             _kan("kan 1-2-1 G8 split1", Pipeline(0b111, ALL_CUTS, 1), widths=(1, 2, 1), grid_size=8),
+             _kan("kan 1-2-1 G8 split0", Pipeline(0b111, ALL_CUTS, 0), widths=(1, 2, 1), grid_size=8),
+             _kan("kan 1-1 G5 deep-grid", Pipeline(1, ALL_CUTS & ~1, 2), widths=(1, 1), grid_size=5),
+             _kan("kan 1-1 G5 half", Pipeline(1, 0b101100010110, 0), widths=(1, 1), grid_size=5)]
+    return rows
 
 
 def _folder_hash(folder: Path) -> str:
@@ -101,9 +120,13 @@ def emitted_hash(row: dict) -> str:
         return _folder_hash(Path(tmp) / "rtl")
 
 
+def _pipeline_json(pipeline) -> object:
+    return pipeline.text if hasattr(pipeline, "text") else pipeline
+
+
 def _key(row: dict, target: str) -> str:
     spec = row["spec"]
-    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": row["pipeline"], "target": target}, sort_keys=True)
+    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": _pipeline_json(row["pipeline"]), "target": target}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -144,7 +167,7 @@ def synthesize(row: dict, work: Path, target: str) -> dict:
     synth = run_synth(folder, target)
     result = {
         "name": row["name"], "key": key, "emitted": _folder_hash(folder), "target": target,
-        "kind": manifest["kind"], "spec": row["spec"].to_dict(), "pipeline": row["pipeline"],
+        "kind": manifest["kind"], "spec": row["spec"].to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
         "manifest_pipeline": manifest["pipeline"],
         "synth": {k: synth[k] for k in (*RESOURCES, "uram", "clock_mhz_estimate", "period_ns_estimate", "critical_path", "tool", "seconds")},
         "seconds": round(time.perf_counter() - started, 1),
@@ -207,8 +230,8 @@ PRIOR = {
     "lut": {"control": 20.0, "rom": 0.5, "mux": 0.5, "grid": 1.0, "cast_out": 1.0, "cast_drop": 0.3, "adders": 0.2, "split": 1.0,
             "mlp_control": 20.0, "mlp_mux": 0.5},
     "ff": {"registers": 1.0},
-    "period_ns": {"constant": 1.0, "kan_multiply": 3.0, "kan_adder_levels": 1.0, "kan_cast": 1.0, "kan_decode": 3.0,
-                  "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
+    "period_ns": {"constant": 1.0, "kan_multiply": 3.0, "kan_adder_levels": 1.0, "kan_cast": 1.0, "kan_scale": 1.0,
+                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
 }
 PRIOR_WEIGHT = 0.1
 
@@ -228,24 +251,37 @@ def _nnls_relative(rows: list[dict[str, float]], targets: list[float], prior: di
     return {n: round(float(c), 5) for n, c in zip(names, coef)}
 
 
-def fit_coefficients(samples: list[tuple], target: str) -> dict:
-    """Fit LUT, LUTRAM and FF coefficients and the period model on (spec, pipeline, synth result) samples."""
-    from codesign.fpga.estimate import _mask, features, timing_features
+def fit_coefficients(samples: list[tuple], target: str, period_only: bool = False) -> dict:
+    """Fit LUT, LUTRAM and FF coefficients and the period model on (spec, pipeline, synth result) samples.
 
-    feats = [features(spec, pipeline) for spec, pipeline, _ in samples]
-    resources = {}
-    for resource in ("lut", "ff"):
-        use = [(f[resource], s[resource]) for f, (_, _, s) in zip(feats, samples) if s[resource] > 0]
-        resources[resource] = _nnls_relative([u[0] for u in use], [u[1] for u in use], PRIOR[resource])
+    ``period_only`` keeps the shipped resource coefficients and refits the period model alone.
+    """
+    from codesign.fpga.estimate import coefficient_table, features, timing_features
+
+    if period_only:
+        resources = coefficient_table()["resources"]
+    else:
+        feats = [features(spec, pipeline) for spec, pipeline, _ in samples]
+        resources = {}
+        for resource in ("lut", "ff"):
+            use = [(f[resource], s[resource]) for f, (_, _, s) in zip(feats, samples) if s[resource] > 0]
+            resources[resource] = _nnls_relative([u[0] for u in use], [u[1] for u in use], PRIOR[resource])
     # the period is the slowest stage's: pick it with the current coefficients, refit, repeat
-    period = dict(PRIOR["period_ns"])
+    prior = dict(PRIOR["period_ns"])
+    if period_only:  # a component no spec of this run exercises keeps its shipped value
+        prior.update({k: v for k, v in coefficient_table()["period_ns"].items() if k.startswith("mlp_")})
+    period = dict(prior)
     for _ in range(8):
-        rows = [timing_features(spec, _mask(spec, pipeline), period) for spec, pipeline, _ in samples]
-        new = _nnls_relative(rows, [s["period_ns_estimate"] for _, _, s in samples], PRIOR["period_ns"])
+        rows = [timing_features(spec, pipeline, period) for spec, pipeline, _ in samples]
+        new = _nnls_relative(rows, [s["period_ns_estimate"] for _, _, s in samples], prior)
         if new == period:
             break
         period = {**period, **new}
-    return {"fitted_on": len(samples), "target": target, "resources": resources, "period_ns": period}
+    fitted_on = coefficient_table()["fitted_on"] if period_only else len(samples)
+    out = {"fitted_on": fitted_on, "target": target, "resources": resources, "period_ns": period}
+    if period_only:
+        out["period_fitted_on"] = len(samples)
+    return out
 
 
 def save_coefficients(coefficients: dict) -> Path:
@@ -314,7 +350,7 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
             c = cosim[res["name"]]
             got = tuple(c[k] for k in CYCLES)
             measured = ", ".join(map(str, got)) + ("" if got == mine else " MISMATCH")
-        table.append(f"| {res['name']} | {row['pipeline']} | " + " | ".join(cells) +
+        table.append(f"| {res['name']} | {_pipeline_json(row['pipeline'])} | " + " | ".join(cells) +
                      f" | {est['clock_mhz_estimate']:.1f} / {s['clock_mhz_estimate']:.1f} | {', '.join(map(str, mine))} | "
                      f"{', '.join(map(str, manifest))}{'' if mine == manifest else ' MISMATCH'} | {measured} |")
     summary = ["| quantity | specs with a non-zero count | median relative error | worst relative error | target |",
@@ -332,7 +368,7 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
         est_c = estimated_cycles(row["spec"], row["pipeline"])
         mine, got = tuple(est_c[k] for k in CYCLES), tuple(c[k] for k in CYCLES)
         cosim_ok += mine == got
-        cosim_table.append(f"| {name} | {row['pipeline']} | {', '.join(map(str, mine))} | {', '.join(map(str, got))}"
+        cosim_table.append(f"| {name} | {_pipeline_json(row['pipeline'])} | {', '.join(map(str, mine))} | {', '.join(map(str, got))}"
                            f"{'' if mine == got else ' MISMATCH'} | {'yes' if c['bit_exact'] else 'NO'} |")
     seconds = [res["synth"]["seconds"] for res in results]
     return "\n".join([
@@ -410,6 +446,8 @@ def main() -> None:
     ap.add_argument("--sweep-only", action="store_true", help="synthesize and cache, nothing else")
     ap.add_argument("--cached-only", action="store_true", help="use only the specs already synthesized (no Yosys run)")
     ap.add_argument("--fit", action="store_true", help="fit the coefficients and rewrite the table beside the estimator")
+    ap.add_argument("--fit-period", action="store_true",
+                    help="refit the clock-period model alone on the specs run (the resource coefficients stay)")
     ap.add_argument("--cosim", default="", help="comma-separated spec names to co-simulate (cycles measured by the bench)")
     ap.add_argument("--only", default="", help="comma-separated spec names (default: the whole sweep)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "estimator.md"))
@@ -427,8 +465,8 @@ def main() -> None:
         return
     specs = {row["name"]: row for row in rows}
     samples = [(specs[r["name"]]["spec"], specs[r["name"]]["pipeline"], r["synth"]) for r in results]
-    if args.fit:
-        coefficients = fit_coefficients(samples, args.target)
+    if args.fit or args.fit_period:
+        coefficients = fit_coefficients(samples, args.target, period_only=args.fit_period and not args.fit)
         path = save_coefficients(coefficients)
         print(f"wrote {path}", file=sys.stderr)
         import importlib

@@ -68,18 +68,14 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
 
+    from codesign.fpga.pipeline import parse_pipeline
+
     board = find_board(args.target)
     spec = load_build_spec(args.learner, args.config, board)
     if args.print_config:
         return _print_config(spec, f"estimate {args.learner} --target {args.target}")
-    pipeline: str | int = args.pipeline
-    if pipeline not in ("ii1", "staged"):
-        try:
-            pipeline = int(pipeline, 0)
-        except ValueError:
-            raise ValueError(f"--pipeline={args.pipeline!r}: choose ii1, staged or an integer register mask") from None
-    result = estimate(spec, board, pipeline=pipeline)
-    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate")
+    result = estimate(spec, board, pipeline=parse_pipeline(args.pipeline))
+    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate", result.get("clock_note"))
     print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
     if result["fit"]["note"] and args.strict:
         raise FitError(result["fit"]["note"])
@@ -129,7 +125,7 @@ def _cmd_boards(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
-    from codesign.fpga.rtl_emit import parse_pipeline
+    from codesign.fpga.pipeline import parse_pipeline
 
     if args.print_config:
         from codesign.fpga.boards import find_board
@@ -301,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("learner", help="kan_online or mlp_online")
     p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`)")
     p.add_argument("--config", help="TOML or YAML file overriding spec fields")
-    p.add_argument("--pipeline", default="ii1", help="ii1 (default), staged, or an integer register mask PIPE")
+    p.add_argument("--pipeline", default="auto",
+                   help="auto (default: the registers that meet the spec's clock), ii1, staged, deep, an integer "
+                        "phase mask or PHASES:CUTS:SPLIT (docs/rtl.md)")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 when the design does not fit the part or misses the clock target")
@@ -344,9 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=10_000, help="task samples of the C-simulation stream (default 10000)")
     p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
-    p.add_argument("--pipeline", default="ii1",
-                   help="RTL pipeline: ii1 (one sample per clock, default), staged (a register after every phase) "
-                        "or an integer register mask (see docs/rtl.md)")
+    p.add_argument("--pipeline", default="auto",
+                   help="RTL pipeline: auto (default: the cheapest registers whose every stage meets the spec's "
+                        "clock_mhz by the analytic estimate), ii1 (no register: II 1, a slow clock), staged (a "
+                        "register after every phase), deep (every register), an integer phase mask or "
+                        "PHASES:CUTS:SPLIT (see docs/rtl.md)")
     p.add_argument("--cosim", action="store_true", help="co-simulate the RTL (Verilator + cocotb) on the same stream")
     p.add_argument("--synth", action="store_true", help="synthesize the RTL with Yosys and estimate the clock")
     p.add_argument("--strict", action="store_true",

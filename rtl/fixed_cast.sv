@@ -10,15 +10,18 @@
 //   QMODE 0 AP_RND, 1 AP_RND_ZERO, 2 AP_RND_MIN_INF, 3 AP_RND_INF, 4 AP_RND_CONV, 5 AP_TRN,
 //         6 AP_TRN_ZERO
 //   OMODE 0 AP_SAT, 1 AP_SAT_ZERO, 2 AP_SAT_SYM, 3 AP_WRAP
-// Purely combinational; every mode is resolved at elaboration, so only the chosen logic is built.
+// Combinational, every mode resolved at elaboration so only the chosen logic is built; CUT = 1
+// puts a register (pipe_reg) between the quantization and the overflow handling.
 module fixed_cast #(
     parameter int W_IN   = 32,  // width of the exact signed input
     parameter int SHIFT  = 0,   // fractional bits dropped (> 0) or appended (<= 0)
     parameter int W_OUT  = 16,  // width of the target type
     parameter int SIGNED = 1,   // 1: ap_fixed, 0: ap_ufixed
     parameter int QMODE  = 5,
-    parameter int OMODE  = 3
+    parameter int OMODE  = 3,
+    parameter int CUT    = 0
 ) (
+    input  logic                    clk,    // only read when CUT = 1
     input  logic signed [W_IN-1:0]  v,
     output logic        [W_OUT-1:0] q
 );
@@ -37,7 +40,8 @@ module fixed_cast #(
   // AP_SAT_SYM excludes the most negative code of a signed type (except a 1-bit one).
   localparam logic SYM = (OMODE == 2) && (SIGNED != 0) && (W_OUT > 1);
 
-  logic signed [W_Q-1:0] quantized;
+  logic signed [W_Q-1:0] quantized_d, quantized;
+  pipe_reg #(.W(W_Q), .ON(CUT)) u_cut (.clk(clk), .d(quantized_d), .q(quantized));
 
   generate
     if (DROP > 0) begin : g_drop
@@ -65,9 +69,9 @@ module fixed_cast #(
           default: inc = 1'b0;                                   // AP_TRN
         endcase
       end
-      assign quantized = W_Q'(floor_q) + W_Q'($signed({1'b0, inc}));
+      assign quantized_d = W_Q'(floor_q) + W_Q'($signed({1'b0, inc}));
     end else begin : g_append
-      assign quantized = W_Q'(v) <<< APPEND;
+      assign quantized_d = W_Q'(v) <<< APPEND;
     end
   endgenerate
 

@@ -4,8 +4,9 @@
 // ROMs (docs/arithmetic.md §3), rotated into bank order, and the address of the word every
 // coefficient bank reads (kan_bank.sv). Bank b holds window position j = (b - cell) mod P,
 // unused when j > K (its basis value is then 0 and the bank is not written).
-// Purely combinational. The first layer decodes the sample as it is accepted (kan_online), so
-// this logic is outside the loop from one sample's update to the next sample's prediction.
+// Combinational, with three optional cuts (pipe_reg): CUT_SCALE the scaled offset inside
+// kan_grid, CUT_GRID the grid coordinate
+// (cell, ROM address, clamp), CUT_DECODE every output (a registered ROM read and rotation).
 module kan_decode #(
     parameter int N_IN = 2,
     parameter int G = 8,
@@ -20,9 +21,13 @@ module kan_decode #(
     parameter int INV_H = 1,
     parameter int U_SHIFT = 6,
     parameter int HAS_D = 1,     // the derivative ROM is read (every layer but the first)
+    parameter int CUT_SCALE = 0,
+    parameter int CUT_GRID = 0,
+    parameter int CUT_DECODE = 0,
     parameter BASIS_FILE = "",   // 2^A words of (K+1)*W_B bits, B[j] at [j*W_B +: W_B]
     parameter DBASIS_FILE = ""   // the same for the derivative ROM
 ) (
+    input  logic                      clk,
     input  logic [N_IN*W_ACT-1:0]     x,
     output logic [N_IN-1:0]           clamped,
     output logic [N_IN*P*W_B-1:0]     bb,     // (i, b) at [(i*P+b)*W_B +: W_B]
@@ -40,18 +45,34 @@ module kan_decode #(
     if (HAS_D != 0 && DBASIS_FILE != "") $readmemh(DBASIS_FILE, dbasis_rom);
   end
 
+  logic [N_IN-1:0] clamped_d;
+  logic [N_IN*P*W_B-1:0] bb_d;
+  logic [N_IN*P*W_D-1:0] db_d;
+  logic [N_IN*P*W_BADDR-1:0] baddr_d;
+  logic [N_IN*P-1:0] used_d;
+  pipe_reg #(.W(N_IN), .ON(CUT_DECODE)) u_cut_clamped (.clk(clk), .d(clamped_d), .q(clamped));
+  pipe_reg #(.W(N_IN * P * W_B), .ON(CUT_DECODE)) u_cut_bb (.clk(clk), .d(bb_d), .q(bb));
+  pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_DECODE)) u_cut_db (.clk(clk), .d(db_d), .q(db));
+  pipe_reg #(.W(N_IN * P * W_BADDR), .ON(CUT_DECODE)) u_cut_baddr (.clk(clk), .d(baddr_d), .q(baddr));
+  pipe_reg #(.W(N_IN * P), .ON(CUT_DECODE)) u_cut_used (.clk(clk), .d(used_d), .q(used));
+
   for (genvar i = 0; i < N_IN; i++) begin : g_input
-    logic [W_CELL-1:0] cell_idx;
-    logic [A-1:0] addr;
+    logic [W_CELL-1:0] cell_g, cell_idx;
+    logic [A-1:0] addr_g, addr;
+    logic clamped_g;
     logic [LOG2P-1:0] rot;
     logic [W_CELL-1:0] qbase;
     logic [(K+1)*W_B-1:0] b_row;
     logic [(K+1)*W_D-1:0] d_row;
 
     kan_grid #(
-        .W_ACT(W_ACT), .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .A(A), .G(G), .W_CELL(W_CELL)
+        .W_ACT(W_ACT), .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .A(A), .G(G), .W_CELL(W_CELL),
+        .CUT_SCALE(CUT_SCALE)
     ) u_grid (
-        .x(x[i*W_ACT+:W_ACT]), .cell_idx(cell_idx), .addr(addr), .clamped(clamped[i])
+        .clk(clk), .x(x[i*W_ACT+:W_ACT]), .cell_idx(cell_g), .addr(addr_g), .clamped(clamped_g)
+    );
+    pipe_reg #(.W(W_CELL + A + 1), .ON(CUT_GRID)) u_cut_grid (
+        .clk(clk), .d({cell_g, addr_g, clamped_g}), .q({cell_idx, addr, clamped_d[i]})
     );
 
     assign b_row = basis_rom[addr];
@@ -62,11 +83,11 @@ module kan_decode #(
     for (genvar b = 0; b < P; b++) begin : g_bank
       logic [LOG2P-1:0] j;
       assign j = LOG2P'(b) - rot;  // window position held by bank b (mod P)
-      assign used[i*P+b] = j <= LOG2P'(K);  // K <= P - 1 fits
-      assign bb[(i*P+b)*W_B+:W_B] = used[i*P+b] ? b_row[j*W_B+:W_B] : '0;
-      assign db[(i*P+b)*W_D+:W_D] = used[i*P+b] ? d_row[j*W_D+:W_D] : '0;
+      assign used_d[i*P+b] = j <= LOG2P'(K);  // K <= P - 1 fits
+      assign bb_d[(i*P+b)*W_B+:W_B] = used_d[i*P+b] ? b_row[j*W_B+:W_B] : '0;
+      assign db_d[(i*P+b)*W_D+:W_D] = used_d[i*P+b] ? d_row[j*W_D+:W_D] : '0;
       // the window starts in word cell div P; banks below cell mod P hold its wrap into the next word
-      assign baddr[(i*P+b)*W_BADDR+:W_BADDR] = W_BADDR'(qbase) + W_BADDR'(LOG2P'(b) < rot);
+      assign baddr_d[(i*P+b)*W_BADDR+:W_BADDR] = W_BADDR'(qbase) + W_BADDR'(LOG2P'(b) < rot);
     end
   end
 endmodule

@@ -5,7 +5,7 @@
 //   cell = u >> A (0..G-1), addr = u mod 2^A (the ROM address)
 //
 // INV_H is 1 when the cell width is a power of two: the multiply is then a shift.
-// Purely combinational.
+// Combinational; CUT_SCALE registers the scaled offset (pipe_reg), before the clamp.
 module kan_grid #(
     parameter int W_ACT   = 16,
     parameter int LO_RAW  = -1024,  // grid start in act_t raw units
@@ -13,8 +13,10 @@ module kan_grid #(
     parameter int U_SHIFT = 6,      // right shift from (x - lo) * INV_H to u
     parameter int A       = 6,      // ROM address bits
     parameter int G       = 8,      // cells
-    parameter int W_CELL  = 3       // bits of the cell index (>= 1)
+    parameter int W_CELL  = 3,      // bits of the cell index (>= 1)
+    parameter int CUT_SCALE = 0
 ) (
+    input  logic                     clk,
     input  logic signed [W_ACT-1:0] x,
     output logic        [W_CELL-1:0] cell_idx,
     output logic        [A-1:0]      addr,
@@ -26,12 +28,13 @@ module kan_grid #(
   localparam int W_U = ((W_P + LEFT > A + W_CELL + 1) ? W_P + LEFT : A + W_CELL + 1) + 1;
 
   logic signed [W_ACT:0] offset;
-  logic signed [W_P-1:0] scaled;
+  logic signed [W_P-1:0] scaled_d, scaled;
   logic signed [W_U-1:0] u;
   logic negative, above;
 
   assign offset = (W_ACT + 1)'(x) - (W_ACT + 1)'(LO_RAW);
-  const_mult #(.W_X(W_ACT + 1), .C(INV_H), .W_Y(W_P)) u_scale (.x(offset), .y(scaled));
+  const_mult #(.W_X(W_ACT + 1), .C(INV_H), .W_Y(W_P)) u_scale (.x(offset), .y(scaled_d));
+  pipe_reg #(.W(W_P), .ON(CUT_SCALE)) u_cut_scale (.clk(clk), .d(scaled_d), .q(scaled));
   generate
     if (U_SHIFT >= 0) begin : g_right
       assign u = W_U'(scaled >>> U_SHIFT);

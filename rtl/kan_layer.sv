@@ -6,9 +6,12 @@
 //      dphi = cast_dphi(sum D*c)
 //   B  backward (HAS_BACKWARD): g_in = cast_grad(sum_o g_out * dphi * inv_h), 0 where clamped
 //   U  update, written when `commit` is high: c <- cast_coef(c - 2^-s * g_out * B)
-// With REG_F (REG_B) the results of F (B) are held in registers loaded by f_load (b_load), so
-// a pipeline stage boundary follows the phase; without, the phase is combinational into the next.
-// Every later phase reads only held values and the banks, which do not change until the commit.
+// Pipeline registers (pipe_reg, no enable): REG_F after F (y, dphi), REG_B after B (g_in), and
+// inside the phases the cuts of CUTS (bit names in kan_online): the bank read, the products,
+// the adder trees (every TREE_SPLIT levels, and before the cast), the backward products and
+// sum, the update's product and difference. kan_online holds the sample's inputs and the banks
+// do not change until the commit, so a value is right once every register on its path has
+// loaded it, and kan_online waits for the deepest path (its cycle count C) before committing.
 //
 // Coefficient banks: see kan_bank.sv. The window cell..cell+K of input i is spread over the P
 // banks (P = the power of two >= K+1); bank b holds window position j = (b - cell) mod P,
@@ -35,6 +38,8 @@ module kan_layer #(
     parameter int HAS_BACKWARD = 1,
     parameter int REG_F = 0,
     parameter int REG_B = 0,
+    parameter int CUTS = 0,        // kan_online's CUT_* bits
+    parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: none)
     parameter COEF_PREFIX = "",  // bank (i, b) loads COEF_PREFIX_i<iii>_b<bbb>.mem
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
@@ -46,11 +51,9 @@ module kan_layer #(
     input  logic [N_IN*P*W_BADDR-1:0] baddr,
     input  logic [N_IN*P-1:0]         used,
     output logic [N_OUT*W_ACT-1:0] y,       // held after F when REG_F
-    output logic [N_OUT*W_ACT-1:0] y_comb,  // combinational, ready at the end of F
-    input  logic                  f_load,
+    output logic [N_OUT*W_ACT-1:0] y_comb,  // before the REG_F register
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
-    input  logic                  b_load,
     input  logic                  commit
 );
   localparam int W_WORD = N_OUT * W_COEF;
@@ -70,14 +73,19 @@ module kan_layer #(
   localparam int W_FULL_D = W_GB + F_FULL - F_DELTA;
   localparam int W_FULL = ((W_FULL_C > W_FULL_D) ? W_FULL_C : W_FULL_D) + 2;
 
+  // the cuts (bit positions as in kan_online)
+  localparam int CUT_READ = (CUTS >> 2) & 1;
+  localparam int CUT_MULT = (CUTS >> 3) & 1;
+  localparam int CUT_SUM = (CUTS >> 4) & 1;
+  localparam int CUT_GMULT = (CUTS >> 6) & 1;
+  localparam int CUT_GSUM = (CUTS >> 7) & 1;
+  localparam int CUT_UMULT = (CUTS >> 8) & 1;
+  localparam int CUT_UFULL = (CUTS >> 9) & 1;
+  localparam int CUT_ROUND = (CUTS >> 11) & 1;
+
   `include "mem_names.svh"
 
-  // ---------------------------------------------------------------- F: decoded inputs
-  logic [N_IN*P*W_B-1:0] bb_h;
-  logic [N_IN*P*W_BADDR-1:0] baddr_h;
-  logic [N_IN*P-1:0] used_h;
-  logic [N_IN-1:0] clamped_h;
-  logic [N_IN*P*W_WORD-1:0] rdata, rdata_h;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
+  logic [N_IN*P*W_WORD-1:0] rdata, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
 
   // ---------------------------------------------------------------- banks
   logic [N_IN*P*W_WORD-1:0] wdata;
@@ -96,89 +104,82 @@ module kan_layer #(
       );
     end
   end
+  // a registered read: the forward products and the update read the held words
+  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_r));
 
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;
   assign y_comb = y_now;
   logic [N_OUT*N_IN*W_DPHI-1:0] dphi, dphi_h;  // edge (o, i) at [(o*N_IN+i)*W_DPHI +: W_DPHI]
   for (genvar o = 0; o < N_OUT; o++) begin : g_output
-    logic [N_IN*P*W_BPROD-1:0] prod;  // one product per (input, bank)
-    logic signed [W_ACC-1:0] acc;
+    logic [N_IN*P*W_BPROD-1:0] prod, prod_r;  // one product per (input, bank)
+    logic signed [W_ACC-1:0] acc, acc_r;
     for (genvar e = 0; e < N_IN * P; e++) begin : g_prod
-      assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb[e*W_B+:W_B]}) * $signed(rdata[e*W_WORD+o*W_COEF+:W_COEF]);
+      assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
     end
-    always_comb begin
-      acc = '0;
-      for (int e = 0; e < N_IN * P; e++) acc = acc + W_ACC'($signed(prod[e*W_BPROD+:W_BPROD]));
-    end
+    pipe_reg #(.W(N_IN * P * W_BPROD), .ON(CUT_MULT)) u_cut_prod (.clk(clk), .d(prod), .q(prod_r));
+    adder_tree #(.N(N_IN * P), .W_IN(W_BPROD), .W_SUM(W_ACC), .SPLIT(TREE_SPLIT)) u_acc (
+        .clk(clk), .terms(prod_r), .sum(acc)
+    );
+    pipe_reg #(.W(W_ACC), .ON(CUT_SUM)) u_cut_acc (.clk(clk), .d(acc), .q(acc_r));
     fixed_cast #(
-        .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT)
-    ) u_y (.v(acc), .q(y_now[o*W_ACT+:W_ACT]));
+        .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND)
+    ) u_y (.clk(clk), .v(acc_r), .q(y_now[o*W_ACT+:W_ACT]));
 
     if (HAS_BACKWARD != 0) begin : g_dphi
       for (genvar i = 0; i < N_IN; i++) begin : g_edge
-        logic [P*W_DPROD-1:0] dprod;
-        logic signed [W_DACC-1:0] dacc;
+        logic [P*W_DPROD-1:0] dprod, dprod_r;
+        logic signed [W_DACC-1:0] dacc, dacc_r;
         for (genvar b = 0; b < P; b++) begin : g_dprod
-          assign dprod[b*W_DPROD+:W_DPROD] = $signed(db[(i*P+b)*W_D+:W_D]) * $signed(rdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]);
+          assign dprod[b*W_DPROD+:W_DPROD] = $signed(db[(i*P+b)*W_D+:W_D]) * $signed(rdata_r[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]);
         end
-        always_comb begin
-          dacc = '0;
-          for (int b = 0; b < P; b++) dacc = dacc + W_DACC'($signed(dprod[b*W_DPROD+:W_DPROD]));
-        end
+        pipe_reg #(.W(P * W_DPROD), .ON(CUT_MULT)) u_cut_dprod (.clk(clk), .d(dprod), .q(dprod_r));
+        adder_tree #(.N(P), .W_IN(W_DPROD), .W_SUM(W_DACC), .SPLIT(TREE_SPLIT)) u_dacc (
+            .clk(clk), .terms(dprod_r), .sum(dacc)
+        );
+        pipe_reg #(.W(W_DACC), .ON(CUT_SUM)) u_cut_dacc (.clk(clk), .d(dacc), .q(dacc_r));
         fixed_cast #(
-            .W_IN(W_DACC), .SHIFT(F_D + F_COEF - F_DPHI), .W_OUT(W_DPHI), .SIGNED(1), .QMODE(Q_DPHI), .OMODE(O_DPHI)
-        ) u_dphi (.v(dacc), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]));
+            .W_IN(W_DACC), .SHIFT(F_D + F_COEF - F_DPHI), .W_OUT(W_DPHI), .SIGNED(1), .QMODE(Q_DPHI), .OMODE(O_DPHI), .CUT(CUT_ROUND)
+        ) u_dphi (.clk(clk), .v(dacc_r), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]));
       end
     end else begin : g_no_dphi
       assign dphi[o*N_IN*W_DPHI+:N_IN*W_DPHI] = '0;
     end
   end
 
-  // Everything a later phase needs from F, held when a stage boundary follows F.
-  generate
-    if (REG_F != 0) begin : g_hold_f
-      always_ff @(posedge clk) begin
-        if (f_load) begin
-          y <= y_now;
-          bb_h <= bb;
-          baddr_h <= baddr;
-          used_h <= used;
-          clamped_h <= clamped;
-          rdata_h <= rdata;
-          dphi_h <= dphi;
-        end
-      end
-    end else begin : g_pass_f
-      assign y = y_now;
-      assign bb_h = bb;
-      assign baddr_h = baddr;
-      assign used_h = used;
-      assign clamped_h = clamped;
-      assign rdata_h = rdata;
-      assign dphi_h = dphi;
-    end
-  endgenerate
+  // the stage boundary after F: its results, and what B and U read of F's inputs, so that
+  // neither B nor U starts from a path through the decode or the bank read
+  pipe_reg #(.W(N_OUT * W_ACT), .ON(REG_F)) u_reg_y (.clk(clk), .d(y_now), .q(y));
+  pipe_reg #(.W(N_OUT * N_IN * W_DPHI), .ON(REG_F * HAS_BACKWARD)) u_reg_dphi (.clk(clk), .d(dphi), .q(dphi_h));
+  logic [N_IN*P*W_B-1:0] bb_h;
+  logic [N_IN*P*W_BADDR-1:0] baddr_h;
+  logic [N_IN*P-1:0] used_h;
+  logic [N_IN-1:0] clamped_h;
+  logic [N_IN*P*W_WORD-1:0] rdata_h;
+  pipe_reg #(.W(N_IN * P * (W_B + W_BADDR + 1 + W_WORD) + N_IN), .ON(REG_F)) u_reg_hold (
+      .clk(clk), .d({bb, baddr, used, rdata_r, clamped}), .q({bb_h, baddr_h, used_h, rdata_h, clamped_h})
+  );
 
   // ---------------------------------------------------------------- B: input gradient
   logic [N_IN*W_GR-1:0] g_in_now;
   if (HAS_BACKWARD != 0) begin : g_backward
     for (genvar i = 0; i < N_IN; i++) begin : g_grad
-      logic [N_OUT*W_SPROD-1:0] sprod;
+      logic [N_OUT*W_SPROD-1:0] sprod, sprod_r;
       logic signed [W_S-1:0] s;
-      logic signed [W_T-1:0] t;
+      logic signed [W_T-1:0] t, t_r;
       logic [W_GR-1:0] cast_t;
       for (genvar o = 0; o < N_OUT; o++) begin : g_sprod
         assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
       end
-      always_comb begin
-        s = '0;
-        for (int o = 0; o < N_OUT; o++) s = s + W_S'($signed(sprod[o*W_SPROD+:W_SPROD]));
-      end
+      pipe_reg #(.W(N_OUT * W_SPROD), .ON(CUT_GMULT)) u_cut_sprod (.clk(clk), .d(sprod), .q(sprod_r));
+      adder_tree #(.N(N_OUT), .W_IN(W_SPROD), .W_SUM(W_S), .SPLIT(TREE_SPLIT)) u_s (
+          .clk(clk), .terms(sprod_r), .sum(s)
+      );
       const_mult #(.W_X(W_S), .C(INV_H), .W_Y(W_T)) u_inv_h (.x(s), .y(t));
+      pipe_reg #(.W(W_T), .ON(CUT_GSUM)) u_cut_t (.clk(clk), .d(t), .q(t_r));
       fixed_cast #(
-          .W_IN(W_T), .SHIFT(F_G + F_DPHI + INV_H_FRAC - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR)
-      ) u_grad (.v(t), .q(cast_t));
+          .W_IN(W_T), .SHIFT(F_G + F_DPHI + INV_H_FRAC - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR), .CUT(CUT_ROUND)
+      ) u_grad (.clk(clk), .v(t_r), .q(cast_t));
       // the clamp is part of the function: a clamped input has derivative zero
       assign g_in_now[i*W_GR+:W_GR] = clamped_h[i] ? '0 : cast_t;
     end
@@ -186,26 +187,23 @@ module kan_layer #(
     assign g_in_now = '0;
   end
 
-  generate
-    if (REG_B != 0) begin : g_hold_b
-      always_ff @(posedge clk) if (b_load) g_in <= g_in_now;
-    end else begin : g_pass_b
-      assign g_in = g_in_now;
-    end
-  endgenerate
+  // the stage boundary after B
+  pipe_reg #(.W(N_IN * W_GR), .ON(REG_B)) u_reg_b (.clk(clk), .d(g_in_now), .q(g_in));
 
   // ---------------------------------------------------------------- U: sparse update
   for (genvar i = 0; i < N_IN; i++) begin : g_upd_in
     for (genvar b = 0; b < P; b++) begin : g_upd_bank
       for (genvar o = 0; o < N_OUT; o++) begin : g_upd_out
-        logic signed [W_GB-1:0] gb;
-        logic signed [W_FULL-1:0] full;
+        logic signed [W_GB-1:0] gb, gb_r;
+        logic signed [W_FULL-1:0] full, full_r;
         assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
+        pipe_reg #(.W(W_GB), .ON(CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
         assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
-                    - (W_FULL'(gb) <<< (F_FULL - F_DELTA));
+                    - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));
+        pipe_reg #(.W(W_FULL), .ON(CUT_UFULL)) u_cut_full (.clk(clk), .d(full), .q(full_r));
         fixed_cast #(
-            .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF)
-        ) u_coef (.v(full), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]));
+            .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF), .CUT(CUT_ROUND)
+        ) u_coef (.clk(clk), .v(full_r), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]));
       end
     end
   end

@@ -11,9 +11,14 @@
 //   F_0, F_1, ..., F_{L-1}  (forward; the error is formed from F_{L-1}'s output)
 //   B_{L-1}, ..., B_1       (input gradients, pre-update coefficients)
 //   U                       (every layer's update, committed at one clock edge)
-// Bit p of PIPE puts a register stage after phase p (p = 0..2L-2). The sample takes
-// 1 + popcount(PIPE) clocks and the next one starts after it commits, so
-// II = 1 + popcount(PIPE): PIPE = 0 gives II = 1 (one long clock), all ones the shortest clock.
+// Bit p of PIPE puts a register after phase p (p = 0..2L-2). Bits of CUTS put registers
+// inside the phases of every layer (CUT_* below), and TREE_SPLIT > 0 one every TREE_SPLIT
+// levels of each adder tree. A value is ready in the sample's cycle d when d registers lie on
+// its path (the inputs are held and the banks unchanged until the commit, pipe_reg.sv), so
+// the sample takes C = 1 + (registers on its deepest path, to the update's write data) clocks,
+// and the next one starts after it commits: II = C. With CUTS = TREE_SPLIT = 0, C = 1 +
+// popcount(PIPE): PIPE = 0 gives II = 1 (one long clock). codesign.fpga.pipeline computes the
+// same counts; the bench measures them.
 module kan_online #(
     parameter int N_LAYERS = 2,
     parameter logic [16*8-1:0] WIDTHS = {16'd1, 16'd4, 16'd2},  // n_0 at bits [15:0], n_1 next, ...
@@ -38,6 +43,8 @@ module kan_online #(
     parameter int U_SHIFT = 6,
     parameter int LR_SHIFT = 4,
     parameter logic [63:0] PIPE = 64'd0,
+    parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
+    parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
     parameter MEM_DIR = "."  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
 ) (
     input  logic                   ap_clk,
@@ -56,14 +63,48 @@ module kan_online #(
 );
   `include "mem_names.svh"
 
-  // stage in which phase p runs: the number of stage boundaries before it
-  function automatic int stage_of(input int p);
-    stage_of = 0;
-    for (int q = 0; q < p; q++) if (PIPE[q]) stage_of = stage_of + 1;
+  // the cuts inside the phases (each in every layer)
+  localparam int CUT_GRID = CUTS & 1;          // the grid coordinate
+  localparam int CUT_DECODE = (CUTS >> 1) & 1;  // the basis ROM read, rotation and bank address
+  localparam int CUT_READ = (CUTS >> 2) & 1;    // the coefficient bank read
+  localparam int CUT_MULT = (CUTS >> 3) & 1;    // the forward products (B*c, D*c)
+  localparam int CUT_SUM = (CUTS >> 4) & 1;     // the forward sums, before their cast
+  localparam int CUT_ERR = (CUTS >> 5) & 1;     // the error, after its cast
+  localparam int CUT_GMULT = (CUTS >> 6) & 1;   // the backward products g*dphi
+  localparam int CUT_GSUM = (CUTS >> 7) & 1;    // the backward sum times 1/h, before its cast
+  localparam int CUT_UMULT = (CUTS >> 8) & 1;   // the update products g*B
+  localparam int CUT_UFULL = (CUTS >> 9) & 1;   // the update difference, before its cast
+  localparam int CUT_SCALE = (CUTS >> 10) & 1;  // the grid's scaled offset, before the clamp
+  localparam int CUT_ROUND = (CUTS >> 11) & 1;  // inside every cast, after the rounding
+
+  function automatic int width_of(input int n);
+    width_of = WIDTHS[16*n+:16];
+  endfunction
+  function automatic int levels_of(input int terms);  // $clog2
+    levels_of = 0;
+    while ((1 << levels_of) < terms) levels_of = levels_of + 1;
+  endfunction
+  function automatic int tree_regs(input int terms);  // adder_tree's registers on a path
+    tree_regs = (TREE_SPLIT > 0 && levels_of(terms) > 0) ? (levels_of(terms) - 1) / TREE_SPLIT : 0;
+  endfunction
+  // registers from layer l's input to its forward output (before REG_F)
+  function automatic int forward_regs(input int l);
+    forward_regs = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ + CUT_MULT + tree_regs(width_of(l) * P) + CUT_SUM + CUT_ROUND;
+  endfunction
+  // the cycle in which layer l's input is ready (l = N_LAYERS: the last layer's output, after REG_F)
+  function automatic int input_ready(input int l);
+    input_ready = 0;
+    for (int q = 0; q < l; q++) input_ready = input_ready + forward_regs(q) + (PIPE[q] ? 1 : 0);
+  endfunction
+  // the cycle in which the gradient at layer l's outputs is ready
+  function automatic int grad_ready(input int l);
+    grad_ready = input_ready(N_LAYERS) + CUT_ROUND + CUT_ERR;
+    for (int q = N_LAYERS - 1; q > l; q--)
+      grad_ready = grad_ready + CUT_GMULT + tree_regs(width_of(q + 1)) + CUT_GSUM + CUT_ROUND + (PIPE[2*N_LAYERS-1-q] ? 1 : 0);
   endfunction
 
-  localparam int N_PHASES = 2 * N_LAYERS;
-  localparam int N_STAGES = stage_of(N_PHASES - 1) + 1;
+  localparam int PRED_STAGE = input_ready(N_LAYERS - 1) + forward_regs(N_LAYERS - 1);
+  localparam int N_STAGES = 1 + grad_ready(0) + CUT_UMULT + CUT_UFULL + CUT_ROUND;
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
@@ -71,7 +112,7 @@ module kan_online #(
   logic accept, busy, last, pred_load, commit;
   logic [N_STAGES-1:0] stage_on;
 
-  online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(stage_of(N_LAYERS - 1))) u_control (
+  online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(PRED_STAGE)) u_control (
       .clk(ap_clk), .rst(ap_rst), .in_valid(ap_start && x_ap_vld && y_ap_vld),
       .ready(ap_ready), .accept(accept), .busy(busy), .stage_on(stage_on), .pred_load(pred_load),
       .last(last), .pred_valid(y_hat_ap_vld), .done(ap_done)
@@ -98,8 +139,10 @@ module kan_online #(
   assign commit = last && train_now && !ap_rst;
 
   // layer l's input at slot l, output at slot l+1; gradient at layer l's inputs at slot l
-  logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts;
-  logic [(N_LAYERS+1)*G_SLOT-1:0] grads;
+  // one slot per layer; split_var lets Verilator see the slots as separate signals (one bus
+  // through every layer is otherwise a false combinational loop to its scheduler)
+  logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
+  logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
 
   for (genvar l = 0; l < N_LAYERS; l++) begin : g_layer
@@ -122,9 +165,10 @@ module kan_online #(
     kan_decode #(
         .N_IN(NI), .G(G), .K(K), .A(A), .P(P), .W_BADDR(W_BADDR), .W_ACT(W_ACT), .W_B(W_B), .W_D(W_D),
         .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .HAS_D(l > 0 ? 1 : 0),
+        .CUT_SCALE(CUT_SCALE), .CUT_GRID(CUT_GRID), .CUT_DECODE(CUT_DECODE),
         .BASIS_FILE({MEM_DIR, "/basis.mem"}), .DBASIS_FILE(l > 0 ? {MEM_DIR, "/dbasis.mem"} : "")
     ) u_decode (
-        .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
+        .clk(ap_clk), .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
     );
 
     kan_layer #(
@@ -139,16 +183,15 @@ module kan_online #(
         .HAS_BACKWARD(l > 0 ? 1 : 0),
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
+        .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT),
         .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)})
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used),
         .y(acts[(l+1)*ACT_SLOT+:NO*W_ACT]),
         .y_comb(y_comb),
-        .f_load(stage_on[stage_of(PHASE_F)]),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
-        .b_load(stage_on[stage_of(PHASE_B)]),
         .commit(commit)
     );
     if (l > 0) begin : g_pass_grad
@@ -157,13 +200,15 @@ module kan_online #(
   end
 
   // §4: the error at the output is the gradient of the last layer
+  logic [N_OUT*W_ERR-1:0] err;
   for (genvar o = 0; o < N_OUT; o++) begin : g_error
     logic signed [W_ACT:0] diff;
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
-    fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_err (
-        .v(diff), .q(grads[N_LAYERS*G_SLOT+o*W_ERR+:W_ERR])
+    fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR), .CUT(CUT_ROUND)) u_err (
+        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR])
     );
   end
+  pipe_reg #(.W(N_OUT * W_ERR), .ON(CUT_ERR)) u_cut_err (.clk(ap_clk), .d(err), .q(grads[N_LAYERS*G_SLOT+:N_OUT*W_ERR]));
 
   // the prediction register loads the last layer's output at the end of its forward phase
   always_ff @(posedge ap_clk) begin

@@ -72,7 +72,7 @@ module mlp_layer #(
     end
     fixed_cast #(
         .W_IN(W_ACC), .SHIFT(F_COEF), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT)
-    ) u_z (.v(acc), .q(z));
+    ) u_z (.clk(1'b0), .v(acc), .q(z));
     assign z_now[o*W_ACT+:W_ACT] = z;
     if (HAS_ACT == 0) begin : g_linear
       assign y_now[o*W_ACT+:W_ACT] = z;
@@ -134,7 +134,7 @@ module mlp_layer #(
       end
       fixed_cast #(
           .W_IN(W_S), .SHIFT(F_G + F_COEF - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR)
-      ) u_grad (.v(s), .q(g_in_now[i*W_GR+:W_GR]));
+      ) u_grad (.clk(1'b0), .v(s), .q(g_in_now[i*W_GR+:W_GR]));
     end
   end else begin : g_no_backward
     assign g_in_now = '0;
@@ -163,7 +163,7 @@ module mlp_layer #(
                   - (W_FULL'(gx) <<< (F_FULL - F_DELTA));
       fixed_cast #(
           .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF)
-      ) u_coef (.v(full), .q(new_row[i*W_COEF+:W_COEF]));
+      ) u_coef (.clk(1'b0), .v(full), .q(new_row[i*W_COEF+:W_COEF]));
     end
     always_ff @(posedge clk) if (commit) rows[o] <= new_row;
   end

@@ -21,7 +21,7 @@ module fixed_cast_harness #(
       for (genvar om = 0; om < 4; om++) begin : g_o
         logic [WO-1:0] q;
         fixed_cast #(.W_IN(WI), .SHIFT(SH), .W_OUT(WO), .SIGNED(SG), .QMODE(qm), .OMODE(om)) u_cast (
-            .v(v_all[64*s+:WI]),
+            .clk(1'b0), .v(v_all[64*s+:WI]),
             .q(q)
         );
         assign q_all[32*((s*7+qm)*4+om)+:32] = 32'(q);

@@ -16,15 +16,17 @@ from typing import TextIO
 
 from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
-from codesign.fpga.estimate import estimate
+from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
 from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.rtl_emit import emit_rtl, pipeline_mask
+from codesign.fpga.pipeline import Pipeline
+from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
-from codesign.fpga.timing import expected_timing
+from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.timing import rtl_schedule
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import check_stream_size, task_options
 
@@ -55,7 +57,7 @@ def build(
     stream: TextIO | None = None,
     cosim: bool = False,
     synth: bool = False,
-    pipeline: str | int = "ii1",
+    pipeline: str | int | Pipeline = "auto",
     strict: bool = False,
 ) -> dict:
     """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data.
@@ -75,7 +77,7 @@ def build(
         raise ValueError(f"--seed={seed}: must be >= 0")
     task_options(task)  # an unknown task is refused here, before anything is written
     check_stream_size(task, samples)
-    pipeline_mask(spec, pipeline)
+    choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
     compiler = find_compiler()
     ap_types = find_ap_types()
     if cosim:
@@ -86,14 +88,15 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    fit = fit_check(estimate(spec, board, pipeline=pipeline), board.name, spec.clock_mhz, "analytic estimate")
+    first = estimate(spec, board, pipeline=pipeline)
+    fit = fit_check(first, board.name, spec.clock_mhz, "analytic estimate", first.get("clock_note"))
     if strict and fit["note"]:
         raise FitError(fit["note"])
     target_dir = Path(out) if out is not None else default_output(learner, board)
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pipeline, compiler, ap_types, stream)
+                             pipeline, choice, compiler, ap_types, stream)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -103,11 +106,12 @@ def build(
 
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                samples: int, task: str, seed: int, cosim: bool, synth: bool, pipeline: str | int, compiler: str,
-                ap_types: Path, stream: TextIO) -> dict:
+                samples: int, task: str, seed: int, cosim: bool, synth: bool, pipeline: str | int | Pipeline,
+                choice: dict, compiler: str, ap_types: Path, stream: TextIO) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report."""
+    placement = choice["pipeline"]
     fw = firmware_module(spec)
-    timing = expected_timing(spec)
+    timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
 
     progress = Progress(6 + cosim + synth, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
@@ -116,22 +120,25 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
         reference = run_reference(spec, stimulus, fw)
     with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
-    with progress.step("rtl", f"writing the RTL ({pipeline} pipeline) to {shown / 'rtl'}"):
-        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=pipeline, seed=seed, learner_name=learner, force=True)
+    with progress.step("rtl", f"writing the RTL ({choice['choice']} pipeline: {placement.text}) to {shown / 'rtl'}"):
+        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True)
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
-    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
     report["estimate"] = estimate(spec, board, pipeline=pipeline)
-    report["fit"] = fit_check(report["estimate"], board.name, spec.clock_mhz, "analytic estimate")
+    rtl["pipeline"].update(_clock_fields(spec, report["estimate"], choice))
+    (out_dir / "rtl" / RTL_MANIFEST).write_text(json.dumps(rtl, indent=1) + "\n")  # the choice and clock, as reported
+    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
+    report["fit"] = fit_check(report["estimate"], board.name, spec.clock_mhz, "analytic estimate",
+                              rtl["pipeline"].get("clock_note"))
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
 
         with progress.step("cosim", f"co-simulating the RTL in Verilator on {stimulus.samples:,} samples"):
-            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=pipeline, seed=seed))
+            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=placement, seed=seed))
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     if synth:
         from codesign.fpga.synth import run_synth  # noqa: PLC0415
@@ -139,11 +146,36 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
             measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
             report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured)
-        report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth")
+        _check_synth_clock(report["rtl"]["pipeline"], report["synth"])
+        report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
+                                  report["rtl"]["pipeline"].get("clock_note"))
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: dict) -> dict:
+    """Clock target, estimated clock and the cycles in ns of the chosen pipeline, for report.json and the summary."""
+    out = {
+        "choice": choice["choice"], "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
+        "clock_met": est["clock_met"], "prediction_latency_ns": est["prediction_latency_ns"],
+        "update_latency_ns": est["latency_ns"], "ii_ns": est["ii_ns"],
+        "clock_basis": "analytic estimate (codesign.fpga.estimate); --synth adds the Yosys-netlist estimate",
+    }
+    if not est["clock_met"]:
+        out["clock_note"] = choice.get("clock_note") or est["clock_note"]
+    return out
+
+
+def _check_synth_clock(pipeline: dict, synth: dict) -> None:
+    """The Yosys-netlist clock estimate against the target: a miss the analytic model did not see becomes the clock note."""
+    pipeline["clock_mhz_synth_estimate"] = synth["clock_mhz_estimate"]
+    if synth["clock_mhz_estimate"] < pipeline["clock_mhz"] and pipeline.get("clock_met"):
+        pipeline["clock_met"] = False
+        pipeline["clock_note"] = (f"clock target {pipeline['clock_mhz']:g} MHz not met by the Yosys-netlist estimate: "
+                                  f"{synth['clock_mhz_estimate']:g} MHz (analytic {pipeline['clock_mhz_estimate']:g} MHz, "
+                                  f"pipeline {pipeline['text']}); try --pipeline deep")
 
 
 def cosim_summary(result: dict) -> dict:
@@ -169,7 +201,8 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
         raise ValueError(f"{folder} is not a codesign build folder (no report.json)")
     try:
         report = json.loads(report_file.read_text())
-        pipeline = report["rtl"]["pipeline"]["mask"]
+        p = report["rtl"]["pipeline"]
+        pipeline = Pipeline(p["mask"], p.get("cuts", 0), p.get("tree_split", 0))
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
     progress = Progress(1, stream)

@@ -68,6 +68,11 @@ def _stimulus_from_build(folder: Path, spec: KANSpec | MLPSpec) -> tuple[np.ndar
     return rows[:, 1 : 1 + n_in], rows[:, 1 + n_in :], rows[:, 0]
 
 
+def _expected_ii(manifest: dict) -> int:
+    """The II an RTL manifest (pipeline) or an HLS manifest (timing) promises; 1 when it states none."""
+    return int(manifest.get("pipeline", {}).get("ii") or manifest.get("timing", {}).get("ii_expected") or 1)
+
+
 def cosim_sources(
     sources: Sequence[str | Path],
     manifest_path: str | Path,
@@ -111,7 +116,8 @@ def cosim_sources(
         "rng_seed": seed,
         "wall_seconds": wall_seconds,
         "stall_cycles": 1000,
-        "max_cycles": 64 * x.shape[0] + 10_000,
+        # a sample takes II cycles plus gaps: a budget of 64 cycles per sample, more for a deep pipeline
+        "max_cycles": max(64, 2 * _expected_ii(manifest) + 16) * x.shape[0] + 10_000,
     }
     result = run_bench(build, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
     # the bench writes its measurements only when the stream ran to the end; at its wall-clock limit

@@ -18,12 +18,12 @@ from typing import Any
 
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
-from codesign.fpga.pipeline import pipeline_mask, pipeline_timing
+from codesign.fpga.pipeline import Pipeline, pipeline_timing, resolve_pipeline
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lutram_luts", "timing_features",
-           "coefficient_table", "format_estimate"]
+           "period_ns", "candidate_pipelines", "choose_pipeline", "coefficient_table", "format_estimate"]
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
@@ -43,10 +43,10 @@ def _check_spec(spec: Any) -> None:
         raise ValueError(f"widths={spec.widths}: the RTL takes at most 7 layers (8 widths)")
 
 
-def cycles(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, int]:
-    """Prediction latency, update latency and II in cycles (docs/rtl.md): exact, from the register mask."""
+def cycles(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> dict[str, int]:
+    """Prediction latency, update latency and II in cycles (docs/rtl.md): exact, from the register placement."""
     _check_spec(spec)
-    timing = pipeline_timing(spec, pipeline_mask(spec, pipeline))
+    timing = pipeline_timing(spec, resolve_pipeline(spec, pipeline))
     return {
         "latency_cycles": timing["prediction_latency_cycles"],
         "update_latency_cycles": timing["update_latency_cycles"],
@@ -93,7 +93,15 @@ def _cast(lut: dict[str, float], count: int, w_in: int, w_out: int) -> None:
     lut["cast_drop"] += count * max(0, w_in - w_out)
 
 
-def _kan_features(spec: KANSpec, mask: int, family: str) -> dict[str, dict[str, float]]:
+def _tree_register_bits(terms: int, w_sum: int, split: int) -> int:
+    """Bits of the registers inside rtl/adder_tree.sv (after levels split, 2 split, ... below the last)."""
+    levels = _clog2(terms)
+    if split <= 0:
+        return 0
+    return sum(math.ceil(terms / 2 ** j) * w_sum for j in range(split, levels, split))
+
+
+def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
     k = spec.spline_order
     banks = 1 << _clog2(k + 1)
     depth = math.ceil(spec.n_coef / banks)
@@ -108,6 +116,8 @@ def _kan_features(spec: KANSpec, mask: int, family: str) -> dict[str, dict[str, 
     ff = {"registers": 0.0}
     dsp = 0
     lut["control"] = 1.0
+    mask = pipe.phases
+    cut = pipe.cut
     # A LUT6 per output bit holds 64 ROM entries. Linear bases (k = 1) are affine in the address (no
     # table); quadratic ones need about half the logic of cubic and higher ones, which reach the LUT6 bound.
     rom_scale = max(1.0, 2.0 ** spec.lut_bits / 64) * min(1.0, (k - 1) / 2)
@@ -169,21 +179,45 @@ def _kan_features(spec: KANSpec, mask: int, family: str) -> dict[str, dict[str, 
                 ff["registers"] += n_out * n_in * wdphi
         if backward and mask >> (2 * n_layers - 1 - layer) & 1:
             ff["registers"] += n_in * wgrad
+        # the registers inside the phases (pipeline.CUT_NAMES)
+        w_bprod, w_dprod = wb + 1 + wc, wd + wc
+        w_dacc = wd + wc + _clog2(banks) + 1
+        w_s = wg + wdphi + _clog2(n_out) + 1
+        cut_bits = {
+            "grid": n_in * (w_cell + spec.lut_bits + 1),
+            "scale": n_in * (wa + 2 + w_inv),
+            "round": (n_out * (wa + 2) + (n_out * n_in * (wdphi + 2) + n_in * (wgrad + 2) if backward else 0)
+                      + n_in * banks * n_out * (wc + 2)),
+            "decode": n_in * (banks * (wb + (wd if backward else 0) + w_baddr + 1) + 1),
+            "read": n_in * banks * n_out * wc,
+            "mult": n_out * n_in * banks * (w_bprod + (w_dprod if backward else 0)),
+            "sum": n_out * (w_acc + (n_in * w_dacc if backward else 0)),
+            "gmult": n_in * n_out * (wg + wdphi) if backward else 0,
+            "gsum": n_in * (w_s + w_inv + 1) if backward else 0,
+            "umult": n_in * banks * n_out * (wg + wb + 1),
+            "ufull": n_in * banks * n_out * w_full,
+        }
+        ff["registers"] += sum(bits * cut(name) for name, bits in cut_bits.items())
+        ff["registers"] += n_out * _tree_register_bits(n_in * banks, w_acc, pipe.tree_split)
+        if backward:
+            ff["registers"] += n_out * n_in * _tree_register_bits(banks, w_dacc, pipe.tree_split)
+            ff["registers"] += n_in * _tree_register_bits(n_out, w_s, pipe.tree_split)
+    ff["registers"] += (cut("err") + cut("round")) * spec.n_outputs * (spec.err_t.width + cut("round"))
     _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
-    ff["registers"] += _common_registers(spec, mask)
+    ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
 
 
-def _common_registers(spec: KANSpec | MLPSpec, mask: int) -> float:
-    """The prediction register, and with more than one stage the sample's input registers and the stage flags."""
-    stages = 1 + bin(mask).count("1")
+def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
+    """The prediction register, and with more than one stage the sample's input registers and the stage counter."""
+    stages = pipeline_timing(spec, pipe)["stages"]
     bits = spec.n_outputs * spec.act_t.width + 1
     if stages > 1:
         bits += (spec.n_inputs + spec.n_outputs) * spec.act_t.width + 1 + stages
     return float(bits)
 
 
-def _mlp_features(spec: MLPSpec, mask: int, family: str) -> dict[str, dict[str, float]]:
+def _mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
     wa, fa = spec.act_t.width, spec.act_t.frac
     wc, fc = spec.coef_t.width, spec.coef_t.frac
     n_layers = len(spec.layer_shapes)
@@ -191,6 +225,7 @@ def _mlp_features(spec: MLPSpec, mask: int, family: str) -> dict[str, dict[str, 
     ff = {"registers": 0.0}
     dsp = 0
     lut["mlp_control"] = 1.0
+    mask = pipe.phases
     for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
         last = layer == n_layers - 1
         wg, fg = (spec.err_t.width, spec.err_t.frac) if last else (spec.grad_t.width, spec.grad_t.frac)
@@ -222,55 +257,238 @@ def _mlp_features(spec: MLPSpec, mask: int, family: str) -> dict[str, dict[str, 
         if layer > 0 and mask >> (2 * n_layers - 1 - layer) & 1:
             ff["registers"] += n_in * spec.grad_t.width
     _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
-    ff["registers"] += _common_registers(spec, mask)
+    ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": {}, "ff": ff, "dsp": {"multipliers": float(dsp)}}
 
 
-def _phase_delays(spec: KANSpec | MLPSpec) -> list[dict[str, float]]:
-    """Timing features of the phases F_0..F_{L-1}, B_{L-1}..B_1, U, in loop order (the error joins the last F).
-
-    A KAN forward phase starts with its decode (layer 0's from the input port, in the sample's
-    first stage), then the bank read, the products, the adder tree and the cast.
-    """
+def _mlp_phase_delays(spec: MLPSpec) -> list[dict[str, float]]:
+    """Timing features of the MLP's phases F_0..F_{L-1}, B_{L-1}..B_1, U, in loop order (the error joins the last F)."""
     shapes = spec.layer_shapes
     n_layers = len(shapes)
-    kan = isinstance(spec, KANSpec)
-    banks = (1 << _clog2(spec.spline_order + 1)) if kan else 1
     phases = []
     for layer, (n_in, _) in enumerate(shapes):
-        terms = n_in * banks if kan else n_in + 1
-        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(terms)), "cast": 1.0 + (layer == n_layers - 1),
-                       "decode": float(kan), "memory": float(kan)})
+        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(n_in + 1)), "cast": 1.0 + (layer == n_layers - 1)})
     for layer in range(n_layers - 1, 0, -1):
-        n_out = shapes[layer][1]
-        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(n_out)), "cast": 1.0, "decode": 0.0, "memory": 0.0})
-    phases.append({"multiply": 1.0, "adder_levels": 1.0, "cast": 1.0, "decode": 0.0, "memory": float(kan)})
+        phases.append({"multiply": 1.0, "adder_levels": float(_clog2(shapes[layer][1])), "cast": 1.0})
+    phases.append({"multiply": 1.0, "adder_levels": 1.0, "cast": 1.0})
     return phases
 
 
-def timing_features(spec: KANSpec | MLPSpec, mask: int, coefficients: dict[str, float]) -> dict[str, float]:
-    """The timing features of the slowest stage (by ``coefficients``), plus a constant: the period is their dot product."""
+def _mlp_stage_features(spec: MLPSpec, pipe: Pipeline) -> list[dict[str, float]]:
     stages: list[dict[str, float]] = [{}]
-    for p, phase in enumerate(_phase_delays(spec)):
+    for p, phase in enumerate(_mlp_phase_delays(spec)):
         for key, value in phase.items():
-            stages[-1][key] = stages[-1].get(key, 0.0) + value
-        if mask >> p & 1:
+            stages[-1]["mlp_" + key] = stages[-1].get("mlp_" + key, 0.0) + value
+        if pipe.phases >> p & 1:
             stages.append({})
-    prefix = "kan_" if isinstance(spec, KANSpec) else "mlp_"
-
-    def named(stage: dict[str, float]) -> dict[str, float]:
-        return {"constant": 1.0, **{prefix + k: v for k, v in stage.items()}}
-
-    return max((named(s) for s in stages), key=lambda f: sum(coefficients.get(k, 0.0) * v for k, v in f.items()))
+    return stages
 
 
-def features(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1", family: str = "xcup") -> dict[str, dict[str, float]]:
+class _Paths:
+    """Longest combinational paths through the KAN datapath, as feature sums (ns = their dot product with coefficients).
+
+    A value is the feature sum of the longest path that ends at it since the last register;
+    ``after(value, cut)`` is what a consumer sees (nothing when a register lies between).
+    """
+
+    def __init__(self, coefficients: dict[str, float]):
+        self.coefficients = coefficients
+        self.ends: list[dict[str, float]] = []
+
+    def ns(self, path: dict[str, float]) -> float:
+        """The delay of a path by the current coefficients."""
+        return sum(self.coefficients.get(k, 0.0) * v for k, v in path.items())
+
+    def node(self, *inputs: dict[str, float], **delay: float) -> dict[str, float]:
+        """A cell fed by ``inputs``: the slowest input's path plus the cell's own features."""
+        path = dict(max(inputs, key=self.ns)) if inputs else {}
+        for key, value in delay.items():
+            path["kan_" + key] = path.get("kan_" + key, 0.0) + value
+        self.ends.append(path)
+        return path
+
+    @staticmethod
+    def after(path: dict[str, float], cut: int) -> dict[str, float]:
+        """The path a consumer continues, {} behind a register."""
+        return {} if cut else path
+
+
+def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, float]) -> list[dict[str, float]]:
+    """Every register-to-register path end of the KAN RTL (rtl/kan_layer.sv, kan_decode.sv, kan_online.sv) as features."""
+    shapes = spec.layer_shapes
+    n_layers = len(shapes)
+    banks = 1 << _clog2(spec.spline_order + 1)
+    dense_inv_h = bin(spec.grid_constants().inv_h_raw).count("1") > 3
+    c = pipe.cut
+    paths = _Paths(coefficients)
+    after = paths.after
+
+    def tree(value: dict[str, float], terms: int) -> dict[str, float]:
+        for level in range(1, _clog2(terms) + 1):
+            value = paths.node(value, adder_levels=1.0)
+            if pipe.tree_split and level % pipe.tree_split == 0 and level < _clog2(terms):
+                value = {}
+        return value
+
+    def multiply(*inputs: dict[str, float]) -> dict[str, float]:
+        # operands straight from registers: Yosys packs them into the DSP48's input registers
+        if all(not i for i in inputs):
+            return paths.node(multiply_registered=1.0)
+        return paths.node(*inputs, multiply=1.0)
+
+    def cast(value: dict[str, float]) -> dict[str, float]:
+        if c("round"):  # a register between the rounding and the overflow handling
+            return paths.node(after(paths.node(value, cast=0.5), 1), cast=0.5)
+        return paths.node(value, cast=1.0)
+
+    layer_in: dict[str, float] = {}
+    held = []  # per layer: (bb, bank word, dphi) as B and U read them
+    for layer, (n_in, _) in enumerate(shapes):
+        f_reg = pipe.phases >> layer & 1
+        scaled = after(paths.node(layer_in, scale=1.0), c("scale"))
+        grid = paths.node(scaled, grid=1.0)
+        decoded = after(paths.node(after(grid, c("grid")), rom=1.0), c("decode"))
+        word = after(paths.node(decoded, memory=1.0), c("read"))
+        product = after(multiply(decoded, word), c("mult"))
+        y = cast(after(tree(product, n_in * banks), c("sum")))
+        dphi = {}
+        if layer > 0:
+            dphi = cast(after(tree(product, banks), c("sum")))
+        held.append((after(decoded, f_reg), after(word, f_reg), after(dphi, f_reg)))
+        layer_in = after(y, f_reg)
+    grads = [{}] * n_layers
+    grads[-1] = after(cast(layer_in), c("err"))  # the error, from the last layer's output
+    for layer in range(n_layers - 1, 0, -1):
+        product = after(multiply(grads[layer], held[layer][2]), c("gmult"))
+        total = tree(product, shapes[layer][1])
+        if dense_inv_h:
+            total = paths.node(total, multiply=1.0)
+        grads[layer - 1] = after(cast(after(total, c("gsum"))), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
+    for layer in range(n_layers):
+        bb, word, _ = held[layer]
+        product = after(multiply(grads[layer], bb), c("umult"))
+        difference = after(paths.node(product, word, adder_levels=1.0), c("ufull"))
+        cast(difference)
+    return paths.ends
+
+
+def timing_features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, coefficients: dict[str, float]) -> dict[str, float]:
+    """The timing features of the slowest register-to-register path (by ``coefficients``), plus a constant."""
+    pipe = resolve_pipeline(spec, pipeline)
+    if isinstance(spec, KANSpec):
+        ends = _kan_stage_features(spec, pipe, coefficients)
+    else:
+        ends = _mlp_stage_features(spec, pipe)
+    named = [{"constant": 1.0, **e} for e in ends]
+    return max(named, key=lambda f: sum(coefficients.get(k, 0.0) * v for k, v in f.items()))
+
+
+def period_ns(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, board: Board) -> float:
+    """Estimated clock period (ns) of a register placement on a board: its slowest path by the fitted coefficients."""
+    timing = COEFFICIENTS["period_ns"]
+    stage = timing_features(spec, pipeline, timing)
+    period = sum(timing.get(k, 0.0) * v for k, v in stage.items())
+    # the coefficients are fitted at UltraScale+ -2; other parts scale like timing_estimate's model
+    return period * delay_model(yosys_family(board), board.part).dsp_mult / DelayModel().dsp_mult
+
+
+def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
+    """The placements ``auto`` chooses from: two greedy walks over the register set, a few hundred model evaluations.
+
+    Up from no register: each step adds the register that gives the shortest estimated period
+    (then the fewest register bits), as long as the period does not grow, until every register
+    is placed. Down from every register (when ``target_ns`` is given): each step removes the
+    register that saves the most cycles (then the most bits) while the period still meets
+    ``target_ns``, until none can go.
+    """
+    from codesign.fpga.pipeline import CUT_NAMES  # noqa: PLC0415
+
+    kan = isinstance(spec, KANSpec)
+    n_bits = 2 * len(spec.layer_shapes) - 1
+    family = yosys_family(board)
+    max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * (1 << _clog2(spec.spline_order + 1))) if kan else 0
+    splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
+
+    def added(pipe: Pipeline) -> list[Pipeline]:
+        out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
+        if kan:
+            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in range(len(CUT_NAMES)) if not pipe.cuts >> k & 1]
+            finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
+            if finer:
+                out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
+        return out
+
+    def removed(pipe: Pipeline) -> list[Pipeline]:
+        out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
+        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in range(len(CUT_NAMES)) if pipe.cuts >> k & 1]
+        if pipe.tree_split:
+            coarser = [v for v in splits if v > pipe.tree_split]
+            out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))
+        return out
+
+    def bits(pipe: Pipeline) -> float:
+        return sum(features(spec, pipe, family)["ff"].values())
+
+    def period(pipe: Pipeline) -> float:
+        return round(period_ns(spec, pipe, board), 6)
+
+    current = Pipeline()
+    visited = [current]
+    while True:
+        options = sorted(added(current), key=lambda p: (period(p), bits(p)))
+        if not options or period(options[0]) > period(current):
+            break
+        current = options[0]
+        visited.append(current)
+    if target_ns is not None and period(current) <= target_ns:
+        while True:
+            options = [p for p in removed(current) if period(p) <= target_ns]
+            if not options:
+                break
+            current = min(options, key=lambda p: (pipeline_timing(spec, p)["ii"], bits(p)))
+            visited.append(current)
+    return visited
+
+
+def choose_pipeline(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p",
+                    pipeline: str | int | Pipeline = "auto") -> dict[str, Any]:
+    """The register placement of a pipeline choice; for ``auto`` the one that meets the spec's clock at least time per sample.
+
+    ``auto`` takes, among the candidate placements (candidate_pipelines) whose estimated period
+    meets 1000 / spec.clock_mhz, the one with the least II x period (then the fewest registers);
+    when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``clock_note``.
+    """
+    if isinstance(board, str):
+        board = find_board(board)
+    if pipeline != "auto":
+        pipe = resolve_pipeline(spec, pipeline)
+        return {"pipeline": pipe, "choice": pipeline if isinstance(pipeline, str) else pipe.text}
+    target = 1000.0 / spec.clock_mhz
+    family = yosys_family(board)
+    scored = []
+    for pipe in candidate_pipelines(spec, board, target):
+        period = period_ns(spec, pipe, board)
+        ii = pipeline_timing(spec, pipe)["ii"]
+        scored.append((period, ii, pipe))
+    meeting = [t for t in scored if t[0] <= target + 1e-9]
+    if meeting:
+        best_time = min(p * ii for p, ii, _ in meeting)
+        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
+        period, ii, pipe = min(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
+        return {"pipeline": pipe, "choice": "auto", "clock_met": True}
+    period, ii, pipe = min(scored, key=lambda t: (t[0], t[1]))
+    note = (f"clock target {spec.clock_mhz:g} MHz not met by any register placement: best estimate "
+            f"{1000.0 / period:.1f} MHz (pipeline {pipe.text}, II {ii})")
+    return {"pipeline": pipe, "choice": "auto", "clock_met": False, "clock_note": note}
+
+
+def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1", family: str = "xcup") -> dict[str, dict[str, float]]:
     """Per resource, the component sizes (bits or cells) that the fitted coefficients multiply."""
     _check_spec(spec)
-    mask = pipeline_mask(spec, pipeline)
+    pipe = resolve_pipeline(spec, pipeline)
     if isinstance(spec, KANSpec):
-        return _kan_features(spec, mask, family)
-    return _mlp_features(spec, mask, family)
+        return _kan_features(spec, pipe, family)
+    return _mlp_features(spec, pipe, family)
 
 
 def coefficient_table() -> dict[str, Any]:
@@ -278,7 +496,7 @@ def coefficient_table() -> dict[str, Any]:
     return COEFFICIENTS
 
 
-def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: str | int = "ii1") -> dict[str, Any]:
+def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: str | int | Pipeline = "ii1") -> dict[str, Any]:
     """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second."""
     _check_spec(spec)
     if isinstance(board, str):
@@ -286,7 +504,8 @@ def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: s
     elif not isinstance(board, Board):
         raise ValueError(f"board={board!r}: expected a board name (see `codesign boards`) or a Board")
     family = yosys_family(board)
-    mask = pipeline_mask(spec, pipeline)
+    choice = choose_pipeline(spec, board, pipeline)
+    pipeline = choice["pipeline"]
     table = COEFFICIENTS["resources"]
     out: dict[str, Any] = {}
     for resource, parts in features(spec, pipeline, family).items():
@@ -298,11 +517,8 @@ def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: s
         out[resource] = max(0, int(round(total)))
     out["bram"] = 0  # banks are asynchronous-read LUTRAM, MLP weights are registers: no block RAM
     out.update(cycles(spec, pipeline))
-    timing = COEFFICIENTS["period_ns"]
-    stage = timing_features(spec, mask, timing)
-    period = sum(timing.get(k, 0.0) * v for k, v in stage.items())
-    # the coefficients are fitted at UltraScale+ -2; other parts scale like timing_estimate's model
-    period *= delay_model(family, board.part).dsp_mult / DelayModel().dsp_mult
+    period = period_ns(spec, pipeline, board)
+    out["clock_mhz"] = spec.clock_mhz
     out["clock_mhz_estimate"] = round(1000.0 / period, 1)
     out["period_ns_estimate"] = round(period, 3)
     out["prediction_latency_ns"] = round(out["latency_cycles"] * period, 2)
@@ -312,7 +528,14 @@ def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: s
     out["utilization_percent"] = {
         k: round(100.0 * (out[k] + (out["lutram"] if k == "lut" else 0)) / n, 4) for k, n in device.items() if n
     }
-    out["pipeline_mask"] = mask
+    out["clock_met"] = bool(choice.get("clock_met", period <= 1000.0 / spec.clock_mhz + 1e-9))
+    if not out["clock_met"]:
+        out["clock_note"] = choice.get("clock_note") or (
+            f"clock target {spec.clock_mhz:g} MHz not met: estimate {out['clock_mhz_estimate']:g} MHz with "
+            f"pipeline {pipeline.text} (--pipeline auto chooses registers for the target)")
+    out["pipeline"] = choice["choice"]
+    out["pipeline_mask"] = pipeline.phases
+    out["pipeline_placement"] = pipeline.to_dict()
     out["target"] = board.name
     out["estimate"] = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
                        f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
@@ -324,11 +547,13 @@ def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
     util = result["utilization_percent"]
     kind = "KAN" if isinstance(spec, KANSpec) else "MLP"
     return "\n".join([
-        f"ESTIMATE for {kind} {'-'.join(map(str, spec.widths))} on {result['target']} (pipeline mask {result['pipeline_mask']}):",
+        f"ESTIMATE for {kind} {'-'.join(map(str, spec.widths))} on {result['target']} "
+        f"(pipeline {result['pipeline']}: {result['pipeline_placement']['text']}):",
         f"  resources   {result['lut']:,} LUT ({util.get('lut', 0):.2f} % with LUTRAM), {result['lutram']:,} LUTRAM, "
         f"{result['ff']:,} FF ({util.get('ff', 0):.2f} %), {result['dsp']:,} DSP ({util.get('dsp', 0):.2f} %), {result['bram']} BRAM",
         f"  cycles      prediction {result['latency_cycles']}, update {result['update_latency_cycles']}, II {result['ii']} (exact)",
-        f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate; target {spec.clock_mhz:g} MHz): prediction {result['prediction_latency_ns']:g} ns, "
+        f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate; target {result['clock_mhz']:g} MHz"
+        f"{'' if result['clock_met'] else ', NOT met'}): prediction {result['prediction_latency_ns']:g} ns, "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
         f"  model       {result['estimate']}",
     ])

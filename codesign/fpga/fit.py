@@ -13,11 +13,13 @@ class FitError(Exception):
     """Under --strict: the design does not fit its part or misses its clock (exit status 3)."""
 
 
-def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str) -> dict[str, Any]:
+def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str,
+              clock_note: str | None = None) -> dict[str, Any]:
     """Compare ``result`` (an estimate or a synthesis: utilization_percent, clock_mhz_estimate) with the part and clock.
 
     Returns {fits, meets_clock, over (resource: percent), clock_mhz_target, clock_mhz_estimate, source, note}; note
-    is one line naming every shortfall, or None when the design fits and meets the clock.
+    is one line naming every shortfall, or None when the design fits and meets the clock; ``clock_note`` (the
+    pipeline choice's own line: the best clock reached and what to try) replaces the plain clock phrase.
     """
     utilization = result.get("utilization_percent") or {}
     over = {k: v for k, v in utilization.items() if v > 100.0}
@@ -26,9 +28,9 @@ def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str) 
     problems = []
     if over:
         used = ", ".join(f"{k.upper()} {v:,.0f} %" for k, v in over.items())
-        problems.append(f"does not fit {part} ({used} of the part)")
+        problems.append(f"the design does not fit {part} ({used} of the part)")
     if not meets:
-        problems.append(f"misses the {clock_mhz:g} MHz clock target (estimated {estimate:g} MHz)")
-    note = f"the design {' and '.join(problems)} [{source}]" if problems else None
+        problems.append(clock_note or f"the design misses the {clock_mhz:g} MHz clock target (estimated {estimate:g} MHz)")
+    note = f"{'; '.join(problems)} [{source}]" if problems else None
     return {"fits": not over, "meets_clock": meets, "over": over, "clock_mhz_target": clock_mhz,
             "clock_mhz_estimate": estimate, "source": source, "note": note}

@@ -52,6 +52,13 @@ def _timing_text(timing: Timing, clock_mhz: float) -> str:
         f"sample t+1 read the state that sample t writes, so the expected II is the read-to-write "
         f"distance, {t['ii_expected']} cycles, unless that chain closes in one clock. "
         f"`csynth_design` reports the achieved II."
+    ) + (
+        f"\n\nSchedule: {t['basis']}. The top's `PIPELINE II={t['ii_target']}` and `LATENCY "
+        f"max={t['latency_cycles_expected']}` are the RTL's: it reads a sample's coefficients, computes "
+        f"forward, error, backward and update through its pipeline registers and writes them "
+        f"{t['latency_cycles_expected']} cycles after the sample is accepted, and the next sample's read "
+        f"must see that write, so at this clock Vitis should reach II = {t['ii_expected']}, not less "
+        "(a smaller II would need the write before the read)." if timing.schedule else ""
     )
 
 
@@ -62,7 +69,7 @@ def write_project(
     """Write every project file into ``out`` (the partial folder of :class:`codesign.outputs.OutputFolder`); returns the manifest."""
     fw = firmware_module(spec)
     learner = fw.LEARNER
-    files = dict(fw.render_firmware(spec, reference.initial_state, stimulus.seed))
+    files = dict(fw.render_firmware(spec, reference.initial_state, stimulus.seed, timing))
     files[f"firmware/{learner}.h"] = render(
         "common/top.h", version=__version__, learner=learner, top=f"{learner}_top",
         guard=f"{learner.upper()}_H_", state_what=fw.STATE_WHAT,

@@ -14,6 +14,7 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fpga.intermediates import kan_layer_types
+from codesign.fpga.timing import Timing
 from codesign.fpga.templates import array_initializer, bits_initializer, bits_word_type, join_blocks, render
 from codesign.kan.fixed_learner import KANLearner, basis_roms
 from codesign.kan.spec import KANSpec
@@ -116,7 +117,7 @@ def _initial_coefficients(spec: KANSpec, coefficients: list[np.ndarray], seed: i
     return render(_t("initial_coefficients.h"), version=__version__, seed=seed, arrays=join_blocks(arrays, "\n\n"))
 
 
-def _top(spec: KANSpec) -> str:
+def _top(spec: KANSpec, timing: Timing | None) -> str:
     shapes = spec.layer_shapes
     n_layers = len(shapes)
     forward = [
@@ -131,17 +132,27 @@ def _top(spec: KANSpec) -> str:
     backward.append(render(_t("top_update_layer.cpp")))
     return render(
         _t("top.cpp"), version=__version__, n_layers=n_layers,
+        pipeline_pragmas=_pipeline_pragmas(timing),
         coefficient_pragmas=join_blocks(render(_t("coefficient_pragmas.cpp"), layer=l) for l in range(n_layers)),
         forward_layers=join_blocks(forward, "\n\n"), backward_layers=join_blocks(backward, "\n\n"),
         read_state=join_blocks(render(_t("read_state_layer.cpp"), layer=l) for l in range(n_layers)),
     )
 
 
-def render_firmware(spec: KANSpec, coefficients: list[np.ndarray], seed: int) -> dict[str, str]:
-    """The learner-specific firmware files (path in the project -> text) for initial raw coefficients."""
+def _pipeline_pragmas(timing: Timing | None) -> str:
+    """The top's PIPELINE (and LATENCY, when it follows the RTL's schedule) pragmas."""
+    if timing is None or not timing.schedule:
+        return "  // Target: one sample per clock.\n#pragma HLS PIPELINE II=1"
+    return (f"  // The RTL's schedule (pipeline {timing.schedule}): a sample every {timing.ii_target} cycles, its update\n"
+            f"  // written {timing.latency} cycles after it is accepted (README.md, Schedule).\n"
+            f"#pragma HLS PIPELINE II={timing.ii_target}\n#pragma HLS LATENCY max={timing.latency}")
+
+
+def render_firmware(spec: KANSpec, coefficients: list[np.ndarray], seed: int, timing: Timing | None = None) -> dict[str, str]:
+    """The learner-specific firmware files (path in the project -> text) for initial raw coefficients and a schedule."""
     return {
         "firmware/parameters.h": _parameters(spec),
         "firmware/basis_roms.h": _basis_roms(spec),
         "firmware/initial_coefficients.h": _initial_coefficients(spec, coefficients, seed),
-        f"firmware/{LEARNER}.cpp": _top(spec),
+        f"firmware/{LEARNER}.cpp": _top(spec, timing),
     }

@@ -104,8 +104,8 @@ def _top(spec: MLPSpec) -> str:
     )
 
 
-def render_firmware(spec: MLPSpec, params: list[tuple[np.ndarray, np.ndarray]], seed: int) -> dict[str, str]:
-    """The learner-specific firmware files (path in the project -> text) for initial raw weights."""
+def render_firmware(spec: MLPSpec, params: list[tuple[np.ndarray, np.ndarray]], seed: int, timing: object = None) -> dict[str, str]:
+    """The learner-specific firmware files (path in the project -> text) for initial raw weights (the MLP top states no schedule pragma)."""
     return {
         "firmware/parameters.h": _parameters(spec),
         "firmware/initial_weights.h": _initial_weights(spec, params, seed),

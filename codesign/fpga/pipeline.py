@@ -1,48 +1,152 @@
-"""The RTL's pipeline choices: the register mask PIPE and the II and latencies it gives (no heavy imports)."""
+"""The RTL's pipeline choices: where the registers go, and the II and latencies that gives (no heavy imports).
+
+A pipeline is a :class:`Pipeline`: the phase mask PIPE (bit p: a register after phase p of
+F_0..F_{L-1}, B_{L-1}..B_1, U, p = 0..2L-2), the cuts inside the phases (CUTS: one bit per
+kind of register, :data:`CUT_NAMES`, applied in every layer) and the adder-tree split (a
+register every ``tree_split`` levels). The KAN RTL takes all three; the MLP RTL phase masks
+only. On the command line a pipeline is ``ii1`` (no register: II = 1), ``staged`` (a register
+after every phase), ``deep`` (every register), ``auto`` (the cheapest placement that meets the
+spec's clock, chosen by the analytic estimator: codesign.fpga.estimate.choose_pipeline), an
+integer phase mask, or ``PHASES:CUTS:SPLIT`` (integers, 0x.. allowed).
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["PIPELINES", "parse_pipeline", "pipeline_mask", "pipeline_timing"]
+__all__ = ["PIPELINES", "CUT_NAMES", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
+           "pipeline_timing", "kan_arrivals"]
 
-PIPELINES = ("ii1", "staged")
+PIPELINES = ("auto", "ii1", "staged", "deep")
+
+# CUTS bit k is the register named CUT_NAMES[k] in rtl/kan_online.sv (CUT_GRID, ...).
+CUT_NAMES = ("grid", "decode", "read", "mult", "sum", "err", "gmult", "gsum", "umult", "ufull", "scale", "round")
+ALL_CUTS = (1 << len(CUT_NAMES)) - 1
+DEEP_TREE_SPLIT = 2
 
 
-def parse_pipeline(text: str) -> str | int:
-    """A pipeline as the command line gives it: ii1, staged, or an integer register mask (0x.. allowed)."""
+@dataclass(frozen=True)
+class Pipeline:
+    """A register placement of the learner's RTL: phase mask, cuts inside the phases, adder-tree split."""
+
+    phases: int = 0
+    cuts: int = 0
+    tree_split: int = 0
+
+    def cut(self, name: str) -> int:
+        """1 when the cut ``name`` (one of CUT_NAMES) is on."""
+        return self.cuts >> CUT_NAMES.index(name) & 1
+
+    @property
+    def text(self) -> str:
+        """The form parse_pipeline reads back."""
+        if not self.cuts and not self.tree_split:
+            return str(self.phases)
+        return f"{self.phases:#x}:{self.cuts:#x}:{self.tree_split}"
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain data for manifests and reports."""
+        return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
+                "cut_names": [n for k, n in enumerate(CUT_NAMES) if self.cuts >> k & 1], "text": self.text}
+
+
+def _bad(text: object) -> ValueError:
+    return ValueError(f"--pipeline={text!r}: choose one of {', '.join(PIPELINES)}, an integer phase mask "
+                      "or PHASES:CUTS:SPLIT")
+
+
+def parse_pipeline(text: str) -> str | int | Pipeline:
+    """A pipeline as the command line gives it: a name, an integer phase mask (0x.. allowed) or PHASES:CUTS:SPLIT."""
     if text in PIPELINES:
         return text
     try:
+        if ":" in text:
+            parts = [int(v, 0) for v in text.split(":")]
+            if len(parts) != 3 or min(parts) < 0:
+                raise ValueError
+            return Pipeline(*parts)
         return int(text, 0)
     except ValueError:
-        raise ValueError(f"--pipeline={text!r}: choose one of {', '.join(PIPELINES)} or an integer register mask") from None
+        raise _bad(text) from None
 
 
-def pipeline_mask(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> int:
-    """The register mask PIPE (bit p: a stage boundary after phase p, p = 0..2L-2) of a pipeline choice."""
+def resolve_pipeline(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> Pipeline:
+    """The register placement of a pipeline choice other than ``auto`` (checked against the spec)."""
     n_bits = 2 * len(spec.layer_shapes) - 1
+    kan = isinstance(spec, KANSpec)
     if isinstance(pipeline, str):
         if pipeline == "ii1":
-            return 0
+            return Pipeline()
         if pipeline == "staged":
-            return (1 << n_bits) - 1
+            return Pipeline((1 << n_bits) - 1)
+        if pipeline == "deep":
+            return Pipeline((1 << n_bits) - 1, ALL_CUTS, DEEP_TREE_SPLIT) if kan else Pipeline((1 << n_bits) - 1)
+        if pipeline == "auto":
+            raise ValueError("pipeline='auto' is chosen by codesign.fpga.estimate.choose_pipeline for a target")
         raise ValueError(f"pipeline={pipeline!r}: choose one of {', '.join(PIPELINES)} or an integer register mask")
-    if isinstance(pipeline, bool) or not isinstance(pipeline, int) or not 0 <= pipeline < (1 << n_bits):
-        raise ValueError(f"pipeline={pipeline!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
+    if isinstance(pipeline, bool):
+        raise _bad(pipeline)
+    if isinstance(pipeline, int):
+        pipeline = Pipeline(pipeline)
+    if not isinstance(pipeline, Pipeline):
+        raise _bad(pipeline)
+    if not 0 <= pipeline.phases < (1 << n_bits):
+        raise ValueError(f"pipeline={pipeline.phases!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
+    if not 0 <= pipeline.cuts <= ALL_CUTS or not 0 <= pipeline.tree_split <= 8:
+        raise ValueError(f"pipeline={pipeline.text}: CUTS takes {len(CUT_NAMES)} bits (0..{ALL_CUTS:#x}), SPLIT 0..8")
+    if not kan and (pipeline.cuts or pipeline.tree_split):
+        raise ValueError(f"pipeline={pipeline.text}: the MLP RTL takes phase masks only (no CUTS, no SPLIT)")
     return pipeline
 
 
-def pipeline_timing(spec: KANSpec | MLPSpec, mask: int) -> dict[str, int]:
-    """II and latencies (cycles) that a register mask gives, as the bench measures them.
+def pipeline_mask(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> int:
+    """The phase mask PIPE (bit p: a stage boundary after phase p, p = 0..2L-2) of a pipeline choice."""
+    return resolve_pipeline(spec, pipeline).phases
+
+
+def _tree_regs(terms: int, split: int) -> int:
+    """Registers on a path through rtl/adder_tree.sv of ``terms`` terms."""
+    levels = math.ceil(math.log2(terms)) if terms > 1 else 0
+    return (levels - 1) // split if split > 0 and levels > 0 else 0
+
+
+def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
+    """The cycle of the sample in which the prediction and the update's write data are ready (rtl/kan_online.sv)."""
+    banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
+    shapes = spec.layer_shapes
+    n_layers = len(shapes)
+    c = pipe.cut
+    ready = 0
+    prediction = 0
+    for layer, (n_in, _) in enumerate(shapes):
+        forward = c("scale") + c("grid") + c("decode") + c("read") + c("mult") + _tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round")
+        prediction = ready + forward
+        ready = prediction + (pipe.phases >> layer & 1)
+    grad = ready + c("round") + c("err")
+    for layer in range(n_layers - 1, 0, -1):
+        boundary = pipe.phases >> (2 * n_layers - 1 - layer) & 1
+        grad += c("gmult") + _tree_regs(shapes[layer][1], pipe.tree_split) + c("gsum") + c("round") + boundary
+    return {"prediction": prediction, "write": grad + c("umult") + c("ufull") + c("round")}
+
+
+def pipeline_timing(spec: KANSpec | MLPSpec, pipeline: int | Pipeline) -> dict[str, int]:
+    """II and latencies (cycles) that a register placement gives, as the bench measures them.
 
     Latency counts from the cycle in which the sample is accepted (ap_start && ap_ready; that
     cycle computes its first stage) to the first cycle in which y_hat_ap_vld (prediction) or
     ap_done (update committed and visible to the next sample) is high.
     """
-    n_layers = len(spec.layer_shapes)
-    stages = 1 + bin(mask).count("1")
-    pred_stage = bin(mask & ((1 << (n_layers - 1)) - 1)).count("1")
+    pipe = resolve_pipeline(spec, pipeline)
+    if isinstance(spec, KANSpec):
+        at = kan_arrivals(spec, pipe)
+        stages, pred_stage = at["write"] + 1, at["prediction"]
+    else:
+        n_layers = len(spec.layer_shapes)
+        stages = 1 + bin(pipe.phases).count("1")
+        pred_stage = bin(pipe.phases & ((1 << (n_layers - 1)) - 1)).count("1")
     return {
         "stages": stages,
         "ii": stages,

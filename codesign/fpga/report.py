@@ -66,13 +66,18 @@ def format_report(report: dict) -> str:
         f"{c['state_values']:,} final-state mismatches ({c['seconds']:.2f} s)",
         f"  timing      expected latency {report['latency_cycles_expected']} cycles "
         f"({report['latency_ns_expected']:g} ns), prediction after {report['prediction_latency_cycles_expected']}; "
-        f"II target {report['ii_target']}, expected {report['ii_expected']} (HLS schedule, analytic; the RTL's are measured by --cosim)",
+        f"II target {report['ii_target']}, expected {report['ii_expected']} (HLS schedule: {'the RTL pipeline' if report['timing']['basis'].startswith('the RTL') else 'analytic count'})",
         f"  project     {report['output']}  (run: vitis_hls -f build_prj.tcl)",
     ]
     if "rtl" in report:
         p = report["rtl"]["pipeline"]
-        lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, PIPE mask {p['mask']}, "
-                     f"II {p['ii']}, update after {p['update_latency_cycles']} cycles (expected)")
+        lines.append(f"  RTL         {report['rtl']['folder']}: {report['rtl']['top']}, pipeline {p.get('choice', p['mask'])} "
+                     f"({p.get('text', p['mask'])}), II {p['ii']}, prediction after {p['prediction_latency_cycles']} and "
+                     f"update after {p['update_latency_cycles']} cycles (expected)")
+        if "clock_mhz_estimate" in p:
+            lines.append(f"  clock       target {p['clock_mhz']:g} MHz, ~{p['clock_mhz_estimate']:g} MHz estimated: prediction "
+                         f"~{p['prediction_latency_ns']:g} ns, prediction + update ~{p['update_latency_ns']:g} ns, "
+                         f"{p['ii_ns']:g} ns per sample{'' if p.get('clock_met', True) else ' (target NOT met)'}")
     if "estimate" in report:
         e = report["estimate"]
         lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, "

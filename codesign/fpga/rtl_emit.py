@@ -8,7 +8,10 @@ The ports are the ones of the HLS top (``manifest.json``), so one bench drives e
 
 The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
 inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after every phase
-(II = 2L for L layers, a short clock); an int is the register mask itself (docs/rtl.md).
+(II = 2L for L layers); ``"deep"`` every register inside the phases too; ``"auto"`` the
+placement codesign.fpga.estimate.choose_pipeline picks for the spec's clock on ``target``; an
+int is the phase mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full placement
+(codesign/fpga/pipeline.py, docs/rtl.md).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from codesign.fpga.simulator import rtl_dir
 from codesign.kan.fixed_learner import KANLearner, basis_roms
 from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.run import make_learner
-from codesign.fpga.pipeline import PIPELINES, parse_pipeline, pipeline_mask, pipeline_timing
+from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = [
@@ -45,8 +48,9 @@ RTL_MANIFEST = "rtl_manifest.json"
 
 # Library modules each learner needs, in compile order (the generated top comes last).
 _LIBRARY = {
-    "kan": ["mem_names.svh", "fixed_cast.sv", "const_mult.sv", "online_control.sv", "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_online.sv"],
-    "mlp": ["mem_names.svh", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"],
+    "kan": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "const_mult.sv", "adder_tree.sv", "online_control.sv",
+            "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_online.sv"],
+    "mlp": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"],
 }
 
 
@@ -80,10 +84,10 @@ def _packed_widths(widths: tuple[int, ...]) -> str:
     return "{" + ", ".join(f"16'd{w}" for w in reversed(widths)) + "}"
 
 
-def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict[str, int | str]:
-    """Every SystemVerilog parameter of the learner core (kan_online / mlp_online) for a spec."""
+def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> dict[str, int | str]:
+    """Every SystemVerilog parameter of the learner core (kan_online / mlp_online) for a spec (pipeline not auto)."""
     kind = _kind(spec)
-    mask = pipeline_mask(spec, pipeline)
+    pipe = resolve_pipeline(spec, pipeline)
     widths = spec.widths
     params: dict[str, int | str] = {
         "N_LAYERS": len(widths) - 1,
@@ -111,7 +115,10 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int = "ii1") -> dict
         params.update(_type_params("GRAD", spec.grad_t))
         params["RELU"] = 1 if spec.activation == "relu" else 0
     params["LR_SHIFT"] = spec.lr_shift
-    params["PIPE"] = f"64'd{mask}"
+    params["PIPE"] = f"64'd{pipe.phases}"
+    if kind == "kan":
+        params["CUTS"] = pipe.cuts
+        params["TREE_SPLIT"] = pipe.tree_split
     return params
 
 
@@ -248,24 +255,29 @@ def _top_text(kind: str, params: dict[str, int | str]) -> str:
 def emit_rtl(
     spec: KANSpec | MLPSpec,
     out_dir: str | Path,
-    pipeline: str | int = "ii1",
+    pipeline: str | int | Pipeline = "ii1",
     seed: int = 0,
     learner_name: str | None = None,
     force: bool = False,
+    target: str = "xcvu9p",
 ) -> dict[str, Any]:
     """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
 
     The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
-    RTL starts where the Python reference and the HLS build start.
+    RTL starts where the Python reference and the HLS build start. ``target`` is only read by
+    ``pipeline="auto"`` (the part whose clock model chooses the placement).
     """
+    from codesign.fpga.estimate import choose_pipeline  # noqa: PLC0415 (estimate is the heavier module)
+
     kind = _kind(spec)
+    choice = choose_pipeline(spec, target, pipeline)
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise FileExistsError(f"{out_dir} exists and is not empty (use --force to overwrite it)")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r}: must be a non-negative integer")
-    params = rtl_parameters(spec, pipeline)
-    mask = pipeline_mask(spec, pipeline)
+    pipe = choice["pipeline"]
+    params = rtl_parameters(spec, pipe)
     out_dir.mkdir(parents=True, exist_ok=True)
     library = rtl_dir()
     for name in _LIBRARY[kind]:
@@ -290,7 +302,8 @@ def emit_rtl(
         "block_protocol": "ap_ctrl_hs",
         "ports": _ports(spec),
         "parameters": params,
-        "pipeline": {"mask": mask, **pipeline_timing(spec, mask)},
+        "pipeline": {**pipe.to_dict(), **pipeline_timing(spec, pipe),
+                     **{k: v for k, v in choice.items() if k != "pipeline"}},
         "state": _state_description(spec),
         "reset": "synchronous, active high: drops the sample in flight unless its update is already "
         "committed (ap_done); keeps the learned state; ap_ready is low while it is held",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["Timing", "expected_timing", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
+__all__ = ["Timing", "expected_timing", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
 
 READ = 1  # a registered memory or ROM read
 MULTIPLY = 1  # one DSP multiply
@@ -38,6 +38,7 @@ class Timing:
     ii_expected: int  # samples apart, set by the state read -> write recurrence
     ii_target: int = 1  # the PIPELINE pragma's target
     stages: dict[str, int] = field(default_factory=dict)  # where the cycles go
+    schedule: str = ""  # the RTL pipeline whose schedule this is (rtl_schedule), or "" for the analytic count
 
     def to_dict(self, clock_mhz: float) -> dict:
         """Plain data for reports and the manifest."""
@@ -49,7 +50,9 @@ class Timing:
             "ii_target": self.ii_target,
             "ii_expected": self.ii_expected,
             "stages": dict(self.stages),
-            "basis": "analytic stage count (codesign.fpga.timing); measure with C/RTL co-simulation",
+            "basis": (f"the RTL's schedule (pipeline {self.schedule}, codesign.fpga.pipeline): Vitis HLS is given "
+                      "the same II and latency; measure with C/RTL co-simulation") if self.schedule else
+                     "analytic stage count (codesign.fpga.timing); measure with C/RTL co-simulation",
         }
 
 
@@ -95,3 +98,16 @@ def _mlp_timing(spec: MLPSpec) -> Timing:
 def expected_timing(spec: KANSpec | MLPSpec) -> Timing:
     """The expected latency and II of the generated top for a spec."""
     return _kan_timing(spec) if isinstance(spec, KANSpec) else _mlp_timing(spec)
+
+
+def rtl_schedule(spec: KANSpec | MLPSpec, rtl: dict[str, int], pipeline: str) -> Timing:
+    """The HLS schedule that follows the RTL's pipeline: its cycle counts (codesign.fpga.pipeline.pipeline_timing).
+
+    The RTL keeps one sample in flight for C cycles (II = C, exact predict-then-update); the HLS
+    top is given the same II and latency bound, so Vitis aims for the schedule the RTL realises
+    at the spec's clock. The analytic stage count stays in ``stages`` for comparison.
+    """
+    return Timing(
+        prediction_latency=rtl["prediction_latency_cycles"], latency=rtl["update_latency_cycles"],
+        ii_expected=rtl["ii"], ii_target=rtl["ii"], stages=expected_timing(spec).stages, schedule=pipeline,
+    )

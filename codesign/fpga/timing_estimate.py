@@ -200,8 +200,10 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
         raise ValueError(f"the netlist of {top} has a combinational loop ({len(arcs) - done} cells never became ready)")
 
     worst, worst_bit, worst_end = 0.0, None, ""
+    endpoint_ns: dict[str, float] = {}  # the slowest path into each endpoint cell
     for b, setup, cell in endpoints:
         t = arrival.get(b, 0.0) + model.net + setup
+        endpoint_ns[cell] = max(endpoint_ns.get(cell, 0.0), t)
         if t > worst:
             worst, worst_bit, worst_end = t, b, cell
     # walk back along the path for a summary of what it crosses
@@ -224,4 +226,5 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
         "start": path[-1] if path else None,
         "end": worst_end,
         "cells": [(c, cells[c]["type"] if c in cells else "port", round(arrival_of.get(c, 0.0), 2)) for c in reversed(path)],
+        "endpoint_ns": {c: round(t, 3) for c, t in endpoint_ns.items()},
     }

@@ -141,9 +141,13 @@ def test_cli_estimate(capsys, tmp_path):
     assert main(["estimate", "kan_online", "--target", "vcu118", "--pipeline", "staged"]) == 0
     out = capsys.readouterr().out
     assert "ESTIMATE" in out and "II 4 (exact)" in out
-    assert main(["estimate", "mlp_online", "--json"]) == 0
+    assert main(["estimate", "mlp_online", "--json", "--pipeline", "ii1"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ii"] == 1 and data["dsp"] > 0
+    # auto (the default) on a spec no placement meets: the fastest one, a one-line note, exit 0
+    assert main(["estimate", "mlp_online", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["pipeline"] == "auto" and data["clock_met"] is False and "250 MHz not met" in data["clock_note"]
     config = tmp_path / "c.toml"
     config.write_text("grid_size = 300\n")
     for argv, message in (

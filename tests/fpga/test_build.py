@@ -34,8 +34,12 @@ def test_bare_command_is_bit_exact_over_10000_samples(bare_build):
     assert report["csim"]["bit_exact"] is True and report["csim"]["mismatches"] == 0
     assert report["csim"]["samples"] >= 10_000 and report["stream"]["task_samples"] == 10_000
     assert report["csim"]["state_values"] == KANSpec().num_parameters == report["parameters"]
-    assert report["latency_cycles_expected"] > 0 and report["ii_target"] == 1
-    assert 1 <= report["ii_expected"] <= report["latency_cycles_expected"]
+    # the HLS top follows the RTL's schedule: the pipeline auto chose for 250 MHz
+    rtl = report["rtl"]["pipeline"]
+    assert rtl["choice"] == "auto" and rtl["clock_mhz"] == 250.0 and rtl["clock_met"] is True
+    assert rtl["clock_mhz_estimate"] >= 250.0 and rtl["update_latency_ns"] == report["estimate"]["latency_ns"]
+    assert report["ii_target"] == report["ii_expected"] == rtl["ii"] > 1
+    assert report["latency_cycles_expected"] == rtl["update_latency_cycles"]
     assert report["clock_mhz"] == 250.0
 
 
@@ -46,7 +50,8 @@ def test_bare_project_is_complete(bare_build):
                 "tb_data/expected_predictions.txt", "tb_data/expected_state.txt", "README.md", "manifest.json"):
         assert (bare_build / rel).is_file(), rel
     top = (bare_build / "firmware/kan_online.cpp").read_text()
-    assert "#pragma HLS PIPELINE II=1" in top and "void kan_online_top(" in top
+    ii = read_report(bare_build)["ii_target"]
+    assert f"#pragma HLS PIPELINE II={ii}\n#pragma HLS LATENCY max=" in top and "void kan_online_top(" in top
     assert "ARRAY_PARTITION variable=coef_l0 complete dim=3" in top  # one bank per active coefficient
     params = (bare_build / "firmware/parameters.h").read_text()
     assert "typedef ap_fixed<16,6,AP_RND_CONV,AP_SAT> act_t;" in params
@@ -64,11 +69,11 @@ def test_bare_build_emits_the_rtl_and_an_estimate(bare_build):
     rtl = bare_build / "rtl"
     manifest = json.loads((rtl / "rtl_manifest.json").read_text())
     assert report["rtl"]["top"] == manifest["top"] == "kan_online_top"
-    assert report["rtl"]["pipeline"] == manifest["pipeline"] and manifest["pipeline"]["ii"] == 1
+    assert report["rtl"]["pipeline"] == manifest["pipeline"] and manifest["pipeline"]["ii"] == report["ii_target"]
     for name in manifest["sources"] + ["basis.mem", "dbasis.mem"]:
         assert (rtl / name).is_file(), name
-    assert report["estimate"] == estimate(KANSpec(), "xcvu9p")
-    assert report["estimate"]["ii"] == 1 and report["estimate"]["dsp"] > 0
+    assert report["estimate"] == estimate(KANSpec(), "xcvu9p", "auto")
+    assert report["estimate"]["ii"] == manifest["pipeline"]["ii"] and report["estimate"]["dsp"] > 0
     assert "cosim" not in report and "synth" not in report  # only with --cosim / --synth
 
 
@@ -87,7 +92,7 @@ def test_manifest_describes_the_ports(bare_build):
     assert ports["x"]["direction"] == "in" and ports["x"]["width"] == 32 and ports["x"]["elements"] == 2
     assert ports["y_hat"]["direction"] == "out" and ports["y_hat"]["valid"] == "y_hat_ap_vld"
     assert ports["x"]["element_type"] == "ap_fixed<16,6,AP_RND_CONV,AP_SAT>"
-    assert data["top"] == "kan_online_top" and data["timing"]["ii_target"] == 1
+    assert data["top"] == "kan_online_top" and data["timing"]["ii_target"] == read_report(bare_build)["rtl"]["pipeline"]["ii"]
 
 
 def test_a_wrong_reference_is_detected(bare_build, tmp_path):
@@ -252,3 +257,17 @@ def test_the_largest_lut_bits_builds_bit_exact_in_seconds(capsys, tmp_path):
     header = (out / "firmware" / "basis_roms.h").read_text()
     for name, rom, t in zip(("basis_rom", "dbasis_rom"), basis_roms(spec), (spec.basis_t, spec.dbasis_t)):
         assert (_rom_words(header, name) == (rom.reshape(-1) & ((1 << t.width) - 1))).all(), name
+
+
+def test_a_clock_no_placement_meets_is_one_warning_line(capsys, tmp_path):
+    """clock_mhz = 2000: auto builds the fastest placement, says so in one line, and the build succeeds."""
+    config = tmp_path / "fast.toml"
+    config.write_text("widths = [1, 1]\ngrid_size = 4\nspline_order = 1\nlut_bits = 3\nclock_mhz = 2000\n")
+    code, stdout, stderr = run_build(capsys, "kan_online", "--config", str(config), "--samples", "50", "--out", str(tmp_path / "o"))
+    assert code == 0, stderr
+    warnings = [line for line in stderr.splitlines() if line.startswith("codesign: warning:")]
+    assert len(warnings) == 1 and "clock target 2000 MHz not met" in warnings[0] and "best estimate" in warnings[0]
+    assert "target NOT met" in stdout
+    pipeline = read_report(tmp_path / "o")["rtl"]["pipeline"]
+    assert pipeline["clock_met"] is False and pipeline["clock_note"] in warnings[0]
+    assert pipeline["clock_mhz"] == 2000 and pipeline["clock_mhz_estimate"] < 2000

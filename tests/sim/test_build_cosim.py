@@ -24,9 +24,12 @@ def test_build_cosim_fills_the_report_and_sim_reruns_it(tmp_path, capsys):
     report = build("kan_online", "xcvu9p", out=out, samples=1000, stream=io.StringIO(), cosim=True)
     assert report["csim"]["bit_exact"]
     cosim = report["cosim"]
+    expected = report["rtl"]["pipeline"]  # the default: auto, registers for 250 MHz
+    assert expected["choice"] == "auto" and expected["ii"] > 1
     assert {k: cosim[k] for k in COSIM_FIELDS} == {
         "samples": report["stream"]["samples"], "bit_exact": True,
-        "latency_cycles": 1, "update_latency_cycles": 1, "ii": 1,
+        "latency_cycles": expected["prediction_latency_cycles"],
+        "update_latency_cycles": expected["update_latency_cycles"], "ii": expected["ii"],
     }
     assert cosim["resets"] > 0 and cosim["state_values"] > 0
     assert json.loads((out / "report.json").read_text())["cosim"] == cosim

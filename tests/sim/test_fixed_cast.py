@@ -33,7 +33,7 @@ def test_fixed_cast_all_modes(tmp_path_factory):
         "SIGNED_TABLE": _packed([s[3] for s in SHAPES]),
     }
     build_simulation(
-        [rtl_dir() / "fixed_cast.sv", bench_dir() / "fixed_cast_harness.sv"], "fixed_cast_harness", build, params
+        [rtl_dir() / "pipe_reg.sv", rtl_dir() / "fixed_cast.sv", bench_dir() / "fixed_cast_harness.sv"], "fixed_cast_harness", build, params
     )
     shapes = [dict(w_in=a, shift=b, w_out=c, signed=d) for a, b, c, d in SHAPES]
     result = run_bench(build, "fixed_cast_harness", "fixed_cast_bench", {"shapes": shapes, "n_random": 1500, "seed": 1})

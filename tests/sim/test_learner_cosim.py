@@ -42,13 +42,29 @@ def _deep_kan() -> KANSpec:
     )
 
 
+def _mixed_modes_kan() -> KANSpec:
+    """tests/fpga's mixed_modes.toml: two outputs, quartic splines, every quantization and overflow family, 300 MHz."""
+    t = FixedType.parse
+    return KANSpec(
+        widths=(3, 5, 2), grid_size=7, spline_order=4, grid_range=(-1.5, 1.5), lut_bits=5, lr_shift=3,
+        act_t=t("ap_fixed<12,4,AP_RND,AP_SAT>"), coef_t=t("ap_fixed<14,5,AP_TRN,AP_WRAP>"),
+        err_t=t("ap_fixed<10,4,AP_RND_ZERO,AP_SAT_SYM>"), grad_t=t("ap_fixed<12,3,AP_RND_INF,AP_SAT_ZERO>"),
+        basis_t=t("ap_ufixed<16,1,AP_RND_MIN_INF,AP_SAT>"), dbasis_t=t("ap_fixed<14,3,AP_TRN_ZERO,AP_SAT>"),
+        dphi_t=t("ap_fixed<16,5,AP_RND_CONV,AP_WRAP>"), clock_mhz=300,
+    )
+
+
 CASES = {
     # name: (spec, task, samples, pipeline)
-    "kan_default_ii1": (KANSpec(), "function_tracking", 10_000, "ii1"),
+    # the default: registers inside the phases for 250 MHz (II = C, tens of cycles)
+    "kan_default_auto": (KANSpec(), "function_tracking", 2_000, "auto"),  # 10,000: benchmarks/rtl_sweep.py
     "kan_default_staged": (KANSpec(), "function_tracking", 1_000, "staged"),
     "kan_1x1_g5": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 10_000, "ii1"),
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
     "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
+    # a hidden layer and two outputs: Verilator once stopped on these (V3DfgBreakCycles, MULS)
+    "kan_2x2x2_ii1": (KANSpec(widths=(2, 2, 2), grid_size=4, spline_order=1, lut_bits=3), "function_tracking", 200, "ii1"),
+    "kan_mixed_modes_auto": (_mixed_modes_kan(), "function_tracking", 200, "auto"),
     "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
     "mlp_hardtanh_staged": (
         MLPSpec(widths=(3, 8, 6, 1), activation="hardtanh", act_t=default_type(14, 4), coef_t=default_type(18, 5), lr_shift=4),
@@ -78,6 +94,27 @@ def test_learner_rtl_is_bit_exact(name, tmp_path):
     if expected["stages"] > 1:
         # a reset while a sample is between acceptance and commit drops it (modelled as train = 0)
         assert result["dropped_samples"] >= 1
+
+
+def test_pipeline_placements_parse_and_count():
+    from codesign.fpga.estimate import choose_pipeline
+    from codesign.fpga.pipeline import Pipeline, parse_pipeline, pipeline_timing, resolve_pipeline
+
+    assert parse_pipeline("0x7:0x3ff:2") == Pipeline(7, 0x3FF, 2) and parse_pipeline("5") == 5
+    for bad in ("fast", "1:2", "1:x:2", "-1:0:0"):
+        with pytest.raises(ValueError, match="--pipeline="):
+            parse_pipeline(bad)
+    spec = KANSpec(widths=(1, 1), grid_size=5)
+    # every cut on a 1-1 KAN, no phase bit: forward scale, grid, decode, read, mult, sum, round (a 2-level tree
+    # split every 2 levels has no register inside); error round, err; update umult, ufull, round; no backward
+    assert pipeline_timing(spec, Pipeline(0, 0xFFF, 2))["ii"] == 1 + 7 + 2 + 3
+    assert pipeline_timing(spec, resolve_pipeline(spec, "deep"))["ii"] == 14
+    with pytest.raises(ValueError, match="phase masks only"):
+        resolve_pipeline(MLPSpec(), Pipeline(0, 1, 0))
+    met = choose_pipeline(spec, "xcvu9p", "auto")
+    assert met["clock_met"] and pipeline_timing(spec, met["pipeline"])["ii"] > 1
+    missed = choose_pipeline(dataclasses.replace(spec, clock_mhz=2000), "xcvu9p", "auto")
+    assert not missed["clock_met"] and "2000 MHz not met" in missed["clock_note"] and "\n" not in missed["clock_note"]
 
 
 def test_staged_pipeline_timing_is_what_the_mask_says():

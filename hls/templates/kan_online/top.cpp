@@ -19,8 +19,7 @@ void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // Target: one sample per clock.
-#pragma HLS PIPELINE II=1
+${pipeline_pragmas}
   // One table per basis function j; every input of a layer reads each table in the same cycle.
 #pragma HLS ARRAY_PARTITION variable=basis_rom complete dim=1
 #pragma HLS ARRAY_PARTITION variable=dbasis_rom complete dim=1
