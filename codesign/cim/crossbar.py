@@ -308,6 +308,10 @@ class Crossbar(CrossbarReadout, nn.Module):
         if not weight.is_floating_point():
             raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
         weight = weight.detach()
+        if not torch.isfinite(weight).all():  # one inf would set its tile's scale and zero (or NaN) every other weight
+            bad = int((~torch.isfinite(weight)).sum())
+            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
+                             "check the model for a diverged training")
         dev, dtype = weight.device, weight.dtype
         model, faults = self.device_model, self.config.faults
         normalized, scale = tile_weights(weight, gr)

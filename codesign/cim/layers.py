@@ -89,6 +89,8 @@ class CIMLinear(_CIMLayer):
 
     def forward(self, x: Tensor) -> Tensor:
         """Crossbar matmul over the last axis, then the digital bias."""
+        if x.dim() < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (..., {self.in_features})")
         lead = x.shape[:-1]
         return self.crossbar(x.reshape(-1, self.in_features), self.bias).reshape(*lead, self.out_features)
 
