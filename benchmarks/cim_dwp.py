@@ -11,7 +11,14 @@ Parts:
 - timing: process CPU time per training epoch of every method, data set and model;
 - digits, mnist5k: 3 methods x {mlp, cnn} (--models), trained on the fit split (wall time
   recorded), evaluated on the TEST split: accuracy vs mismatch 0..0.7 over --chips chips and,
-  for MNIST-5k, accuracy vs PCM drift time with and without global drift compensation.
+  for MNIST-5k, accuracy vs PCM drift time with and without global drift compensation
+  (one training seed: the first of --seeds);
+- seeds: 3 methods x --models on --seed-datasets, one network per training seed (--seeds, >= 5
+  for a headline figure), each evaluated on the TEST split at --levels over --chips chips seeded
+  apart per training seed (chip seed = 1000 + training seed; every method of a seed sees the
+  same chips); the report gives mean ± std over seeds of the chip-mean accuracy and the paired
+  difference DWP − noise with its standard error (std / sqrt(seeds)); --json keeps every
+  per-seed value.
 The grid's DWP uses --measure (default mi, fixed before the ablation). One torch thread;
 the rewritten section of docs/cim_dwp.md records each command and the machine's load.
 """
@@ -19,6 +26,8 @@ the rewritten section of docs/cim_dwp.md records each command and the machine's 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import pickle
 import platform
@@ -122,7 +131,79 @@ def _compute(args, log) -> dict:
                     for comp, pts in both.items():
                         res["drift_curves"].setdefault(f"{model}, {comp}", {})[method] = pts
                     log(f"  drift compensated: {' '.join(_pm(p) for p in both['compensated'])}")
+    if "seeds" in args.parts:
+        res["seeded"] = _seeded(args, base, log)
     return res
+
+
+def _seeded(args, base: TrainConfig, log) -> list[dict]:
+    """One record per (data set, model, method, training seed): float accuracy, chip mean/std per level."""
+    rows = []
+    for dataset in args.seed_datasets:
+        data = load_dataset(dataset)
+        epochs = args.epochs_digits if dataset == "digits" else args.epochs_mnist
+        for model in args.models:
+            for seed in args.seeds:
+                for method in METHODS:
+                    cfg = base.replace(method=method, dataset=dataset, model=model, epochs=epochs, seed=seed)
+                    result = train(cfg, data=data)
+                    points = mismatch_sweep(result.model, data.test, levels=tuple(args.levels), n_chips=args.chips,
+                                            seed=1000 + seed)
+                    rows.append({"dataset": dataset, "model": model, "method": method, "seed": seed,
+                                 "epochs": epochs, "train_seconds": result.train_seconds,
+                                 "float_accuracy": accuracy(result.model, data.test),
+                                 "levels": {f"{p.x:g}": {"chip_mean": p.mean, "chip_std": p.std,
+                                                         "chip_min": p.min, "chip_max": p.max} for p in points}})
+                    log(f"seeded {dataset} {model} {method} seed {seed}: "
+                        + " ".join(f"σ={p.x:g} {100 * p.mean:.1f}" for p in points))
+    return rows
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample std (n − 1) of a list."""
+    n = len(values)
+    mean = sum(values) / n
+    return mean, (math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else float("nan"))
+
+
+def _seeded_report(rows: list[dict]) -> list[str]:
+    """Tables over training seeds: accuracy mean ± std per method and level; DWP − noise/standard with SE."""
+    levels = list(rows[0]["levels"])
+    setups = list(dict.fromkeys((r["dataset"], r["model"]) for r in rows))
+    acc = {}
+    for r in rows:
+        for lv in levels:
+            acc.setdefault((r["dataset"], r["model"], r["method"], lv), {})[r["seed"]] = r["levels"][lv]["chip_mean"]
+    L = ["### Accuracy vs mismatch over training seeds (TEST split, %)\n",
+         "Each cell: mean ± std over training seeds of the accuracy averaged over the chips (every seed has its own "
+         "chips, the same for every method of that seed). Per-seed values: the JSON written with `--json`.\n",
+         "| data | model | method | seeds | " + " | ".join(f"σ={lv}" for lv in levels) + " |",
+         "|---|---|---|---|" + "---|" * len(levels)]
+    for d, m in setups:
+        for meth in METHODS:
+            cells = []
+            for lv in levels:
+                mean, std = _mean_std(list(acc[(d, m, meth, lv)].values()))
+                cells.append(f"{100 * mean:.1f} ± {100 * std:.1f}")
+            L.append(f"| {d} | {m} | {meth} | {len(acc[(d, m, meth, levels[0])])} | " + " | ".join(cells) + " |")
+    L += ["", "Paired differences over the same training seeds, mean ± standard error (std / sqrt(seeds)), points:\n",
+          "| data | model | σ | DWP − noise | DWP − standard | noise − standard | DWP − noise > 2 SE? |",
+          "|---|---|---|---|---|---|---|"]
+    for d, m in setups:
+        for lv in levels:
+            if lv == "0":
+                continue
+            cells, verdict = [], ""
+            for a, b in (("dwp", "noise"), ("dwp", "standard"), ("noise", "standard")):
+                seeds = sorted(set(acc[(d, m, a, lv)]) & set(acc[(d, m, b, lv)]))
+                diff = [100 * (acc[(d, m, a, lv)][s] - acc[(d, m, b, lv)][s]) for s in seeds]
+                mean, std = _mean_std(diff)
+                se = std / math.sqrt(len(diff))
+                cells.append(f"{mean:+.1f} ± {se:.1f}")
+                if (a, b) == ("dwp", "noise"):
+                    verdict = "yes" if mean > 2 * se else "no"
+            L.append(f"| {d} | {m} | {lv} | " + " | ".join(cells) + f" | {verdict} |")
+    return L + [""]
 
 
 def main() -> int:
@@ -130,6 +211,12 @@ def main() -> int:
     parser.add_argument("--parts", nargs="+", default=["ablation", "timing", "digits", "mnist5k"],
                         help="ablation, timing, digits, mnist5k (default all)")
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], help="mlp, cnn (default both)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4],
+                        help="training seeds of the seeds part (default 0..4)")
+    parser.add_argument("--seed-datasets", nargs="+", default=["digits"], help="data sets of the seeds part")
+    parser.add_argument("--levels", nargs="+", type=float, default=[0.0, 0.5, 0.7],
+                        help="mismatch levels of the seeds part (default 0 0.5 0.7)")
+    parser.add_argument("--json", help="write the per-seed records of the seeds part to this JSON file")
     parser.add_argument("--epochs-digits", type=int, default=30)
     parser.add_argument("--epochs-mnist", type=int, default=8)
     parser.add_argument("--timing-epochs", type=int, default=2, help="epochs per run of the timing part (default 2)")
@@ -155,13 +242,17 @@ def main() -> int:
         prefix = f"nice -n {niceness} python" if niceness else "python"
         res.update(command=f"{prefix} benchmarks/cim_dwp.py" + "".join(f" {a}" for a in sys.argv[1:]),
                    seconds=time.time() - start, load=(load_start[0], os.getloadavg()[0]), args=vars(args))
+        if args.json and res.get("seeded"):
+            Path(args.json).write_text(json.dumps({"command": res["command"], "rows": res["seeded"]}, indent=1))
+            log(f"wrote {args.json}")
         if args.save:
             Path(args.save).write_bytes(pickle.dumps(res))
             log(f"saved {args.save}")
             return 0
         parts = [res]
-    merged: dict = {"ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
+    merged: dict = {"seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
     for part in parts:
+        merged["seeded"] += part.get("seeded", [])
         merged["ablation"] += part["ablation"]
         merged["grid"] += part["grid"]
         merged["timing"] += part.get("timing", [])
