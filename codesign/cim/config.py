@@ -266,6 +266,9 @@ class CIMConfig:
         per forward call, shared by the call's inputs, fresh at the next call (one Gaussian per
         device per call). "per_input": an independent draw for every input vector, computed
         exactly with a second matmul.
+      exact: the layers compute F.linear / F.conv2d themselves, bit for bit (no tiles, no
+        rescaling round-off), bool, default False; only with the ideal device, ideal converters,
+        no faults and no IR drop (CIMConfig.ideal(exact=True)).
     """
 
     device: Any = "pcm"
@@ -274,6 +277,7 @@ class CIMConfig:
     tile: TileConfig = field(default_factory=TileConfig)
     drift_compensation: bool = True
     read_noise: str = "per_time"
+    exact: bool = False
 
     def __post_init__(self) -> None:
         device = self.device
@@ -290,6 +294,12 @@ class CIMConfig:
             raise ValueError(f"drift_compensation={self.drift_compensation!r}: expected True or False")
         if self.read_noise not in READ_NOISE_MODES:
             raise ValueError(f"read_noise={self.read_noise!r}: choose one of {', '.join(READ_NOISE_MODES)}")
+        if not isinstance(self.exact, bool):
+            raise ValueError(f"exact={self.exact!r}: expected True or False")
+        if self.exact and not (self.device.name == "ideal" and self.converter.is_ideal and not self.faults.active
+                               and self.tile.ir_drop == 0):
+            raise ValueError("exact=True: needs the ideal device, ideal converters, no faults and no IR drop "
+                             "(CIMConfig.ideal(exact=True))")
 
     @property
     def device_name(self) -> str:
@@ -297,9 +307,10 @@ class CIMConfig:
         return self.device.name
 
     @classmethod
-    def ideal(cls, tile: TileConfig | None = None) -> "CIMConfig":
-        """Every noise off and ideal converters: a converted layer computes the exact matmul."""
-        return cls(device="ideal", converter=ConverterConfig.ideal(), tile=tile or TileConfig())
+    def ideal(cls, tile: TileConfig | None = None, exact: bool = False) -> "CIMConfig":
+        """Every noise off and ideal converters: the exact matmul on tiles (to round-off), or with exact=True
+        F.linear / F.conv2d bit for bit."""
+        return cls(device="ideal", converter=ConverterConfig.ideal(), tile=tile or TileConfig(), exact=exact)
 
     def replace(self, **changes: Any) -> "CIMConfig":
         """A copy with some fields changed (validated again)."""
@@ -321,6 +332,7 @@ def config_to_dict(config: CIMConfig) -> dict[str, Any]:
         "tile": _plain(config.tile),
         "drift_compensation": config.drift_compensation,
         "read_noise": config.read_noise,
+        "exact": config.exact,
     }
 
 
@@ -341,7 +353,7 @@ def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
     version = data.get("version", CONFIG_VERSION)
     if version != CONFIG_VERSION:
         raise ValueError(f"CIM config version {version!r} is not supported (this is version {CONFIG_VERSION})")
-    sections = {"version", "device", "device_params", "faults", "converter", "tile", "drift_compensation", "read_noise"}
+    sections = {"version", "device", "device_params", "faults", "converter", "tile", "drift_compensation", "read_noise", "exact"}
     unknown = sorted(set(data) - sections)
     if unknown:
         raise ValueError(f"CIM config: unknown section {unknown[0]!r}")
@@ -355,4 +367,5 @@ def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
         tile=_build(TileConfig, data.get("tile"), "tile"),
         drift_compensation=data.get("drift_compensation", True),
         read_noise=data.get("read_noise", "per_time"),
+        exact=data.get("exact", False),
     )
