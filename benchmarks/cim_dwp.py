@@ -176,7 +176,8 @@ def _seeded_report(rows: list[dict]) -> list[str]:
             acc.setdefault((r["dataset"], r["model"], r["method"], lv), {})[r["seed"]] = r["levels"][lv]["chip_mean"]
     L = ["### Accuracy vs mismatch over training seeds (TEST split, %)\n",
          "Each cell: mean ± std over training seeds of the accuracy averaged over the chips (every seed has its own "
-         "chips, the same for every method of that seed). Per-seed values: the JSON written with `--json`.\n",
+         "chips, the same for every method of that seed). Per-seed values: the JSON written with `--json` "
+         "(docs/cim_dwp_seeds.json).\n",
          "| data | model | method | seeds | " + " | ".join(f"σ={lv}" for lv in levels) + " |",
          "|---|---|---|---|" + "---|" * len(levels)]
     for d, m in setups:
@@ -268,8 +269,19 @@ def main() -> int:
     if merged["drift_curves"]:
         _plot_grid(merged["drift_curves"], drift_png, "MNIST-5k on PCM: accuracy vs time after programming (test split)",
                    "time", True)
-    _write_between_markers(out, _report(parts, merged, mismatch_png.name, drift_png.name))
-    log(f"wrote {out}, {mismatch_png.name}, {drift_png.name}")
+    if merged["seeded"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall, load average "
+                              f"{part['load'][0]:.1f} at the start, {part['load'][1]:.1f} at the end"
+                              for part in parts if part.get("seeded"))
+        seeded = (f"## Measured over training seeds\n\nMeasured on {time.strftime('%Y-%m-%d', time.gmtime())}, "
+                  f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs, one torch thread; "
+                  f"`python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n{commands}\n\n"
+                  + "\n".join(_seeded_report(merged["seeded"])))
+        _write_between_markers(out, seeded, SEEDED_BEGIN, SEEDED_END, before=BEGIN)
+        log(f"wrote the seeded section of {out}")
+    if merged["grid"] or merged["ablation"] or merged["timing"]:
+        _write_between_markers(out, _report(parts, merged, mismatch_png.name, drift_png.name))
+        log(f"wrote {out}, {mismatch_png.name}, {drift_png.name}")
     return 0
 
 
@@ -279,15 +291,21 @@ def parts_timing_epochs(parts) -> int:
 
 
 BEGIN, END = "<!-- results: written by benchmarks/cim_dwp.py -->", "<!-- end of results -->"
+SEEDED_BEGIN, SEEDED_END = "<!-- seeded results: written by benchmarks/cim_dwp.py -->", "<!-- end of seeded results -->"
 
 
-def _write_between_markers(out: Path, report: str) -> None:
-    """Replace the results section of out (between the markers), or append one; the rest stays."""
+def _write_between_markers(out: Path, report: str, begin: str = BEGIN, end: str = END,
+                           before: str | None = None) -> None:
+    """Replace a results section of out (between its markers), or insert one (before the marker `before`
+    when the file has it, else at the end); the rest stays."""
     text = out.read_text() if out.exists() else ""
-    block = f"{BEGIN}\n{report}{END}\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    block = f"{begin}\n{report}{end}\n"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1].lstrip("\n")
+    elif before is not None and before in text:
+        head, rest = text.split(before, 1)
+        text = head + block + before + rest
     else:
         text = text + ("\n" if text else "") + block
     out.write_text(text)
