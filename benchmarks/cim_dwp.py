@@ -18,7 +18,12 @@ Parts:
   apart per training seed (chip seed = 1000 + training seed; every method of a seed sees the
   same chips); the report gives mean ± std over seeds of the chip-mean accuracy and the paired
   difference DWP − noise with its standard error (std / sqrt(seeds)); --json keeps every
-  per-seed value.
+  per-seed value;
+- hwa: MNIST-5k (--models), one network per training seed for standard, noise injection (mismatch,
+  K = --k) and hardware-aware training through the default chip (noise_source "chip": PCM, 8-bit
+  DAC/ADC, one chip per mini-batch read at 1 day, set before any measurement), each evaluated on the
+  PCM model at 1 s, 1 day and 1 year with and without global drift compensation (--drift-chips chips
+  seeded 1000 + training seed).
 The grid's DWP uses --measure (default mi, fixed before the ablation). One torch thread;
 the rewritten section of docs/cim_dwp.md records each command and the machine's load.
 """
@@ -133,7 +138,54 @@ def _compute(args, log) -> dict:
                     log(f"  drift compensated: {' '.join(_pm(p) for p in both['compensated'])}")
     if "seeds" in args.parts:
         res["seeded"] = _seeded(args, base, log)
+    if "hwa" in args.parts:
+        res["hwa"] = _hwa(args, base, log)
     return res
+
+
+HWA_TIMES = {"1 s": 1.0, "1 day": 86400.0, "1 year": 365.25 * 86400.0}
+HWA_METHODS = {  # name: TrainConfig changes
+    "standard": {"method": "standard"},
+    "noise (mismatch)": {"method": "noise"},
+    "HWA (chip, 1 day)": {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0},
+}
+
+
+def _hwa(args, base: TrainConfig, log) -> list[dict]:
+    """One record per (model, method, seed): chip-mean accuracy at each PCM time, compensated or not."""
+    data, rows = load_dataset("mnist5k"), []
+    for model in args.models:
+        for seed in args.seeds:
+            for name, changes in HWA_METHODS.items():
+                cfg = base.replace(dataset="mnist5k", model=model, epochs=args.epochs_mnist, seed=seed, **changes)
+                result = train(cfg, data=data)
+                both = drift_sweep(result.model, data.test, times=HWA_TIMES, n_chips=args.drift_chips, seed=1000 + seed)
+                rows.append({"model": model, "method": name, "seed": seed, "train_seconds": result.train_seconds,
+                             "float_accuracy": accuracy(result.model, data.test),
+                             "pcm": {comp: {p.label: p.mean for p in pts} for comp, pts in both.items()}})
+                log(f"hwa {model} {name} seed {seed} ({result.train_seconds:.0f} s): compensated "
+                    + " ".join(f"{p.label} {100 * p.mean:.1f}" for p in both["compensated"]))
+    return rows
+
+
+def _hwa_report(rows: list[dict]) -> list[str]:
+    """Accuracy on PCM over time: mean ± std (and max − min) over training seeds."""
+    L = ["### MNIST-5k on PCM after 1 s, 1 day, 1 year: hardware-aware training (TEST split, %)\n",
+         "Each cell: mean ± std over training seeds of the accuracy averaged over the chips; max − min over seeds "
+         "in brackets. Read noise drawn per test batch (`per_call`); compensation: `global` (aihwkit's probe).\n",
+         "| model | training | compensation | seeds | " + " | ".join(HWA_TIMES) + " |",
+         "|---|---|---|---|" + "---|" * len(HWA_TIMES)]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for name in HWA_METHODS:
+            for comp in ("compensated", "uncompensated"):
+                sel = [r for r in rows if r["model"] == model and r["method"] == name]
+                cells = []
+                for label in HWA_TIMES:
+                    vals = [100 * r["pcm"][comp][label] for r in sel]
+                    mean, std = _mean_std(vals)
+                    cells.append(f"{mean:.1f} ± {std:.1f} [{max(vals) - min(vals):.1f}]")
+                L.append(f"| {model} | {name} | {comp} | {len(sel)} | " + " | ".join(cells) + " |")
+    return L + [""]
 
 
 def _seeded(args, base: TrainConfig, log) -> list[dict]:
@@ -243,17 +295,19 @@ def main() -> int:
         prefix = f"nice -n {niceness} python" if niceness else "python"
         res.update(command=f"{prefix} benchmarks/cim_dwp.py" + "".join(f" {a}" for a in sys.argv[1:]),
                    seconds=time.time() - start, load=(load_start[0], os.getloadavg()[0]), args=vars(args))
-        if args.json and res.get("seeded"):
-            Path(args.json).write_text(json.dumps({"command": res["command"], "rows": res["seeded"]}, indent=1))
+        if args.json and (res.get("seeded") or res.get("hwa")):
+            rows = res.get("seeded") or res.get("hwa")
+            Path(args.json).write_text(json.dumps({"command": res["command"], "rows": rows}, indent=1))
             log(f"wrote {args.json}")
         if args.save:
             Path(args.save).write_bytes(pickle.dumps(res))
             log(f"saved {args.save}")
             return 0
         parts = [res]
-    merged: dict = {"seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
+    merged: dict = {"hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
     for part in parts:
         merged["seeded"] += part.get("seeded", [])
+        merged["hwa"] += part.get("hwa", [])
         merged["ablation"] += part["ablation"]
         merged["grid"] += part["grid"]
         merged["timing"] += part.get("timing", [])
@@ -269,6 +323,12 @@ def main() -> int:
     if merged["drift_curves"]:
         _plot_grid(merged["drift_curves"], drift_png, "MNIST-5k on PCM: accuracy vs time after programming (test split)",
                    "time", True)
+    if merged["hwa"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
+                              if part.get("hwa"))
+        _write_between_markers(out, f"{commands}\n\n" + "\n".join(_hwa_report(merged["hwa"])),
+                               HWA_BEGIN, HWA_END, before=BEGIN)
+        log(f"wrote the HWA section of {out}")
     if merged["seeded"]:
         commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall, load average "
                               f"{part['load'][0]:.1f} at the start, {part['load'][1]:.1f} at the end"
@@ -291,6 +351,7 @@ def parts_timing_epochs(parts) -> int:
 
 
 BEGIN, END = "<!-- results: written by benchmarks/cim_dwp.py -->", "<!-- end of results -->"
+HWA_BEGIN, HWA_END = "<!-- hwa results: written by benchmarks/cim_dwp.py -->", "<!-- end of hwa results -->"
 SEEDED_BEGIN, SEEDED_END = "<!-- seeded results: written by benchmarks/cim_dwp.py -->", "<!-- end of seeded results -->"
 
 
