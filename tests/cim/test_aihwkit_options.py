@@ -94,3 +94,24 @@ def test_drift_compensation_names_and_booleans():
     assert CIMConfig(drift_compensation=False).drift_compensation == "none"
     with pytest.raises(ValueError, match="per_column"):
         CIMConfig(drift_compensation="sometimes")
+
+
+def test_percentile_calibration_sets_a_fixed_input_range_that_the_dac_clips_at():
+    from torch import nn
+
+    from codesign.cim import calibrate_input_ranges, convert_to_cim, program_model
+
+    torch.manual_seed(0)
+    model = convert_to_cim(nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 4)), CIMConfig())
+    program_model(model, seed=0)
+    x = torch.randn(500, 20)
+    ranges = calibrate_input_ranges(model, x, percentile=99.0)
+    assert ranges[0] == pytest.approx(float(torch.quantile(x.abs().flatten(), 0.99)))
+    assert model[0].crossbar.config.converter.input_range == ranges[0]
+    # inputs beyond the range are clipped: scaling an input beyond it changes nothing
+    probe = torch.zeros(1, 20)
+    probe[0, 3] = 2 * ranges[0]
+    with torch.no_grad():
+        assert torch.equal(model[0](probe), model[0](probe * 3))
+    with pytest.raises(ValueError, match="percentile"):
+        calibrate_input_ranges(model, x, percentile=0)
