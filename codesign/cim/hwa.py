@@ -25,13 +25,18 @@ from torch import Tensor, nn
 __all__ = ["ChipLinearRead", "ChipConvRead", "chip_twin", "needs_grad"]
 
 
+def _read_realization(crossbar) -> Tensor:  # noqa: ANN001
+    """The weights (C, out, in) the last read saw: with per_time read noise its draw, else the noise-free ones."""
+    return crossbar.realized_weights(read_noise=crossbar.config.read_noise == "per_time")
+
+
 class ChipLinearRead(torch.autograd.Function):
     """y = the crossbar read of x (C·B, in); backward at each chip's realized weights (straight-through)."""
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, crossbar) -> Tensor:  # noqa: ANN001
         y = crossbar(x, bias)
-        realized = crossbar.realized_weights(read_noise=True).to(x.dtype)  # (C, out, in)
+        realized = _read_realization(crossbar).to(x.dtype)  # (C, out, in)
         ctx.save_for_backward(x, realized)
         ctx.has_bias = bias is not None
         return y
@@ -59,7 +64,7 @@ class ChipConvRead(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x_padded: Tensor, weight: Tensor, bias: Tensor | None, layer) -> Tensor:  # noqa: ANN001
         y = layer._read(x_padded)
-        realized = layer.crossbar.realized_weights(read_noise=True).to(x_padded.dtype)
+        realized = _read_realization(layer.crossbar).to(x_padded.dtype)
         ctx.save_for_backward(x_padded, realized.view(realized.shape[0], *weight.shape))
         ctx.stride, ctx.dilation, ctx.has_bias = layer.stride, layer.dilation, bias is not None
         return y

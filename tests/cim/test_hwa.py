@@ -104,3 +104,13 @@ def test_reprogramming_resamples_and_the_twin_trains_the_float_network():
     model.zero_grad()
     F.cross_entropy(twin(x), y).backward()
     assert torch.equal(model[0].weight.grad, grads[0])  # same seed, same chip, same gradient
+
+
+def test_per_call_reads_take_the_gradient_at_the_noise_free_realization():
+    torch.manual_seed(5)
+    layer = CIMLinear(30, 6, config=CIMConfig(read_noise="per_call")).program(2).drift_to(60.0)
+    x = torch.randn(4, 30, requires_grad=True)
+    g = torch.randn(4, 6)
+    gx, = _grads(layer(x), g, x)
+    quiet = layer.realized_weights(read_noise=False).detach()[0]
+    assert torch.equal(gx, g.mm(quiet))
