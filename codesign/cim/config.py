@@ -33,8 +33,10 @@ __all__ = [
     "config_from_dict",
 ]
 
-# Bump when a field changes meaning; config_from_dict refuses other versions.
-CONFIG_VERSION = 1
+# Bump when a field changes meaning; config_from_dict reads the versions it knows and refuses others.
+# Version 2: drift_compensation True means aihwkit's probe ("global"; in version 1 the all-ones probe,
+# now "global_ones"), and PCM read noise is clipped at zero by default (version 1 did not clip).
+CONFIG_VERSION = 2
 
 
 def _check_number(value: Any, name: str, lo: float, hi: float, lo_open: bool = False) -> None:
@@ -368,8 +370,14 @@ def _build(kind: type, data: Any, name: str) -> Any:
 def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
     """Inverse of :func:`config_to_dict`; missing sections take their defaults."""
     version = data.get("version", CONFIG_VERSION)
-    if version != CONFIG_VERSION:
+    if version not in (1, CONFIG_VERSION):
         raise ValueError(f"CIM config version {version!r} is not supported (this is version {CONFIG_VERSION})")
+    if version == 1:  # the same chip as version 1 meant it
+        data = dict(data)
+        if data.get("drift_compensation", True) is True:
+            data["drift_compensation"] = "global_ones"
+        if data.get("device", "pcm") == "pcm":
+            data["device_params"] = {"clip_read_noise": False, **(data.get("device_params") or {})}
     sections = {"version", "device", "device_params", "faults", "converter", "tile", "drift_compensation", "read_noise", "exact"}
     unknown = sorted(set(data) - sections)
     if unknown:
