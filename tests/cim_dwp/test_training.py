@@ -83,3 +83,16 @@ def test_hardware_aware_training_through_pcm_chips_learns_and_differs_from_misma
     assert pcm.history[-1]["loss"] < pcm.history[0]["loss"]
     assert _max_diff(_params(pcm), start) > 1e-3
     assert _max_diff(_params(pcm), _run(TrainConfig(method="noise", epochs=3, k=2))) > 1e-4
+
+
+def test_dwp_draws_its_k_realizations_from_the_chip_model_too():
+    data = _small()
+    model = train(TrainConfig(method="standard", epochs=2), data=data).model
+    config = TrainConfig(method="dwp", k=3, noise_source="rram")
+    with torch.no_grad():
+        logits = perturbed_logits(model, data.val.x[:64], config, step_seed=9)
+    assert logits.shape == (3, 64, data.n_classes)
+    assert not torch.equal(logits[0], logits[1])  # three different chips
+    dwp = _run(TrainConfig(method="dwp", epochs=1, k=2, noise_source="rram"))
+    noise = _run(TrainConfig(method="noise", epochs=1, k=2, noise_source="rram"))
+    assert _max_diff(dwp, noise) > 1e-6  # the disagreement weights change the steps
