@@ -326,7 +326,10 @@ def main() -> int:
     if merged["hwa"]:
         commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
                               if part.get("hwa"))
-        _write_between_markers(out, f"{commands}\n\n" + "\n".join(_hwa_report(merged["hwa"])),
+        head = (f"## Hardware-aware training on PCM, over training seeds\n\nMeasured on "
+                f"{time.strftime('%Y-%m-%d', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores shared with "
+                "other jobs, one torch thread; `python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n")
+        _write_between_markers(out, head + f"{commands}\n\n" + "\n".join(_hwa_report(merged["hwa"])),
                                HWA_BEGIN, HWA_END, before=BEGIN)
         log(f"wrote the HWA section of {out}")
     if merged["seeded"]:
