@@ -23,7 +23,11 @@ Parts:
   K = --k) and hardware-aware training through the default chip (noise_source "chip": PCM, 8-bit
   DAC/ADC, one chip per mini-batch read at 1 day, set before any measurement), each evaluated on the
   PCM model at 1 s, 1 day and 1 year with and without global drift compensation (--drift-chips chips
-  seeded 1000 + training seed).
+  seeded 1000 + training seed);
+- knobs: DWP's knobs on the digits CNN (--models) at mismatch 0.7: every variant of KNOB_VARIANTS trained
+  with --knob-val-seeds and scored on the VALIDATION split only (chips seeded 2000 + seed); the variant
+  with the best validation mean is then trained with --seeds and compared with the better of the two noise
+  injections (also chosen on validation) on the TEST split (paired over seeds, chips seeded 1000 + seed), DWP − noise ± standard error.
 The grid's DWP uses --measure (default mi, fixed before the ablation). One torch thread;
 the rewritten section of docs/cim_dwp.md records each command and the machine's load.
 """
@@ -140,7 +144,67 @@ def _compute(args, log) -> dict:
         res["seeded"] = _seeded(args, base, log)
     if "hwa" in args.parts:
         res["hwa"] = _hwa(args, base, log)
+    if "knobs" in args.parts:
+        res["knobs"] = _knobs(args, base, log)
     return res
+
+
+KNOB_VARIANTS = {  # name: TrainConfig changes (method dwp unless given); "noise" is the reference
+    "noise": {"method": "noise"},
+    "dwp mi (default)": {},
+    "dwp vote": {"measure": "vote"},
+    "dwp kl": {"measure": "kl"},
+    "dwp mi, strength 1, weight_max 10": {"strength": 1.0, "weight_max": 10.0},
+    "dwp mi, K = 8": {"k": 8},
+    "dwp mi, training σ = 0.7": {"sigma": 0.7},
+    "noise, training σ = 0.7": {"method": "noise", "sigma": 0.7},
+}
+
+
+def _knobs(args, base: TrainConfig, log) -> dict:
+    """Validation scores of every variant, the chosen one, and its test comparison with noise injection."""
+    data, model, level = load_dataset("digits"), args.models[0], 0.7
+    cfg0 = base.replace(method="dwp", dataset="digits", model=model, epochs=args.epochs_digits)
+    val: dict = {}
+    for name, changes in KNOB_VARIANTS.items():
+        for seed in args.knob_val_seeds:
+            result = train(cfg0.replace(seed=seed, **changes), data=data)
+            point = mismatch_sweep(result.model, data.val, levels=(level,), n_chips=args.chips, seed=2000 + seed)[0]
+            val.setdefault(name, {})[seed] = point.mean
+            log(f"knobs val {name} seed {seed}: {100 * point.mean:.1f}")
+    chosen = max((n for n in KNOB_VARIANTS if n.startswith("dwp")), key=lambda n: sum(val[n].values()))
+    reference = max((n for n in KNOB_VARIANTS if n.startswith("noise")), key=lambda n: sum(val[n].values()))
+    test: dict = {}
+    for name in (reference, chosen):
+        for seed in args.seeds:
+            result = train(cfg0.replace(seed=seed, **KNOB_VARIANTS[name]), data=data)
+            point = mismatch_sweep(result.model, data.test, levels=(level,), n_chips=args.chips, seed=1000 + seed)[0]
+            test.setdefault(name, {})[seed] = point.mean
+            log(f"knobs test {name} seed {seed}: {100 * point.mean:.1f}")
+    return {"model": model, "level": level, "validation": val, "chosen": chosen, "reference": reference, "test": test}
+
+
+def _knobs_report(k: dict) -> list[str]:
+    """The validation table of the variants and the test comparison of the chosen one."""
+    L = [f"### DWP's knobs, digits {k['model']} at mismatch {k['level']:g} (choice on the VALIDATION split)\n",
+         "| variant | validation accuracy, mean ± std over training seeds (%) | seeds |", "|---|---|---|"]
+    for name, per_seed in k["validation"].items():
+        mean, std = _mean_std([100 * v for v in per_seed.values()])
+        L.append(f"| {name} | {mean:.1f} ± {std:.1f} | {len(per_seed)} |")
+    noise, chosen = k["test"][k["reference"]], k["test"][k["chosen"]]
+    seeds = sorted(set(noise) & set(chosen))
+    diff = [100 * (chosen[s] - noise[s]) for s in seeds]
+    mean, std = _mean_std(diff)
+    se = std / math.sqrt(len(diff))
+    c_mean, c_std = _mean_std([100 * chosen[s] for s in seeds])
+    n_mean, n_std = _mean_std([100 * noise[s] for s in seeds])
+    verdict = "beats" if mean > 2 * se else "does **not** beat"
+    L += ["", f"Chosen on validation: **{k['chosen']}**, and as the reference the better noise injection "
+          f"(**{k['reference']}**). On the TEST split over {len(seeds)} training seeds: "
+          f"{c_mean:.1f} ± {c_std:.1f} % against noise injection {n_mean:.1f} ± {n_std:.1f} %; paired "
+          f"difference {mean:+.1f} ± {se:.1f} points (± standard error): it {verdict} noise injection by more "
+          "than two standard errors.", ""]
+    return L
 
 
 HWA_TIMES = {"1 s": 1.0, "1 day": 86400.0, "1 year": 365.25 * 86400.0}
@@ -269,6 +333,8 @@ def main() -> int:
     parser.add_argument("--seed-datasets", nargs="+", default=["digits"], help="data sets of the seeds part")
     parser.add_argument("--levels", nargs="+", type=float, default=[0.0, 0.5, 0.7],
                         help="mismatch levels of the seeds part (default 0 0.5 0.7)")
+    parser.add_argument("--knob-val-seeds", nargs="+", type=int, default=[0, 1, 2],
+                        help="training seeds of the knobs part's validation runs (default 0 1 2)")
     parser.add_argument("--json", help="write the per-seed records of the seeds part to this JSON file")
     parser.add_argument("--epochs-digits", type=int, default=30)
     parser.add_argument("--epochs-mnist", type=int, default=8)
@@ -295,8 +361,8 @@ def main() -> int:
         prefix = f"nice -n {niceness} python" if niceness else "python"
         res.update(command=f"{prefix} benchmarks/cim_dwp.py" + "".join(f" {a}" for a in sys.argv[1:]),
                    seconds=time.time() - start, load=(load_start[0], os.getloadavg()[0]), args=vars(args))
-        if args.json and (res.get("seeded") or res.get("hwa")):
-            rows = res.get("seeded") or res.get("hwa")
+        if args.json and (res.get("seeded") or res.get("hwa") or res.get("knobs")):
+            rows = res.get("seeded") or res.get("hwa") or res.get("knobs")
             Path(args.json).write_text(json.dumps({"command": res["command"], "rows": rows}, indent=1))
             log(f"wrote {args.json}")
         if args.save:
@@ -304,10 +370,11 @@ def main() -> int:
             log(f"saved {args.save}")
             return 0
         parts = [res]
-    merged: dict = {"hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
+    merged: dict = {"knobs": None, "hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
     for part in parts:
         merged["seeded"] += part.get("seeded", [])
         merged["hwa"] += part.get("hwa", [])
+        merged["knobs"] = part.get("knobs") or merged["knobs"]
         merged["ablation"] += part["ablation"]
         merged["grid"] += part["grid"]
         merged["timing"] += part.get("timing", [])
@@ -323,6 +390,14 @@ def main() -> int:
     if merged["drift_curves"]:
         _plot_grid(merged["drift_curves"], drift_png, "MNIST-5k on PCM: accuracy vs time after programming (test split)",
                    "time", True)
+    if merged["knobs"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
+                              if part.get("knobs"))
+        head = (f"## DWP's knobs, chosen on validation\n\nMeasured on {time.strftime('%Y-%m-%d', time.gmtime())}, "
+                "one torch thread; `python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n")
+        _write_between_markers(out, head + f"{commands}\n\n" + "\n".join(_knobs_report(merged["knobs"])),
+                               KNOBS_BEGIN, KNOBS_END, before=BEGIN)
+        log(f"wrote the knobs section of {out}")
     if merged["hwa"]:
         commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
                               if part.get("hwa"))
@@ -354,6 +429,7 @@ def parts_timing_epochs(parts) -> int:
 
 
 BEGIN, END = "<!-- results: written by benchmarks/cim_dwp.py -->", "<!-- end of results -->"
+KNOBS_BEGIN, KNOBS_END = "<!-- knobs results: written by benchmarks/cim_dwp.py -->", "<!-- end of knobs results -->"
 HWA_BEGIN, HWA_END = "<!-- hwa results: written by benchmarks/cim_dwp.py -->", "<!-- end of hwa results -->"
 SEEDED_BEGIN, SEEDED_END = "<!-- seeded results: written by benchmarks/cim_dwp.py -->", "<!-- end of seeded results -->"
 
