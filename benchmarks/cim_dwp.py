@@ -11,7 +11,23 @@ Parts:
 - timing: process CPU time per training epoch of every method, data set and model;
 - digits, mnist5k: 3 methods x {mlp, cnn} (--models), trained on the fit split (wall time
   recorded), evaluated on the TEST split: accuracy vs mismatch 0..0.7 over --chips chips and,
-  for MNIST-5k, accuracy vs PCM drift time with and without global drift compensation.
+  for MNIST-5k, accuracy vs PCM drift time with and without global drift compensation
+  (one training seed: the first of --seeds);
+- seeds: 3 methods x --models on --seed-datasets, one network per training seed (--seeds, >= 5
+  for a headline figure), each evaluated on the TEST split at --levels over --chips chips seeded
+  apart per training seed (chip seed = 1000 + training seed; every method of a seed sees the
+  same chips); the report gives mean ± std over seeds of the chip-mean accuracy and the paired
+  difference DWP − noise with its standard error (std / sqrt(seeds)); --json keeps every
+  per-seed value;
+- hwa: MNIST-5k (--models), one network per training seed for standard, noise injection (mismatch,
+  K = --k) and hardware-aware training through the default chip (noise_source "chip": PCM, 8-bit
+  DAC/ADC, one chip per mini-batch read at 1 day, set before any measurement), each evaluated on the
+  PCM model at 1 s, 1 day and 1 year with and without global drift compensation (--drift-chips chips
+  seeded 1000 + training seed);
+- knobs: DWP's knobs on the digits CNN (--models) at mismatch 0.7: every variant of KNOB_VARIANTS trained
+  with --knob-val-seeds and scored on the VALIDATION split only (chips seeded 2000 + seed); the variant
+  with the best validation mean is then trained with --seeds and compared with the better of the two noise
+  injections (also chosen on validation) on the TEST split (paired over seeds, chips seeded 1000 + seed), DWP − noise ± standard error.
 The grid's DWP uses --measure (default mi, fixed before the ablation). One torch thread;
 the rewritten section of docs/cim_dwp.md records each command and the machine's load.
 """
@@ -19,6 +35,8 @@ the rewritten section of docs/cim_dwp.md records each command and the machine's 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import pickle
 import platform
@@ -122,7 +140,187 @@ def _compute(args, log) -> dict:
                     for comp, pts in both.items():
                         res["drift_curves"].setdefault(f"{model}, {comp}", {})[method] = pts
                     log(f"  drift compensated: {' '.join(_pm(p) for p in both['compensated'])}")
+    if "seeds" in args.parts:
+        res["seeded"] = _seeded(args, base, log)
+    if "hwa" in args.parts:
+        res["hwa"] = _hwa(args, base, log)
+    if "knobs" in args.parts:
+        res["knobs"] = _knobs(args, base, log)
     return res
+
+
+KNOB_VARIANTS = {  # name: TrainConfig changes (method dwp unless given); "noise" is the reference
+    "noise": {"method": "noise"},
+    "dwp mi (default)": {},
+    "dwp vote": {"measure": "vote"},
+    "dwp kl": {"measure": "kl"},
+    "dwp mi, strength 1, weight_max 10": {"strength": 1.0, "weight_max": 10.0},
+    "dwp mi, K = 8": {"k": 8},
+    "dwp mi, training σ = 0.7": {"sigma": 0.7},
+    "noise, training σ = 0.7": {"method": "noise", "sigma": 0.7},
+}
+
+
+def _knobs(args, base: TrainConfig, log) -> dict:
+    """Validation scores of every variant, the chosen one, and its test comparison with noise injection."""
+    data, model, level = load_dataset("digits"), args.models[0], 0.7
+    cfg0 = base.replace(method="dwp", dataset="digits", model=model, epochs=args.epochs_digits)
+    val: dict = {}
+    for name, changes in KNOB_VARIANTS.items():
+        for seed in args.knob_val_seeds:
+            result = train(cfg0.replace(seed=seed, **changes), data=data)
+            point = mismatch_sweep(result.model, data.val, levels=(level,), n_chips=args.chips, seed=2000 + seed)[0]
+            val.setdefault(name, {})[seed] = point.mean
+            log(f"knobs val {name} seed {seed}: {100 * point.mean:.1f}")
+    chosen = max((n for n in KNOB_VARIANTS if n.startswith("dwp")), key=lambda n: sum(val[n].values()))
+    reference = max((n for n in KNOB_VARIANTS if n.startswith("noise")), key=lambda n: sum(val[n].values()))
+    test: dict = {}
+    for name in (reference, chosen):
+        for seed in args.seeds:
+            result = train(cfg0.replace(seed=seed, **KNOB_VARIANTS[name]), data=data)
+            point = mismatch_sweep(result.model, data.test, levels=(level,), n_chips=args.chips, seed=1000 + seed)[0]
+            test.setdefault(name, {})[seed] = point.mean
+            log(f"knobs test {name} seed {seed}: {100 * point.mean:.1f}")
+    return {"model": model, "level": level, "validation": val, "chosen": chosen, "reference": reference, "test": test}
+
+
+def _knobs_report(k: dict) -> list[str]:
+    """The validation table of the variants and the test comparison of the chosen one."""
+    L = [f"### DWP's knobs, digits {k['model']} at mismatch {k['level']:g} (choice on the VALIDATION split)\n",
+         "| variant | validation accuracy, mean ± std over training seeds (%) | seeds |", "|---|---|---|"]
+    for name, per_seed in k["validation"].items():
+        mean, std = _mean_std([100 * v for v in per_seed.values()])
+        L.append(f"| {name} | {mean:.1f} ± {std:.1f} | {len(per_seed)} |")
+    noise, chosen = k["test"][k["reference"]], k["test"][k["chosen"]]
+    seeds = sorted(set(noise) & set(chosen))
+    diff = [100 * (chosen[s] - noise[s]) for s in seeds]
+    mean, std = _mean_std(diff)
+    se = std / math.sqrt(len(diff))
+    c_mean, c_std = _mean_std([100 * chosen[s] for s in seeds])
+    n_mean, n_std = _mean_std([100 * noise[s] for s in seeds])
+    verdict = "beats" if mean > 2 * se else "does **not** beat"
+    L += ["", f"Chosen on validation: **{k['chosen']}**, and as the reference the better noise injection "
+          f"(**{k['reference']}**). On the TEST split over {len(seeds)} training seeds: "
+          f"{c_mean:.1f} ± {c_std:.1f} % against noise injection {n_mean:.1f} ± {n_std:.1f} %; paired "
+          f"difference {mean:+.1f} ± {se:.1f} points (± standard error): it {verdict} noise injection by more "
+          "than two standard errors.", ""]
+    return L
+
+
+HWA_TIMES = {"1 s": 1.0, "1 day": 86400.0, "1 year": 365.25 * 86400.0}
+HWA_METHODS = {  # name: TrainConfig changes
+    "standard": {"method": "standard"},
+    "noise (mismatch)": {"method": "noise"},
+    "HWA (chip, 1 day)": {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0},
+}
+
+
+def _hwa(args, base: TrainConfig, log) -> list[dict]:
+    """One record per (model, method, seed): chip-mean accuracy at each PCM time, compensated or not."""
+    data, rows = load_dataset("mnist5k"), []
+    for model in args.models:
+        for seed in args.seeds:
+            for name, changes in HWA_METHODS.items():
+                cfg = base.replace(dataset="mnist5k", model=model, epochs=args.epochs_mnist, seed=seed, **changes)
+                result = train(cfg, data=data)
+                both = drift_sweep(result.model, data.test, times=HWA_TIMES, n_chips=args.drift_chips, seed=1000 + seed)
+                rows.append({"model": model, "method": name, "seed": seed, "train_seconds": result.train_seconds,
+                             "float_accuracy": accuracy(result.model, data.test),
+                             "pcm": {comp: {p.label: p.mean for p in pts} for comp, pts in both.items()}})
+                log(f"hwa {model} {name} seed {seed} ({result.train_seconds:.0f} s): compensated "
+                    + " ".join(f"{p.label} {100 * p.mean:.1f}" for p in both["compensated"]))
+    return rows
+
+
+def _hwa_report(rows: list[dict]) -> list[str]:
+    """Accuracy on PCM over time: mean ± std (and max − min) over training seeds."""
+    L = ["### MNIST-5k on PCM after 1 s, 1 day, 1 year: hardware-aware training (TEST split, %)\n",
+         "Each cell: mean ± std over training seeds of the accuracy averaged over the chips; max − min over seeds "
+         "in brackets. Read noise drawn per test batch (`per_call`); compensation: `global` (aihwkit's probe).\n",
+         "| model | training | compensation | seeds | " + " | ".join(HWA_TIMES) + " |",
+         "|---|---|---|---|" + "---|" * len(HWA_TIMES)]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for name in HWA_METHODS:
+            for comp in ("compensated", "uncompensated"):
+                sel = [r for r in rows if r["model"] == model and r["method"] == name]
+                cells = []
+                for label in HWA_TIMES:
+                    vals = [100 * r["pcm"][comp][label] for r in sel]
+                    mean, std = _mean_std(vals)
+                    cells.append(f"{mean:.1f} ± {std:.1f} [{max(vals) - min(vals):.1f}]")
+                L.append(f"| {model} | {name} | {comp} | {len(sel)} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def _seeded(args, base: TrainConfig, log) -> list[dict]:
+    """One record per (data set, model, method, training seed): float accuracy, chip mean/std per level."""
+    rows = []
+    for dataset in args.seed_datasets:
+        data = load_dataset(dataset)
+        epochs = args.epochs_digits if dataset == "digits" else args.epochs_mnist
+        for model in args.models:
+            for seed in args.seeds:
+                for method in METHODS:
+                    cfg = base.replace(method=method, dataset=dataset, model=model, epochs=epochs, seed=seed)
+                    result = train(cfg, data=data)
+                    points = mismatch_sweep(result.model, data.test, levels=tuple(args.levels), n_chips=args.chips,
+                                            seed=1000 + seed)
+                    rows.append({"dataset": dataset, "model": model, "method": method, "seed": seed,
+                                 "epochs": epochs, "train_seconds": result.train_seconds,
+                                 "float_accuracy": accuracy(result.model, data.test),
+                                 "levels": {f"{p.x:g}": {"chip_mean": p.mean, "chip_std": p.std,
+                                                         "chip_min": p.min, "chip_max": p.max} for p in points}})
+                    log(f"seeded {dataset} {model} {method} seed {seed}: "
+                        + " ".join(f"σ={p.x:g} {100 * p.mean:.1f}" for p in points))
+    return rows
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample std (n − 1) of a list."""
+    n = len(values)
+    mean = sum(values) / n
+    return mean, (math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else float("nan"))
+
+
+def _seeded_report(rows: list[dict]) -> list[str]:
+    """Tables over training seeds: accuracy mean ± std per method and level; DWP − noise/standard with SE."""
+    levels = list(rows[0]["levels"])
+    setups = list(dict.fromkeys((r["dataset"], r["model"]) for r in rows))
+    acc = {}
+    for r in rows:
+        for lv in levels:
+            acc.setdefault((r["dataset"], r["model"], r["method"], lv), {})[r["seed"]] = r["levels"][lv]["chip_mean"]
+    L = ["### Accuracy vs mismatch over training seeds (TEST split, %)\n",
+         "Each cell: mean ± std over training seeds of the accuracy averaged over the chips (every seed has its own "
+         "chips, the same for every method of that seed). Per-seed values: the JSON written with `--json` "
+         "(docs/cim_dwp_seeds.json).\n",
+         "| data | model | method | seeds | " + " | ".join(f"σ={lv}" for lv in levels) + " |",
+         "|---|---|---|---|" + "---|" * len(levels)]
+    for d, m in setups:
+        for meth in METHODS:
+            cells = []
+            for lv in levels:
+                mean, std = _mean_std(list(acc[(d, m, meth, lv)].values()))
+                cells.append(f"{100 * mean:.1f} ± {100 * std:.1f}")
+            L.append(f"| {d} | {m} | {meth} | {len(acc[(d, m, meth, levels[0])])} | " + " | ".join(cells) + " |")
+    L += ["", "Paired differences over the same training seeds, mean ± standard error (std / sqrt(seeds)), points:\n",
+          "| data | model | σ | DWP − noise | DWP − standard | noise − standard | DWP − noise > 2 SE? |",
+          "|---|---|---|---|---|---|---|"]
+    for d, m in setups:
+        for lv in levels:
+            if lv == "0":
+                continue
+            cells, verdict = [], ""
+            for a, b in (("dwp", "noise"), ("dwp", "standard"), ("noise", "standard")):
+                seeds = sorted(set(acc[(d, m, a, lv)]) & set(acc[(d, m, b, lv)]))
+                diff = [100 * (acc[(d, m, a, lv)][s] - acc[(d, m, b, lv)][s]) for s in seeds]
+                mean, std = _mean_std(diff)
+                se = std / math.sqrt(len(diff))
+                cells.append(f"{mean:+.1f} ± {se:.1f}")
+                if (a, b) == ("dwp", "noise"):
+                    verdict = "yes" if mean > 2 * se else "no"
+            L.append(f"| {d} | {m} | {lv} | " + " | ".join(cells) + f" | {verdict} |")
+    return L + [""]
 
 
 def main() -> int:
@@ -130,6 +328,14 @@ def main() -> int:
     parser.add_argument("--parts", nargs="+", default=["ablation", "timing", "digits", "mnist5k"],
                         help="ablation, timing, digits, mnist5k (default all)")
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], help="mlp, cnn (default both)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4],
+                        help="training seeds of the seeds part (default 0..4)")
+    parser.add_argument("--seed-datasets", nargs="+", default=["digits"], help="data sets of the seeds part")
+    parser.add_argument("--levels", nargs="+", type=float, default=[0.0, 0.5, 0.7],
+                        help="mismatch levels of the seeds part (default 0 0.5 0.7)")
+    parser.add_argument("--knob-val-seeds", nargs="+", type=int, default=[0, 1, 2],
+                        help="training seeds of the knobs part's validation runs (default 0 1 2)")
+    parser.add_argument("--json", help="write the per-seed records of the seeds part to this JSON file")
     parser.add_argument("--epochs-digits", type=int, default=30)
     parser.add_argument("--epochs-mnist", type=int, default=8)
     parser.add_argument("--timing-epochs", type=int, default=2, help="epochs per run of the timing part (default 2)")
@@ -155,13 +361,20 @@ def main() -> int:
         prefix = f"nice -n {niceness} python" if niceness else "python"
         res.update(command=f"{prefix} benchmarks/cim_dwp.py" + "".join(f" {a}" for a in sys.argv[1:]),
                    seconds=time.time() - start, load=(load_start[0], os.getloadavg()[0]), args=vars(args))
+        if args.json and (res.get("seeded") or res.get("hwa") or res.get("knobs")):
+            rows = res.get("seeded") or res.get("hwa") or res.get("knobs")
+            Path(args.json).write_text(json.dumps({"command": res["command"], "rows": rows}, indent=1))
+            log(f"wrote {args.json}")
         if args.save:
             Path(args.save).write_bytes(pickle.dumps(res))
             log(f"saved {args.save}")
             return 0
         parts = [res]
-    merged: dict = {"ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
+    merged: dict = {"knobs": None, "hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
     for part in parts:
+        merged["seeded"] += part.get("seeded", [])
+        merged["hwa"] += part.get("hwa", [])
+        merged["knobs"] = part.get("knobs") or merged["knobs"]
         merged["ablation"] += part["ablation"]
         merged["grid"] += part["grid"]
         merged["timing"] += part.get("timing", [])
@@ -177,8 +390,36 @@ def main() -> int:
     if merged["drift_curves"]:
         _plot_grid(merged["drift_curves"], drift_png, "MNIST-5k on PCM: accuracy vs time after programming (test split)",
                    "time", True)
-    _write_between_markers(out, _report(parts, merged, mismatch_png.name, drift_png.name))
-    log(f"wrote {out}, {mismatch_png.name}, {drift_png.name}")
+    if merged["knobs"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
+                              if part.get("knobs"))
+        head = (f"## DWP's knobs, chosen on validation\n\nMeasured on {time.strftime('%Y-%m-%d', time.gmtime())}, "
+                "one torch thread; `python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n")
+        _write_between_markers(out, head + f"{commands}\n\n" + "\n".join(_knobs_report(merged["knobs"])),
+                               KNOBS_BEGIN, KNOBS_END, before=BEGIN)
+        log(f"wrote the knobs section of {out}")
+    if merged["hwa"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall" for part in parts
+                              if part.get("hwa"))
+        head = (f"## Hardware-aware training on PCM, over training seeds\n\nMeasured on "
+                f"{time.strftime('%Y-%m-%d', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores shared with "
+                "other jobs, one torch thread; `python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n")
+        _write_between_markers(out, head + f"{commands}\n\n" + "\n".join(_hwa_report(merged["hwa"])),
+                               HWA_BEGIN, HWA_END, before=BEGIN)
+        log(f"wrote the HWA section of {out}")
+    if merged["seeded"]:
+        commands = "\n".join(f"- `{part['command']}`: {part['seconds'] / 60:.1f} min wall, load average "
+                              f"{part['load'][0]:.1f} at the start, {part['load'][1]:.1f} at the end"
+                              for part in parts if part.get("seeded"))
+        seeded = (f"## Measured over training seeds\n\nMeasured on {time.strftime('%Y-%m-%d', time.gmtime())}, "
+                  f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs, one torch thread; "
+                  f"`python benchmarks/cim_dwp.py --merge ...` wrote this section from:\n\n{commands}\n\n"
+                  + "\n".join(_seeded_report(merged["seeded"])))
+        _write_between_markers(out, seeded, SEEDED_BEGIN, SEEDED_END, before=BEGIN)
+        log(f"wrote the seeded section of {out}")
+    if merged["grid"] or merged["ablation"] or merged["timing"]:
+        _write_between_markers(out, _report(parts, merged, mismatch_png.name, drift_png.name))
+        log(f"wrote {out}, {mismatch_png.name}, {drift_png.name}")
     return 0
 
 
@@ -188,15 +429,23 @@ def parts_timing_epochs(parts) -> int:
 
 
 BEGIN, END = "<!-- results: written by benchmarks/cim_dwp.py -->", "<!-- end of results -->"
+KNOBS_BEGIN, KNOBS_END = "<!-- knobs results: written by benchmarks/cim_dwp.py -->", "<!-- end of knobs results -->"
+HWA_BEGIN, HWA_END = "<!-- hwa results: written by benchmarks/cim_dwp.py -->", "<!-- end of hwa results -->"
+SEEDED_BEGIN, SEEDED_END = "<!-- seeded results: written by benchmarks/cim_dwp.py -->", "<!-- end of seeded results -->"
 
 
-def _write_between_markers(out: Path, report: str) -> None:
-    """Replace the results section of out (between the markers), or append one; the rest stays."""
+def _write_between_markers(out: Path, report: str, begin: str = BEGIN, end: str = END,
+                           before: str | None = None) -> None:
+    """Replace a results section of out (between its markers), or insert one (before the marker `before`
+    when the file has it, else at the end); the rest stays."""
     text = out.read_text() if out.exists() else ""
-    block = f"{BEGIN}\n{report}{END}\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    block = f"{begin}\n{report}{end}\n"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1].lstrip("\n")
+    elif before is not None and before in text:
+        head, rest = text.split(before, 1)
+        text = head + block + before + rest
     else:
         text = text + ("\n" if text else "") + block
     out.write_text(text)

@@ -398,7 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="initialisation, data order and noise seed (default 0)")
     t.add_argument("--k", type=int, default=4, help="weight realizations per mini-batch (default 4)")
     t.add_argument("--sigma", type=float, default=0.5, help="training mismatch level (default 0.5)")
-    t.add_argument("--noise-source", default="torch", help="torch (default) or simulator (codesign.cim.perturb, slower)")
+    t.add_argument("--noise-source", default="mismatch",
+                   help="training realizations: mismatch (default; torch is its former name), simulator (mismatch through "
+                   "codesign.cim.perturb), or hardware-aware training through K simulated chips per mini-batch: pcm, rram "
+                   "(ideal converters) or chip (PCM with 8-bit DAC/ADC)")
     t.add_argument("--measure", default="mi", help="DWP disagreement: vote, mi or kl (default mi)")
     t.add_argument("--strength", type=float, default=0.8, help="DWP weight spread in [0, 1] (default 0.8)")
     t.add_argument("--weight-max", type=float, default=4.0, help="DWP sample-weight clip (default 4)")

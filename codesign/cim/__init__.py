@@ -32,6 +32,7 @@ from codesign.cim.layers import (
     program_model,
 )
 from codesign.cim.perturb import sample_weights
+from codesign.cim.calibration import calibrate_input_ranges
 
 __all__ = [
     "CIMConfig",
@@ -56,4 +57,5 @@ __all__ = [
     "evaluate_chips",
     "program_model",
     "sample_weights",
+    "calibrate_input_ranges",
 ]

@@ -27,13 +27,16 @@ __all__ = [
     "DEVICE_CONFIGS",
     "MISMATCH_KINDS",
     "READ_NOISE_MODES",
+    "DRIFT_COMPENSATIONS",
     "CONFIG_VERSION",
     "config_to_dict",
     "config_from_dict",
 ]
 
-# Bump when a field changes meaning; config_from_dict refuses other versions.
-CONFIG_VERSION = 1
+# Bump when a field changes meaning; config_from_dict reads the versions it knows and refuses others.
+# Version 2: drift_compensation True means aihwkit's probe ("global"; in version 1 the all-ones probe,
+# now "global_ones"), and PCM read noise is clipped at zero by default (version 1 did not clip).
+CONFIG_VERSION = 2
 
 
 def _check_number(value: Any, name: str, lo: float, hi: float, lo_open: bool = False) -> None:
@@ -75,6 +78,9 @@ class PCMConfig:
       prog_noise_scale: multiplier on the programming-noise σ, dimensionless, [0, 10], default 1.
       drift_scale: multiplier on every drift exponent ν, dimensionless, [0, 10], default 1.
       read_noise_scale: multiplier on the 1/f read-noise σ, dimensionless, [0, 10], default 1.
+      clip_read_noise: a noisy read of a device is clipped at zero conductance, max(g(t) + σ·ε, 0),
+        bool, default True (as aihwkit's PCMLikeNoiseModel); applies to the per_time read noise (the
+        per_call and per_input modes add the pair's noise unclipped, in weight units).
     """
 
     name = "pcm"
@@ -84,8 +90,11 @@ class PCMConfig:
     prog_noise_scale: float = 1.0
     drift_scale: float = 1.0
     read_noise_scale: float = 1.0
+    clip_read_noise: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.clip_read_noise, bool):
+            raise ValueError(f"clip_read_noise={self.clip_read_noise!r}: expected True or False")
         _check_number(self.g_max_us, "g_max_us", 0.0, 100.0, lo_open=True)
         _check_number(self.t0_s, "t0_s", 0.0, 1e6, lo_open=True)
         _check_number(self.t_read_s, "t_read_s", 0.0, 1.0, lo_open=True)
@@ -115,6 +124,9 @@ class RRAMConfig:
 
 MISMATCH_KINDS = ("multiplicative", "additive", "lognormal")
 READ_NOISE_MODES = ("per_time", "per_call", "per_input")
+# drift compensation: aihwkit's GlobalDriftCompensation (one-hot probes, mean |y|: the mean |w| of the layer) and
+# PerColumnDriftCompensation (mean |w| of each output), or this simulator's former all-ones probe (Σ_o |Σ_i w_oi|)
+DRIFT_COMPENSATIONS = ("global", "global_ones", "per_column", "none")
 
 
 @dataclass(frozen=True)
@@ -256,8 +268,12 @@ class CIMConfig:
       faults: stuck-at-ON/OFF rates (FaultConfig), default none.
       converter: DAC/ADC (ConverterConfig), default 8-bit/8-bit.
       tile: tile size and IR drop (TileConfig), default 256×256, no IR drop.
-      drift_compensation: global drift compensation (a reference read with a fixed probe at
-        programming, a digital rescale by the ratio at time t), bool, default True.
+      drift_compensation: a reference read with a fixed probe at programming and a digital rescale
+        by reference / probe at time t (no read noise, no converters in the probe). "global" (default;
+        True means it): one factor per chip and layer from the mean |w| (aihwkit's
+        GlobalDriftCompensation, one-hot probes); "per_column": one factor per output (aihwkit's
+        PerColumnDriftCompensation); "global_ones": one factor from an all-ones probe, Σ_o |Σ_i w_oi|
+        (this simulator's former default); "none" (False means it).
       read_noise: how reads draw the device read noise. "per_time" (default): one draw per
         device per inference time, the 1/f fluctuation accumulated up to t, which every read at
         that time sees (Joshi et al. 2020 and aihwkit draw it once per inference time; 1/f noise
@@ -266,14 +282,18 @@ class CIMConfig:
         per forward call, shared by the call's inputs, fresh at the next call (one Gaussian per
         device per call). "per_input": an independent draw for every input vector, computed
         exactly with a second matmul.
+      exact: the layers compute F.linear / F.conv2d themselves, bit for bit (no tiles, no
+        rescaling round-off), bool, default False; only with the ideal device, ideal converters,
+        no faults and no IR drop (CIMConfig.ideal(exact=True)).
     """
 
     device: Any = "pcm"
     faults: FaultConfig = field(default_factory=FaultConfig)
     converter: ConverterConfig = field(default_factory=ConverterConfig)
     tile: TileConfig = field(default_factory=TileConfig)
-    drift_compensation: bool = True
+    drift_compensation: Any = "global"
     read_noise: str = "per_time"
+    exact: bool = False
 
     def __post_init__(self) -> None:
         device = self.device
@@ -286,10 +306,19 @@ class CIMConfig:
         for name, kind in (("faults", FaultConfig), ("converter", ConverterConfig), ("tile", TileConfig)):
             if not isinstance(getattr(self, name), kind):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a {kind.__name__}")
-        if not isinstance(self.drift_compensation, bool):
-            raise ValueError(f"drift_compensation={self.drift_compensation!r}: expected True or False")
+        if isinstance(self.drift_compensation, bool):
+            object.__setattr__(self, "drift_compensation", "global" if self.drift_compensation else "none")
+        elif self.drift_compensation not in DRIFT_COMPENSATIONS:
+            raise ValueError(f"drift_compensation={self.drift_compensation!r}: choose one of "
+                             f"{', '.join(DRIFT_COMPENSATIONS)} (or True / False)")
         if self.read_noise not in READ_NOISE_MODES:
             raise ValueError(f"read_noise={self.read_noise!r}: choose one of {', '.join(READ_NOISE_MODES)}")
+        if not isinstance(self.exact, bool):
+            raise ValueError(f"exact={self.exact!r}: expected True or False")
+        if self.exact and not (self.device.name == "ideal" and self.converter.is_ideal and not self.faults.active
+                               and self.tile.ir_drop == 0):
+            raise ValueError("exact=True: needs the ideal device, ideal converters, no faults and no IR drop "
+                             "(CIMConfig.ideal(exact=True))")
 
     @property
     def device_name(self) -> str:
@@ -297,9 +326,10 @@ class CIMConfig:
         return self.device.name
 
     @classmethod
-    def ideal(cls, tile: TileConfig | None = None) -> "CIMConfig":
-        """Every noise off and ideal converters: a converted layer computes the exact matmul."""
-        return cls(device="ideal", converter=ConverterConfig.ideal(), tile=tile or TileConfig())
+    def ideal(cls, tile: TileConfig | None = None, exact: bool = False) -> "CIMConfig":
+        """Every noise off and ideal converters: the exact matmul on tiles (to round-off), or with exact=True
+        F.linear / F.conv2d bit for bit."""
+        return cls(device="ideal", converter=ConverterConfig.ideal(), tile=tile or TileConfig(), exact=exact)
 
     def replace(self, **changes: Any) -> "CIMConfig":
         """A copy with some fields changed (validated again)."""
@@ -321,6 +351,7 @@ def config_to_dict(config: CIMConfig) -> dict[str, Any]:
         "tile": _plain(config.tile),
         "drift_compensation": config.drift_compensation,
         "read_noise": config.read_noise,
+        "exact": config.exact,
     }
 
 
@@ -339,9 +370,15 @@ def _build(kind: type, data: Any, name: str) -> Any:
 def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
     """Inverse of :func:`config_to_dict`; missing sections take their defaults."""
     version = data.get("version", CONFIG_VERSION)
-    if version != CONFIG_VERSION:
+    if version not in (1, CONFIG_VERSION):
         raise ValueError(f"CIM config version {version!r} is not supported (this is version {CONFIG_VERSION})")
-    sections = {"version", "device", "device_params", "faults", "converter", "tile", "drift_compensation", "read_noise"}
+    if version == 1:  # the same chip as version 1 meant it
+        data = dict(data)
+        if data.get("drift_compensation", True) is True:
+            data["drift_compensation"] = "global_ones"
+        if data.get("device", "pcm") == "pcm":
+            data["device_params"] = {"clip_read_noise": False, **(data.get("device_params") or {})}
+    sections = {"version", "device", "device_params", "faults", "converter", "tile", "drift_compensation", "read_noise", "exact"}
     unknown = sorted(set(data) - sections)
     if unknown:
         raise ValueError(f"CIM config: unknown section {unknown[0]!r}")
@@ -353,6 +390,7 @@ def config_from_dict(data: Mapping[str, Any]) -> CIMConfig:
         faults=_build(FaultConfig, data.get("faults"), "faults"),
         converter=_build(ConverterConfig, data.get("converter"), "converter"),
         tile=_build(TileConfig, data.get("tile"), "tile"),
-        drift_compensation=data.get("drift_compensation", True),
+        drift_compensation=data.get("drift_compensation", "global"),
         read_noise=data.get("read_noise", "per_time"),
+        exact=data.get("exact", False),
     )

@@ -308,6 +308,11 @@ class Crossbar(CrossbarReadout, nn.Module):
         if not weight.is_floating_point():
             raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
         weight = weight.detach()
+        # one inf would set its tile's scale and zero (or NaN) every other weight; max |w| is NaN or inf then (one pass)
+        if weight.numel() and not math.isfinite(float(torch.linalg.vector_norm(weight, float("inf")))):
+            bad = int((~torch.isfinite(weight)).sum())
+            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
+                             "check the model for a diverged training")
         dev, dtype = weight.device, weight.dtype
         model, faults = self.device_model, self.config.faults
         normalized, scale = tile_weights(weight, gr)
@@ -342,7 +347,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         self._scratch.clear()
         self._row_plan_cache = None
         self._realize(0.0)
-        if self.config.drift_compensation:
+        if self.config.drift_compensation != "none":
             self.reference = self._probe()
             self._probe_now, self._probe_t = self.reference, 0.0
         return self.drift_to(0.0)
@@ -442,10 +447,18 @@ class Crossbar(CrossbarReadout, nn.Module):
         return self.read_std
 
     def _probe(self) -> Tensor:
-        """Σ_o |y_o| of an all-ones probe on the real rows, per chip (C,), from w_eff."""
-        sums = [self._seg_tiles(self.w_eff, seg).sum(dim=-1) for seg in self.segments]  # (C, tiles, out_padded)
+        """The drift-compensation probe read from w_eff (no read noise, no converters): per chip (C,) for
+        "global" (Σ |w|: aihwkit's one-hot probes, whose mean |y| is the mean |w|) and "global_ones"
+        (Σ_o |Σ_i w_oi| of an all-ones probe), per chip and output (C, out_padded) for "per_column"."""
+        mode = self.config.drift_compensation
+        if mode == "global_ones":
+            sums = [self._seg_tiles(self.w_eff, seg).sum(dim=-1) for seg in self.segments]  # (C, tiles, out_padded)
+        else:
+            sums = [self._seg_tiles(self.w_eff, seg).abs().sum(dim=-1) for seg in self.segments]
         per_tile = sums[0] if len(sums) == 1 else torch.cat(sums, dim=1)
-        y = per_tile.mul_(self.tile_scale).sum(dim=1)
+        y = per_tile.mul_(self.tile_scale).sum(dim=1)  # (C, out_padded)
+        if mode == "per_column":
+            return y
         return y[:, : self.grid.out_features].abs().sum(dim=1)
 
     @torch.no_grad()
@@ -466,7 +479,7 @@ class Crossbar(CrossbarReadout, nn.Module):
                 self._probe_now, self._probe_t = self._probe(), self._realized_t
             now = self._probe_now
             alpha = torch.where(now > 0, self.reference / now, torch.ones_like(now))
-            scale = scale * alpha[:, None, None]
+            scale = scale * (alpha[:, None, :] if alpha.dim() == 2 else alpha[:, None, None])
         self.out_scale = scale.contiguous()  # (C, n_row_tiles, out_padded)
         self.digital_scale = self.out_scale * (self._code_unit * self._adc_step)  # × ADC codes × input full scale
         self.t_seconds = t
@@ -519,6 +532,8 @@ class Crossbar(CrossbarReadout, nn.Module):
         if self.w_read is None:
             self.w_read = torch.empty_like(self.w_eff)
         t_key = int.from_bytes(struct.pack("<d", t), "little")  # the exact time, as 64 bits
+        if getattr(self.device_model.config, "clip_read_noise", False):
+            return self._clipped_read_weights(t, t_key)
         for k, chip_seed in enumerate(self._chip_read_seeds):
             gen = torch.Generator(device=self.w_read.device)
             gen.manual_seed(derive_seed(chip_seed, t_key))
@@ -526,6 +541,29 @@ class Crossbar(CrossbarReadout, nn.Module):
                 noise = self._seg(self.w_read, seg)[k]
                 torch.randn(noise.shape, generator=gen, out=noise, dtype=noise.dtype)
         self.w_read.mul_(std).add_(self.w_eff)
+        self._w_read_t = t
+        return self.w_read
+
+    def _clipped_read_weights(self, t: float, t_key: int) -> Tensor:
+        """w_read for time t with every device read as max(g(t) + σ_read·ε, 0) (aihwkit clips at zero), ε drawn
+        per device from a generator seeded by (chip, t), chunk by chunk."""
+        model = self.device_model
+        factor = model.read_time_factor(t)
+        gens = []
+        for chip_seed in self._chip_read_seeds:
+            gen = torch.Generator(device=self.w_read.device)
+            gen.manual_seed(derive_seed(chip_seed, t_key))
+            gens.append(gen)
+        for seg, chips, part in self._walk():
+            g_t = self._conductance(self._state(seg, chips, part), seg, chips, part, t)  # (2, chips, n)
+            sigma = torch.mul(g_t, self._seg(self.read_q, seg)[:, chips, part]).mul_(factor)
+            n_chips, n = g_t.shape[1], g_t.shape[2]
+            noise = torch.empty((n_chips, 2, n), dtype=g_t.dtype, device=g_t.device)  # contiguous per chip: the
+            for j, k in enumerate(range(chips.start, chips.stop)):  # values do not depend on the chips in the pass
+                torch.randn((2, n), generator=gens[k], out=noise[j], dtype=noise.dtype)
+            g_read = noise.transpose(0, 1).mul_(sigma).add_(g_t).clamp_(min=0.0)
+            w = self._seg(self.w_read, seg)[chips, part]
+            torch.sub(g_read[0], g_read[1], out=w).mul_(self._pair_scale(_shift(part, seg.offset)))
         self._w_read_t = t
         return self.w_read
 

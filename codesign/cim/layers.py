@@ -2,8 +2,9 @@
 
 ``CIMLinear`` and ``CIMConv2d`` keep their float weight and bias (digital) and a
 :class:`~codesign.cim.crossbar.Crossbar`. ``program(seed, n_chips)`` draws C chips once;
-``drift_to(t)`` ages them; the forward pass (inference only, no gradients through the
-converters) adds read noise and converter effects. With C chips a layer takes C·B rows,
+``drift_to(t)`` ages them; the forward pass adds read noise and converter effects, and with
+gradients enabled records the read for a straight-through backward (:mod:`.hwa`). With
+``CIMConfig.ideal(exact=True)`` a layer is ``F.linear``/``F.conv2d`` itself, bit for bit. With C chips a layer takes C·B rows,
 chip-major; :func:`chip_inputs` builds such a batch and :func:`evaluate_chips` runs a whole
 Monte-Carlo (C chips, optionally in chunks that give the same chips).
 """
@@ -19,6 +20,7 @@ from torch import Tensor, nn
 
 from codesign.cim.config import CIMConfig
 from codesign.cim.crossbar import Crossbar, check_seed
+from codesign.cim.hwa import ChipConvRead, ChipLinearRead, needs_grad
 
 __all__ = [
     "CIMLinear",
@@ -89,8 +91,18 @@ class CIMLinear(_CIMLayer):
 
     def forward(self, x: Tensor) -> Tensor:
         """Crossbar matmul over the last axis, then the digital bias."""
+        if x.dim() < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (..., {self.in_features})")
         lead = x.shape[:-1]
-        return self.crossbar(x.reshape(-1, self.in_features), self.bias).reshape(*lead, self.out_features)
+        if self.crossbar.config.exact:
+            self.crossbar.chip_batch(x.reshape(-1, self.in_features).shape[0])  # programmed, whole chips
+            return F.linear(x, self.weight, self.bias)
+        rows = x.reshape(-1, self.in_features)
+        if needs_grad(x, self):
+            y = ChipLinearRead.apply(rows, self.weight, self.bias, self.crossbar)
+        else:
+            y = self.crossbar(rows, self.bias)
+        return y.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -171,10 +183,22 @@ class CIMConv2d(_CIMLayer):
         """Each output position is one crossbar read of its input window, read in place (no unfolded copy)."""
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {self.in_channels}, H, W)")
-        crossbar = self.crossbar
-        chips, batch = crossbar.n_chips, crossbar.chip_batch(x.shape[0])
+        self.crossbar.chip_batch(x.shape[0])
+        (left, right, top, bottom) = self.pads
+        if self.crossbar.config.exact and left == right and top == bottom:
+            return F.conv2d(x, self.weight, self.bias, self.stride, (top, left), self.dilation)
         if any(self.pads):
             x = F.pad(x, self.pads)
+        if self.crossbar.config.exact:
+            return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation)
+        if needs_grad(x, self):
+            return ChipConvRead.apply(x, self.weight, self.bias, self)
+        return self._read(x)
+
+    def _read(self, x: Tensor) -> Tensor:
+        """The crossbar read of every window of a padded input (no gradient)."""
+        crossbar = self.crossbar
+        chips, batch = crossbar.n_chips, crossbar.chip_batch(x.shape[0])
         n, c_in, h, w = x.shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel_size, self.stride, self.dilation
         h_out, w_out = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1

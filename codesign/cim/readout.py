@@ -111,6 +111,8 @@ class CrossbarReadout:
         if x.shape[0] != chips:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
         self._check_bias(bias)
+        if math.prod(vectors) == 0:  # an empty batch: nothing to read (and no noise drawn)
+            return x.new_zeros((chips, gr.out_features, *vectors))
         with torch.no_grad():
             if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
                 order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))

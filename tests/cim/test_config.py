@@ -59,3 +59,12 @@ def test_configs_round_trip_through_plain_data():
 def test_ideal_config_has_no_noise_and_ideal_converters():
     config = CIMConfig.ideal()
     assert config.device_name == "ideal" and config.converter.is_ideal
+
+
+def test_a_version_1_config_reads_as_the_chip_it_meant():
+    from codesign.cim import PCMConfig
+
+    old = config_from_dict({"version": 1, "device": "pcm", "drift_compensation": True})
+    assert old.drift_compensation == "global_ones" and old.device == PCMConfig(clip_read_noise=False)
+    assert config_from_dict({"version": 1, "drift_compensation": False}).drift_compensation == "none"
+    assert config_from_dict(config_to_dict(CIMConfig())) == CIMConfig()

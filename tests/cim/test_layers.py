@@ -135,3 +135,28 @@ def test_a_converted_model_runs_with_autograd_on():
     y = cim(x)
     with torch.no_grad():
         assert torch.equal(y.detach(), cim(x))
+
+
+def test_an_empty_batch_gives_an_empty_output_for_linear_and_conv():
+    model = convert_to_cim(_cnn(), CIMConfig())
+    program_model(model, seed=0)
+    assert model(torch.zeros(0, 1, 8, 8)).shape == (0, 10)
+    program_model(model, seed=0, n_chips=3)
+    assert model(torch.zeros(0, 1, 8, 8)).shape == (0, 10)
+
+
+def test_a_wrong_input_width_is_one_line_value_error():
+    layer = CIMLinear(10, 5, config=CIMConfig()).program(0)
+    for bad in (torch.zeros(4, 20), torch.zeros(4, 5), torch.zeros(2, 10, 3)):
+        with pytest.raises(ValueError, match=r"expected \(\.\.\., 10\)"):
+            layer(bad)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_weight_is_refused_at_programming(bad):
+    layer = CIMLinear(8, 4, config=CIMConfig())
+    with torch.no_grad():
+        layer.weight[1, 2] = bad
+    with pytest.raises(ValueError, match="non-finite") as err:
+        layer.program(0)
+    assert "\n" not in str(err.value)

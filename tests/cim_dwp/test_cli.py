@@ -60,3 +60,12 @@ def test_train_then_eval_end_to_end(capsys, tmp_path):
     table, png = evaluate_checkpoint(out, "drift", n_chips=1)
     assert "compensated" in table and "uncompensated" in table and table.count("1 year") == 2
     assert png == out / "drift.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_noise_source_choices(capsys, tmp_path):
+    _one_line_error(capsys, ["cim", "train", "--noise-source", "gpu", "--out", str(tmp_path / "a")], "unknown noise_source 'gpu'")
+    out = tmp_path / "hwa"
+    argv = ["cim", "train", "--method", "noise", "--noise-source", "pcm", "--k", "1", "--epochs", "1", "--quiet",
+            "--out", str(out)]
+    assert main(argv) == 0
+    assert load_checkpoint(out / "model.pt").config.noise_source == "pcm"

@@ -69,3 +69,30 @@ def test_same_seed_same_weights():
     assert all(torch.equal(a[k], b[k]) for k in a)
     c = _run(config.replace(seed=1))
     assert _max_diff(a, c) > 1e-3
+
+
+def test_torch_is_the_former_name_of_the_mismatch_source():
+    a = _run(TrainConfig(method="noise", epochs=1, noise_source="torch"))
+    b = _run(TrainConfig(method="noise", epochs=1, noise_source="mismatch"))
+    assert _max_diff(a, b) == 0.0
+
+
+def test_hardware_aware_training_through_pcm_chips_learns_and_differs_from_mismatch():
+    start = _run(TrainConfig(method="standard", epochs=1, lr=1e-12))
+    pcm = train(TrainConfig(method="noise", epochs=3, noise_source="pcm", k=2, train_t_seconds=86400.0), data=_small())
+    assert pcm.history[-1]["loss"] < pcm.history[0]["loss"]
+    assert _max_diff(_params(pcm), start) > 1e-3
+    assert _max_diff(_params(pcm), _run(TrainConfig(method="noise", epochs=3, k=2))) > 1e-4
+
+
+def test_dwp_draws_its_k_realizations_from_the_chip_model_too():
+    data = _small()
+    model = train(TrainConfig(method="standard", epochs=2), data=data).model
+    config = TrainConfig(method="dwp", k=3, noise_source="rram")
+    with torch.no_grad():
+        logits = perturbed_logits(model, data.val.x[:64], config, step_seed=9)
+    assert logits.shape == (3, 64, data.n_classes)
+    assert not torch.equal(logits[0], logits[1])  # three different chips
+    dwp = _run(TrainConfig(method="dwp", epochs=1, k=2, noise_source="rram"))
+    noise = _run(TrainConfig(method="noise", epochs=1, k=2, noise_source="rram"))
+    assert _max_diff(dwp, noise) > 1e-6  # the disagreement weights change the steps

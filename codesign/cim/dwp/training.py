@@ -8,11 +8,16 @@ Methods (one :class:`TrainConfig`, Adam, cross-entropy):
   weight (biases stay digital and exact); loss = mean over realizations of the batch-mean
   cross-entropy (uniform sample weights). Gradients pass straight through the realizations
   to the weights (w + (w' − w).detach(), as :func:`codesign.cim.perturb.sample_weights`).
-  ``noise_source="torch"`` (default) draws ε with torch and applies the device model's own
-  formula (``codesign.cim.devices.mismatch.mismatch_weights``); ``"simulator"`` maps every
-  weight onto K simulated chips with ``sample_weights`` (same distribution — a multiplicative
-  model is unchanged by per-tile scaling — tested; its per-call set-up made a noise step about
-  15x a standard step for the MNIST MLP, docs/cim_dwp.md).
+  ``noise_source="mismatch"`` (default; ``"torch"`` is its former name) draws ε with torch and
+  applies the device model's own formula (``codesign.cim.devices.mismatch.mismatch_weights``);
+  ``"simulator"`` maps every weight onto K simulated mismatch chips with ``sample_weights`` (same
+  distribution — a multiplicative model is unchanged by per-tile scaling — tested; its per-call
+  set-up made a noise step about 15x a standard step for the MNIST MLP, docs/cim_dwp.md).
+  Hardware-aware training through the simulated chip (``codesign.cim.hwa``): ``"pcm"`` and ``"rram"``
+  program K chips of that device model per mini-batch (ideal converters; PCM read at
+  ``train_t_seconds`` with global drift compensation), ``"chip"`` the default chip (PCM, 8-bit DAC and
+  ADC); the forward pass is the chip's read and the gradient is straight-through at each chip's
+  realized weights. ``sigma`` applies to the mismatch sources only.
 - ``dwp``: the same K realizations (same seeds), and each sample's cross-entropy is
   weighted by its disagreement weight (:mod:`.weighting`, detached, mean 1, clipped):
   loss = mean_k mean_i w_i · CE_ik.
@@ -39,12 +44,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
-from codesign.cim.config import CIMConfig, MismatchConfig
+from codesign.cim.config import CIMConfig, ConverterConfig, MismatchConfig
 from codesign.cim.crossbar import derive_seed
 from codesign.cim.devices.mismatch import mismatch_weights
 from codesign.cim.dwp.data import DataSplits, Split, check_dataset, load_dataset
 from codesign.cim.dwp.models import build_model, check_model, weight_layers
 from codesign.cim.dwp.weighting import check_measure, disagreement, disagreement_weights
+from codesign.cim.hwa import chip_twin
+from codesign.cim.layers import chip_inputs, drift_model, program_model
 from codesign.cim.perturb import sample_weights
 
 __all__ = ["METHODS", "NOISE_SOURCES", "TrainConfig", "TrainResult", "accuracy", "batch_loss", "perturbed_logits", "train"]
@@ -55,7 +62,14 @@ METHODS: dict[str, str] = {
     "dwp": "diversity-aware weight perturbation: K realizations, disagreement sample weights",
 }
 
-NOISE_SOURCES = ("torch", "simulator")
+# where the training realizations come from: the mismatch model (drawn directly, or through the simulator's
+# mapping), or whole simulated chips programmed per mini-batch (hardware-aware training, codesign.cim.hwa)
+CHIP_SOURCES: dict[str, CIMConfig] = {
+    "pcm": CIMConfig(device="pcm", converter=ConverterConfig.ideal()),
+    "rram": CIMConfig(device="rram", converter=ConverterConfig.ideal()),
+    "chip": CIMConfig(),
+}
+NOISE_SOURCES = ("mismatch", "simulator", *CHIP_SOURCES, "torch")  # "torch": the former name of "mismatch"
 
 
 def _check_int(value: Any, name: str, lo: int, hi: int) -> None:
@@ -82,7 +96,10 @@ class TrainConfig:
       seed: initialisation, data order and realization seeds, >= 0, default 0.
       k: weight realizations per mini-batch (noise, dwp), 1..64, default 4.
       sigma: multiplicative mismatch level of the training realizations, w·(1 + σε), [0, 10], default 0.5.
-      noise_source: "torch" (default) or "simulator" (codesign.cim.perturb.sample_weights).
+      noise_source: "mismatch" (default; "torch" is the same), "simulator" (mismatch through
+        codesign.cim.perturb.sample_weights), or a chip for hardware-aware training: "pcm", "rram", "chip".
+      train_t_seconds: time after programming at which the training chips are read (chip sources), s,
+        [0, 1e10], default 0.
       measure: DWP disagreement, "vote", "mi" or "kl", default "mi" (chosen before the ablation: needs no clean pass).
       strength: DWP weight spread, w = (1 − strength) + strength·d/mean(d), [0, 1], default 0.8.
       weight_max: DWP largest sample weight (the spread is scaled down to it), >= 1, default 4.
@@ -97,7 +114,8 @@ class TrainConfig:
     seed: int = 0
     k: int = 4
     sigma: float = 0.5
-    noise_source: str = "torch"
+    noise_source: str = "mismatch"
+    train_t_seconds: float = 0.0
     measure: str = "mi"
     strength: float = 0.8
     weight_max: float = 4.0
@@ -118,6 +136,7 @@ class TrainConfig:
         _check_float(self.sigma, "sigma", 0.0, 10.0)
         _check_float(self.strength, "strength", 0.0, 1.0)
         _check_float(self.weight_max, "weight_max", 1.0, 1e6)
+        _check_float(self.train_t_seconds, "train_t_seconds", 0.0, 1e10)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
@@ -147,8 +166,18 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def perturbed_logits(model: nn.Module, x: Tensor, config: TrainConfig, step_seed: int) -> Tensor:
-    """Logits (K, B, classes) of K weight realizations of every Linear/Conv2d weight (straight-through)."""
+def perturbed_logits(model: nn.Module, x: Tensor, config: TrainConfig, step_seed: int,
+                     twin: nn.Module | None = None) -> Tensor:
+    """Logits (K, B, classes) of K weight realizations of every Linear/Conv2d weight (straight-through).
+
+    For a chip source, twin is the network's chip twin (codesign.cim.hwa.chip_twin; made here if None).
+    """
+    if config.noise_source in CHIP_SOURCES:
+        twin = twin if twin is not None else chip_twin(model, CHIP_SOURCES[config.noise_source])
+        program_model(twin, step_seed, n_chips=config.k)  # K new chips of the current weights
+        if config.train_t_seconds:
+            drift_model(twin, config.train_t_seconds)
+        return twin(chip_inputs(x, config.k)).view(config.k, x.shape[0], -1)
     params = dict(model.named_parameters())
     names = weight_layers(model)
     mismatch = MismatchConfig(sigma=config.sigma)
@@ -175,11 +204,12 @@ def perturbed_logits(model: nn.Module, x: Tensor, config: TrainConfig, step_seed
     return vmap(one)(realized)
 
 
-def batch_loss(model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, step_seed: int) -> Tensor:
+def batch_loss(model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, step_seed: int,
+               twin: nn.Module | None = None) -> Tensor:
     """The training loss of one mini-batch under config.method (module docstring)."""
     if config.method == "standard":
         return F.cross_entropy(model(x), y)
-    logits = perturbed_logits(model, x, config, step_seed)  # (K, B, C)
+    logits = perturbed_logits(model, x, config, step_seed, twin)  # (K, B, C)
     k, batch, classes = logits.shape
     ce = F.cross_entropy(logits.reshape(k * batch, classes), y.repeat(k), reduction="none").view(k, batch)
     if config.method == "noise":
@@ -220,6 +250,8 @@ def train(config: TrainConfig, data: DataSplits | None = None, progress: bool = 
     torch.manual_seed(config.seed)
     model = build_model(config.model, data.image_shape, data.n_classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    chip = CHIP_SOURCES.get(config.noise_source) if config.method != "standard" else None
+    twin = chip_twin(model, chip) if chip is not None else None  # shares the model's parameters
     order = torch.Generator().manual_seed(derive_seed(config.seed, 0xDA7A))
     n = len(data.fit)
     steps_per_epoch = -(-n // config.batch_size)
@@ -231,7 +263,7 @@ def train(config: TrainConfig, data: DataSplits | None = None, progress: bool = 
         loss_sum = 0.0
         for s in range(0, n, config.batch_size):
             idx = perm[s : s + config.batch_size]
-            loss = batch_loss(model, data.fit.x[idx], data.fit.y[idx], config, derive_seed(config.seed, step))
+            loss = batch_loss(model, data.fit.x[idx], data.fit.y[idx], config, derive_seed(config.seed, step), twin)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
