@@ -1,7 +1,9 @@
 """``codesign build``: spec -> Vitis HLS project + RTL -> C-simulation (and optionally co-simulation, synthesis) -> report.
 
-The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench
-and ``synth`` runs Yosys for the target's family, each adding its section to report.json.
+The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench,
+``synth`` runs Yosys for the target's family and ``pnr`` (which implies ``synth``) places and
+routes it with nextpnr where the family has an open router (ECP5), each adding its section to
+report.json.
 
 Every input is checked before any work starts (learner, target, config, compiler, output
 folder), so bad input ends in one line and leaves nothing behind.
@@ -60,8 +62,9 @@ def build(
     cosim: bool = False,
     synth: bool = False,
     pipeline: str | int = "ii1",
+    pnr: bool = False,
 ) -> dict:
-    """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data."""
+    """Generate, C-simulate (optionally co-simulate, synthesize, place and route) one learner for one target; returns report.json's data."""
     stream = stream if stream is not None else sys.stdout
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
@@ -73,6 +76,12 @@ def build(
         raise ValueError(f"--seed={seed}: must be >= 0")
     task_options(task)  # an unknown task is refused here, before anything is written
     pipeline_mask(spec, pipeline)
+    if pnr:
+        from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
+
+        check_pnr_target(board)  # a family without an open router: one line now, before anything is written
+        find_nextpnr()
+        synth = True  # place and route reads the synthesized netlist
     compiler = find_compiler()
     ap_types = find_ap_types()
     if cosim:
@@ -88,7 +97,7 @@ def build(
     fw = firmware_module(spec)
     timing = expected_timing(spec)
 
-    progress = Progress(6 + cosim + synth, stream)
+    progress = Progress(6 + cosim + synth + pnr, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
@@ -116,7 +125,13 @@ def build(
 
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
             measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
-            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured)
+            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=pnr)
+    if pnr:
+        from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
+
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz, then ecppack (minutes)"):
+            report["pnr"] = run_pnr(out_dir / "rtl", board, clock_mhz=spec.clock_mhz, latency_cycles=measured)
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -86,6 +86,10 @@ def format_report(report: dict) -> str:
         from codesign.fpga.synth import format_synth  # noqa: PLC0415
 
         lines.append(format_synth(report["synth"]))
+    if "pnr" in report:
+        from codesign.fpga.pnr import format_pnr  # noqa: PLC0415
+
+        lines.append(format_pnr(report["pnr"]))
     return "\n".join(lines)
 
 

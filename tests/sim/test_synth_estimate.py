@@ -86,3 +86,4 @@ def test_family_of_every_board():
     assert yosys_family(find_board("xcvu9p")) == "xcup"
     assert yosys_family(find_board("xczu9eg")) == "xcup"
     assert yosys_family(find_board("xc7z020")) == "xc7"
+    assert yosys_family(find_board("lfe5u-85f")) == "ecp5"
