@@ -36,6 +36,7 @@ def _tiny_config(tmp_path: Path) -> Path:
 
 def test_device_options_come_from_the_part_string():
     assert nextpnr_device_args(find_board("lfe5u-85f")) == ["--85k", "--package", "CABGA381", "--speed", "6"]
+    assert nextpnr_device_args(find_board("ecp5-evn")) == ["--um5g-85k", "--package", "CABGA381", "--speed", "8"]
 
 
 @pytest.mark.slow
