@@ -52,10 +52,10 @@ _LUTRAM_LUTS = {
 }
 
 # ECP5 cells: (resource, units per cell). A CCU2C is two LUT4s in carry mode; a TRELLIS_DPR16X4
-# (16 x 4 distributed RAM) the four LUT4s of two slices in RAM mode (its write port takes a third
-# slice's RAMW, which nextpnr reports); DP16KD an 18 Kb block, half of a 36 Kb BRAM.
+# (16 x 4 pseudo-dual-port distributed RAM) takes three slices, six LUT4 sites (FPGA-DS-02012,
+# RAM mode: two slices of RAM and one for the write port); DP16KD an 18 Kb block, half a 36 Kb BRAM.
 _ECP5_CELLS = {
-    "LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 4), "TRELLIS_FF": ("ff", 1),
+    "LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 6), "TRELLIS_FF": ("ff", 1),
     "MULT18X18D": ("dsp", 1), "ALU54B": ("dsp", 1), "DP16KD": ("bram", 0.5),
 }
 
