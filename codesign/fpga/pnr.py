@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codesign.fpga.boards import Board, find_board, yosys_family
+from codesign.fpga.boards import Board, find_board, load_boards, yosys_family
 from codesign.fpga.port_registers import harness_register_bits, harness_top
 from codesign.fpga.rtl_emit import load_rtl_manifest
 
@@ -60,8 +60,6 @@ def check_pnr_target(board: Board) -> str:
 
 
 def _boards_with_router() -> list[Board]:
-    from codesign.fpga.boards import load_boards  # noqa: PLC0415
-
     routed = []
     for board in load_boards().values():
         try:
