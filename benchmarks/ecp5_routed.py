@@ -228,10 +228,13 @@ def render(results: list[dict], command: str) -> str:
             f"{fit['loo_min_signed_error_percent']:+.1f} % … {fit['loo_max_signed_error_percent']:+.1f} % | — |",
             "",
             f"The last row calibrates the one assumed constant: the net delay that best fits the routed Fmax of all "
-            f"{fit['specs']} specs is **{fit['net_ns']:.2f} ns** (against {ECP5_DELAYS.net:.2f} ns assumed); each spec's "
+            f"{fit['specs']} specs is **{fit['net_ns']:.2f} ns** (against the {_nets(results)} of the first row); each spec's "
             "error there is measured with the net delay fitted to the other specs only (leave-one-out), so it is an "
             "out-of-sample error. The Yosys-depth periods at each assumed net delay are in the results JSON "
-            "(`yosys_period_ns_by_net`).",
+            "(`yosys_period_ns_by_net`)."
+            + (f" codesign/fpga/timing_estimate.py now ships {ECP5_DELAYS.net:.2f} ns per net (the fit); the first row "
+               f"is the estimate as it was made, with {_nets(results)}; a rerun on changed RTL measures the shipped "
+               "value out of sample." if f"{ECP5_DELAYS.net:.2f} ns" != _nets(results) else ""),
         ]
     lines += [
         "",

@@ -16,8 +16,9 @@ dedicated connections (carry chains, MUXF7/8, DSP cascades) none. Assumptions, p
   timing database (Lattice's own timing data, as extracted from Diamond): LUT4 0.24 ns, PFUMX /
   L6MUX21 0.17 ns, CCU2C 0.45 ns into the carry and 0.07 ns per CCU2C along it, 0.42 ns out of it,
   MULT18X18D without registers 3.93 ns A/B->P, TRELLIS_FF clock-to-out 0.52 ns and setup 0;
-  ASSUMED: 0.70 ns per routed net, distributed-RAM read 0.24 ns (a LUT4) and write-to-read
-  0.52 ns, block-RAM clock-to-out 2.0 ns, no clock margin (nextpnr's Fmax has none). The same
+  1.17 ns per routed net, FITTED to nextpnr's routed Fmax of 11 specs (benchmarks/ecp5_routed.py;
+  its leave-one-out error is in docs/estimator.md); ASSUMED: distributed-RAM read 0.24 ns (a
+  LUT4) and write-to-read 0.52 ns, block-RAM clock-to-out 2.0 ns, no clock margin (nextpnr's Fmax has none). The same
   delays serve speed grades 7 and 8 (pessimistic there). benchmarks/ecp5_routed.py measures the
   error against nextpnr's routed Fmax (docs/estimator.md).
 
@@ -44,7 +45,8 @@ ASSUMPTIONS = (
 )
 
 ECP5_ASSUMPTIONS = (
-    "no placement or routing: every net costs one average route (0.70 ns, assumed), carry links none",
+    "no placement or routing: every net costs one average route (1.17 ns, fitted to nextpnr's routed Fmax of 11 "
+    "ECP5 specs by benchmarks/ecp5_routed.py), carry links none",
     "cell delays of nextpnr-ecp5's Project Trellis database, speed grade 6: LUT4 0.24 ns, PFUMX/L6MUX21 0.17 ns, "
     "CCU2C 0.45 ns in, 0.07 ns per cell along the carry, 0.42 ns out; MULT18X18D unregistered 3.93 ns A/B->P; "
     "TRELLIS_FF clock-to-out 0.52 ns, setup 0",
@@ -83,7 +85,7 @@ class DelayModel:
 
 # ECP5 speed grade 6: see the module docstring for which figures come from nextpnr's database
 ECP5_DELAYS = DelayModel(
-    lut=0.24, net=0.70, muxf=0.17, carry_in=0.45, carry_step=0.07, carry_out=0.42, dsp_mult=3.93, dsp_add=0.0,
+    lut=0.24, net=1.17, muxf=0.17, carry_in=0.45, carry_step=0.07, carry_out=0.42, dsp_mult=3.93, dsp_add=0.0,
     dsp_clk_to_out=0.52, dsp_setup=0.0, lutram_read=0.24, lutram_clk_to_out=0.52, lutram_setup=0.0,
     ff_clk_to_out=0.52, ff_setup=0.0, margin=0.0, bram_clk_to_out=2.0, bram_setup=0.0,
 )
