@@ -23,6 +23,7 @@ import concurrent.futures
 import hashlib
 import json
 import platform
+import re
 import shlex
 import statistics
 import tempfile
@@ -486,7 +487,11 @@ def main() -> None:
     cosim = cosim_cycles(rows, work, {n.strip() for n in args.cosim.split(",") if n.strip()})
     command = "python benchmarks/estimator_calibration.py " + shlex.join(sys.argv[1:])
     text = render(rows, results, cosim, args.target, command, fit_note)
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    # sections other scripts write into the same file (e.g. benchmarks/ecp5_routed.py) stay
+    marked = re.compile(r"<!-- begin ([\w-]+) -->.*?<!-- end \1 -->\n?", re.S)
+    sections = [m.group(0) for m in marked.finditer(out.read_text())] if out.is_file() else []
+    out.write_text(text.rstrip("\n") + "\n" + "".join("\n" + section for section in sections))
     print(text)
 
 

@@ -136,7 +136,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     report = build(
         args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
         samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
-        pipeline=parse_pipeline(args.pipeline), strict=args.strict,
+        pipeline=parse_pipeline(args.pipeline), strict=args.strict, pnr=args.pnr,
     )
     _warn_fit(report["fit"])
     csim = report["csim"]
@@ -190,7 +190,11 @@ clock is the board's default unless the config sets clock_mhz.
 and adds cosim {samples, bit_exact, latency_cycles, update_latency_cycles, ii} to report.json;
 --synth runs Yosys synth_xilinx for the part's family and adds synth {lut, lutram, ff, dsp,
 bram, clock_mhz_estimate, latency_ns, utilization_percent, ...}; the clock is an estimate from
-logic depth (not placed or routed). `codesign sim DIR` reruns the co-simulation of a build.
+logic depth (not placed or routed). --pnr (ECP5 targets such as lfe5u-85f; implies --synth)
+places and routes it with nextpnr-ecp5 at the spec's clock (--freq) and adds pnr {fmax_mhz,
+meets_target, lut4, ff, dsp, ebr, utilisation, bitstream, ...}: the routed Fmax of the learner's
+clock, with every port registered; ecppack writes rtl/pnr/<top>.bit. `codesign sim DIR` reruns
+the co-simulation of a build.
 """
 
 
@@ -354,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(checked first with the analytic estimate, again after --synth)")
     p.add_argument("--print-config", action="store_true",
                    help="print the effective config (TOML, loads back with --config) and exit without running")
+    p.add_argument("--pnr", action="store_true",
+                   help="place and route with nextpnr (ECP5 targets, e.g. lfe5u-85f; implies --synth): routed Fmax, "
+                        "utilisation, bitstream")
     p.set_defaults(func=_cmd_build)
 
     p = sub.add_parser("sim", help="rerun the RTL co-simulation of an existing `codesign build` folder")

@@ -176,6 +176,23 @@ def _check_synth(versions: dict[str, str | None]) -> Check:
     return Check(name, True, versions["yosys"], note=note)
 
 
+def _check_pnr() -> Check:
+    """nextpnr-ecp5 and ecppack answer --version (the place-and-route flow of ECP5 targets)."""
+    from codesign.fpga.pnr import INSTALL_HINT, find_nextpnr
+
+    name = "place and route (nextpnr-ecp5 + ecppack)"
+    try:
+        tools = find_nextpnr()
+    except FileNotFoundError:
+        return Check(name, False, "nextpnr-ecp5 not found", INSTALL_HINT)
+    out = _run(tools["nextpnr"] + ["--version"], timeout=300)
+    text = (out.stdout + out.stderr) if out else ""
+    version = re.search(r"Version (nextpnr-[\w.+-]+)", text)
+    ok = out is not None and out.returncode == 0 and version is not None
+    return Check(name, ok, f"{version.group(1)} ({tools['kind'][0]})" if ok else (_first_line(text) or "did not run"),
+                 "" if ok else INSTALL_HINT)
+
+
 def _check_triton_interpreter(versions: dict[str, str | None]) -> Check:
     name = "Triton interpreter (kernels on CPU)"
     if versions["triton"] is None:
@@ -221,7 +238,7 @@ def _check_numba() -> Check:
 
 def feature_checks(versions: dict[str, str | None]) -> list[Check]:
     """Try each feature for real."""
-    return [_check_numba(), _check_csim(), _check_cosim(versions), _check_synth(versions),
+    return [_check_numba(), _check_csim(), _check_cosim(versions), _check_synth(versions), _check_pnr(),
             _check_triton_interpreter(versions), _check_gpu(versions)]
 
 

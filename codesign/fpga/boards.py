@@ -105,12 +105,14 @@ def find_board(target: str) -> Board:
 
 
 def yosys_family(board: Board) -> str:
-    """synth_xilinx's -family for a board: xcup (UltraScale+), xcu (UltraScale) or xc7 (7-series)."""
+    """The Yosys family of a board: synth_xilinx's xcup (UltraScale+), xcu (UltraScale), xc7 (7-series), or ecp5 (synth_ecp5)."""
     family = board.family.lower()
+    if "ecp5" in family:
+        return "ecp5"
     if "ultrascale+" in family or "ultrascale plus" in family:
         return "xcup"
     if "ultrascale" in family:
         return "xcu"
     if re.search(r"(^|[^0-9])7", family) or "7-series" in family or "7 series" in family:
         return "xc7"
-    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu or xc7)")
+    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu, xc7 or ecp5)")

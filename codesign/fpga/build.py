@@ -1,7 +1,9 @@
 """``codesign build``: spec -> Vitis HLS project + RTL -> C-simulation (and optionally co-simulation, synthesis) -> report.
 
-The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench
-and ``synth`` runs Yosys for the target's family, each adding its section to report.json.
+The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench,
+``synth`` runs Yosys for the target's family and ``pnr`` (which implies ``synth``) places and
+routes it with nextpnr where the family has an open router (ECP5), each adding its section to
+report.json.
 
 Every input is checked before any work starts (learner, target, config, compiler, output
 folder), so bad input ends in one line and leaves nothing behind.
@@ -59,8 +61,9 @@ def build(
     synth: bool = False,
     pipeline: str | int | Pipeline = "auto",
     strict: bool = False,
+    pnr: bool = False,
 ) -> dict:
-    """Generate, C-simulate (optionally co-simulate and synthesize) one learner for one target; returns report.json's data.
+    """Generate, C-simulate (optionally co-simulate, synthesize, place and route) one learner for one target; returns report.json's data.
 
     report["fit"] says whether the design fits the part and meets the clock (from the synthesis
     when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
@@ -78,6 +81,12 @@ def build(
     task_options(task)  # an unknown task is refused here, before anything is written
     check_stream_size(task, samples)
     choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
+    if pnr:
+        from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
+
+        check_pnr_target(board)  # a family without an open router: one line now, before anything is written
+        find_nextpnr()
+        synth = True  # place and route reads the synthesized netlist
     compiler = find_compiler()
     ap_types = find_ap_types()
     if cosim:
@@ -96,7 +105,7 @@ def build(
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pipeline, choice, compiler, ap_types, stream)
+                             pnr, pipeline, choice, compiler, ap_types, stream)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -106,14 +115,14 @@ def build(
 
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                samples: int, task: str, seed: int, cosim: bool, synth: bool, pipeline: str | int | Pipeline,
+                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, pipeline: str | int | Pipeline,
                 choice: dict, compiler: str, ap_types: Path, stream: TextIO) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report."""
     placement = choice["pipeline"]
     fw = firmware_module(spec)
     timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
 
-    progress = Progress(6 + cosim + synth, stream)
+    progress = Progress(6 + cosim + synth + pnr, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
@@ -145,10 +154,19 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
 
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
             measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
-            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured)
+            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=pnr)
         _check_synth_clock(report["rtl"]["pipeline"], report["synth"])
         report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
                                   report["rtl"]["pipeline"].get("clock_note"))
+    if pnr:
+        from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
+
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz, then ecppack (minutes)"):
+            report["pnr"] = run_pnr(out_dir / "rtl", board, clock_mhz=spec.clock_mhz, latency_cycles=measured)
+        routed = {"clock_mhz_estimate": report["pnr"]["fmax_mhz"],
+                  "utilization_percent": {k: v["percent"] for k, v in report["pnr"]["utilisation"].items()}}
+        report["fit"] = fit_check(routed, board.name, spec.clock_mhz, "nextpnr, placed and routed")
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -27,8 +27,9 @@ __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lu
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
-# DSP48 multiplier input widths (signed): DSP48E2 (UltraScale, UltraScale+) 27 x 18, DSP48E1 (7-series) 25 x 18.
-_DSP_WIDTHS = {"xcup": (27, 18), "xcu": (27, 18), "xc7": (25, 18)}
+# DSP48 multiplier input widths (signed): DSP48E2 (UltraScale, UltraScale+) 27 x 18, DSP48E1 (7-series) 25 x 18;
+# ECP5 MULT18X18D 18 x 18.
+_DSP_WIDTHS = {"xcup": (27, 18), "xcu": (27, 18), "xc7": (25, 18), "ecp5": (18, 18)}
 
 
 def _clog2(n: int) -> int:

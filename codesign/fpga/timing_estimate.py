@@ -12,6 +12,15 @@ dedicated connections (carry chains, MUXF7/8, DSP cascades) none. Assumptions, p
   LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns and setup 0.05 ns; clock margin 0.15 ns.
   Other speed grades scale every delay like that DSP figure (-1: 338 MHz, -3: 483 MHz).
 * 7-series: the same model with every delay x1.6 (assumed, not from a data sheet).
+* ECP5 (speed grade 6): the cell delays that nextpnr-ecp5 0.11 charges from its Project Trellis
+  timing database (Lattice's own timing data, as extracted from Diamond): LUT4 0.24 ns, PFUMX /
+  L6MUX21 0.17 ns, CCU2C 0.45 ns into the carry and 0.07 ns per CCU2C along it, 0.42 ns out of it,
+  MULT18X18D without registers 3.93 ns A/B->P, TRELLIS_FF clock-to-out 0.52 ns and setup 0;
+  1.17 ns per routed net, FITTED to nextpnr's routed Fmax of 11 specs (benchmarks/ecp5_routed.py;
+  its leave-one-out error is in docs/estimator.md); ASSUMED: distributed-RAM read 0.24 ns (a
+  LUT4) and write-to-read 0.52 ns, block-RAM clock-to-out 2.0 ns, no clock margin (nextpnr's Fmax has none). The same
+  delays serve speed grades 7 and 8 (pessimistic there). benchmarks/ecp5_routed.py measures the
+  error against nextpnr's routed Fmax (docs/estimator.md).
 
 These round numbers place the estimate in the right range; a placed and routed design can be
 faster (short local routes) or slower (congestion, long routes between DSP columns).
@@ -24,7 +33,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DelayModel", "delay_model", "critical_path", "ASSUMPTIONS"]
+__all__ = ["DelayModel", "delay_model", "critical_path", "ASSUMPTIONS", "ECP5_ASSUMPTIONS", "ECP5_DELAYS", "assumptions"]
 
 ASSUMPTIONS = (
     "no placement or routing: every net costs one average route (0.40 ns at UltraScale+ -2), "
@@ -33,6 +42,16 @@ ASSUMPTIONS = (
     "(DS923, 410 MHz at -2), 1.2 ns C/PCIN->P (assumed); carry 0.25 ns + 0.04 ns per 4 bits; "
     "LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns, setup 0.05 ns; clock margin 0.15 ns",
     "other speed grades scaled like the DS923 DSP figure (-1 x1.21, -3 x0.85); 7-series x1.6 (assumed)",
+)
+
+ECP5_ASSUMPTIONS = (
+    "no placement or routing: every net costs one average route (1.17 ns, fitted to nextpnr's routed Fmax of 11 "
+    "ECP5 specs by benchmarks/ecp5_routed.py), carry links none",
+    "cell delays of nextpnr-ecp5's Project Trellis database, speed grade 6: LUT4 0.24 ns, PFUMX/L6MUX21 0.17 ns, "
+    "CCU2C 0.45 ns in, 0.07 ns per cell along the carry, 0.42 ns out; MULT18X18D unregistered 3.93 ns A/B->P; "
+    "TRELLIS_FF clock-to-out 0.52 ns, setup 0",
+    "assumed: distributed-RAM read 0.24 ns, write-to-read 0.52 ns; block-RAM clock-to-out 2.0 ns; no clock margin; "
+    "grades 7 and 8 use the grade-6 delays",
 )
 
 
@@ -55,14 +74,32 @@ class DelayModel:
     ff_clk_to_out: float = 0.10
     ff_setup: float = 0.05
     margin: float = 0.15
+    carry_out: float = 0.0  # ECP5 CCU2C: carry in to a sum output (Xilinx CARRY cells use carry_step)
+    bram_clk_to_out: float = 2.0
+    bram_setup: float = 0.3
 
     def scaled(self, factor: float) -> "DelayModel":
         """Every delay times ``factor``."""
         return DelayModel(**{k: v * factor for k, v in self.__dict__.items()})
 
 
+# ECP5 speed grade 6: see the module docstring for which figures come from nextpnr's database
+ECP5_DELAYS = DelayModel(
+    lut=0.24, net=1.17, muxf=0.17, carry_in=0.45, carry_step=0.07, carry_out=0.42, dsp_mult=3.93, dsp_add=0.0,
+    dsp_clk_to_out=0.52, dsp_setup=0.0, lutram_read=0.24, lutram_clk_to_out=0.52, lutram_setup=0.0,
+    ff_clk_to_out=0.52, ff_setup=0.0, margin=0.0, bram_clk_to_out=2.0, bram_setup=0.0,
+)
+
+
+def assumptions(family: str) -> tuple[str, ...]:
+    """The stated assumptions of a family's delay model."""
+    return ECP5_ASSUMPTIONS if family == "ecp5" else ASSUMPTIONS
+
+
 def delay_model(family: str, part: str) -> DelayModel:
-    """The delay model of a Yosys family (xcup, xcu, xc7) and a part string (its speed grade)."""
+    """The delay model of a Yosys family (xcup, xcu, xc7, ecp5) and a part string (its speed grade)."""
+    if family == "ecp5":
+        return ECP5_DELAYS
     match = re.search(r"-(\d)", part)
     grade = int(match.group(1)) if match else 2
     factor = {1: 410 / 338, 2: 1.0, 3: 410 / 483}.get(grade, 1.0)
@@ -71,10 +108,13 @@ def delay_model(family: str, part: str) -> DelayModel:
     return DelayModel().scaled(factor)
 
 
-_FF = re.compile(r"^FD[RSCP]E?(_1)?$")
+_FF = re.compile(r"^(FD[RSCP]E?(_1)?|TRELLIS_FF)$")
 _LUT = re.compile(r"^(LUT[1-6]|INV)$")
 _LUTRAM = re.compile(r"^RAM(32|64|128|256)")
 _SRL = re.compile(r"^SRL")
+_ECP5_RAM = {"TRELLIS_DPR16X4"}
+_ECP5_MUX = {"PFUMX": "C0", "L6MUX21": "SD"}  # the select input is routed; the data inputs come from the slice
+_MULT_IN = re.compile(r"^(A|B)\d+$|^SIGNED[AB]$")
 
 
 def _bits(conn: list) -> list:
@@ -107,12 +147,46 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
         out_bits = [b for v in outs.values() for b in v]
         if _FF.match(kind):
             start(out_bits, model.ff_clk_to_out, name)
-            for p in ("D", "CE", "R", "S", "CLR", "PRE"):
+            for p in ("D", "CE", "R", "S", "CLR", "PRE", "DI", "LSR", "M"):
                 endpoints += [(b, model.ff_setup, name) for b in ins.get(p, [])]
         elif _LUT.match(kind):
             arcs.append((name, [(i, o, model.lut, True) for i in sum(ins.values(), []) for o in out_bits]))
         elif kind.startswith("MUXF"):
             arcs.append((name, [(i, o, model.muxf, p == "S") for p, v in ins.items() for i in v for o in out_bits]))
+        elif kind in _ECP5_MUX:
+            arcs.append((name, [(i, o, model.muxf, p == _ECP5_MUX[kind]) for p, v in ins.items() for i in v for o in out_bits]))
+        elif kind == "CCU2C":
+            # two bits of an ECP5 carry chain: data inputs into the chain, CIN along it and out to S0/S1
+            arc = []
+            for port, v in ins.items():
+                for i in v:
+                    for out_port, obits in outs.items():
+                        if port == "CIN":
+                            delay = model.carry_step if out_port == "COUT" else model.carry_out
+                        elif port.endswith("1") and out_port == "S0":
+                            continue
+                        else:
+                            delay = model.carry_in
+                        arc += [(i, ob, delay, port != "CIN") for ob in obits]
+            arcs.append((name, arc))
+        elif kind == "MULT18X18D":
+            params = cell.get("parameters", {})
+            registered = any(str(params.get(f"REG_{r}_CLK", "NONE")).strip() not in ("NONE", "")
+                             for r in ("INPUTA", "INPUTB", "PIPELINE", "OUTPUT"))
+            mult_in = [i for p, v in ins.items() if _MULT_IN.match(p) for i in v]
+            if registered:  # any internal register: both sides end and start at the multiplier
+                start(out_bits, model.dsp_clk_to_out + model.dsp_mult / 2, name)
+                endpoints += [(i, model.dsp_setup + model.dsp_mult / 2, name) for i in mult_in]
+            else:
+                arcs.append((name, [(i, o, model.dsp_mult, True) for i in mult_in for o in out_bits]))
+        elif kind in _ECP5_RAM:
+            start(out_bits, model.lutram_clk_to_out, name)
+            for port in ("WAD", "DI", "WRE"):
+                endpoints += [(b, model.lutram_setup, name) for b in ins.get(port, [])]
+            arcs.append((name, [(i, o, model.lutram_read, True) for i in ins.get("RAD", []) for o in out_bits]))
+        elif kind == "DP16KD":
+            start(out_bits, model.bram_clk_to_out, name)
+            endpoints += [(b, model.bram_setup, name) for p, v in ins.items() if not p.startswith("CLK") for b in v]
         elif kind.startswith("CARRY"):
             # CI/CYINIT ripple to every output; bit k's S/DI reach outputs k and above
             co, o = outs.get("CO", []), outs.get("O", [])

@@ -7,7 +7,7 @@ import pytest
 from codesign.cli import main
 from codesign.fpga.boards import find_board, load_boards
 
-REQUIRED = {"xcvu9p", "xcvu13p", "xcu250", "xczu9eg", "xczu7ev", "xc7z020"}
+REQUIRED = {"xcvu9p", "xcvu13p", "xcu250", "xczu9eg", "xczu7ev", "xc7z020", "lfe5u-85f"}
 
 
 def test_every_required_part_has_a_board_file():
@@ -16,7 +16,8 @@ def test_every_required_part_has_a_board_file():
     for b in boards.values():
         assert b.part.lower().startswith(b.name) and b.clock_mhz > 0 and b.source
         assert min(b.lut, b.ff, b.dsp, b.bram_36k) > 0 and b.uram >= 0
-        assert b.ff == 2 * b.lut  # UltraScale+ and 7-series CLBs hold two flip-flops per LUT
+        # UltraScale+ and 7-series CLBs hold two flip-flops per LUT6; an ECP5 slice one per LUT4
+        assert b.ff == (b.lut if b.family == "ECP5" else 2 * b.lut)
 
 
 def test_vu9p_numbers_are_the_published_ones():
@@ -28,7 +29,8 @@ def test_vu9p_numbers_are_the_published_ones():
 @pytest.mark.parametrize(
     "target, name",
     [("xcvu9p", "xcvu9p"), ("VCU118", "xcvu9p"), ("pynq-z2", "xc7z020"), ("zcu102", "xczu9eg"),
-     ("u250", "xcu250"), ("xczu7ev-ffvc1156-2-e", "xczu7ev"), ("XCVU13P", "xcvu13p")],
+     ("u250", "xcu250"), ("xczu7ev-ffvc1156-2-e", "xczu7ev"), ("XCVU13P", "xcvu13p"),
+     ("ulx3s", "lfe5u-85f"), ("LFE5U-85F-6BG381C", "lfe5u-85f")],
 )
 def test_target_is_a_part_a_board_or_an_alias(target, name):
     assert find_board(target).name == name

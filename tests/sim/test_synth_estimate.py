@@ -86,3 +86,33 @@ def test_family_of_every_board():
     assert yosys_family(find_board("xcvu9p")) == "xcup"
     assert yosys_family(find_board("xczu9eg")) == "xcup"
     assert yosys_family(find_board("xc7z020")) == "xc7"
+    assert yosys_family(find_board("lfe5u-85f")) == "ecp5"
+
+
+def test_ecp5_cells_on_the_longest_path():
+    model = delay_model("ecp5", "LFE5U-85F-6BG381C")
+    cells = {
+        "r0": _cell("TRELLIS_FF", {"CLK": [1], "DI": [20], "LSR": ["0"]}, {"Q": [10]}),
+        "l": _cell("LUT4", {"A": [10], "B": [10], "C": ["0"], "D": ["0"]}, {"Z": [11]}),
+        # bit 1's inputs do not reach S0; the carry out feeds the next CCU2C without a route
+        "c0": _cell("CCU2C", {"A0": [11], "A1": [10], "CIN": ["0"]}, {"S0": [12], "S1": [13], "COUT": [14]}),
+        "c1": _cell("CCU2C", {"A0": [10], "A1": [10], "CIN": [14]}, {"S0": [15], "S1": [16], "COUT": [17]}),
+        "c2": _cell("CCU2C", {"A0": [10], "A1": [10], "CIN": [17]}, {"S0": [21], "S1": [22], "COUT": [23]}),
+        "m": _cell("MULT18X18D", {"A0": [22], "B0": [10], "C0": [10]}, {"P0": [18]}),
+        "ram": _cell("TRELLIS_DPR16X4", {"RAD": [10], "WAD": [18], "DI": [10], "WRE": [10], "WCK": [1]}, {"DO": [19]}),
+        "r1": _cell("TRELLIS_FF", {"CLK": [1], "DI": [19], "LSR": ["0"]}, {"Q": [20]}),
+    }
+    path = critical_path(_netlist(cells), "top", model)
+    # FF -> LUT4 -> into the carry -> along it -> out of it -> multiplier -> RAM write address (setup 0)
+    want = (model.ff_clk_to_out + model.net + model.lut + model.net + model.carry_in + model.carry_step
+            + model.carry_out + model.net + model.dsp_mult + model.net + model.lutram_setup)
+    assert path["path_ns"] == pytest.approx(want, abs=1e-3)
+    assert path["end"] == "ram" and path["levels"]["CCU2C"] == 3 and path["levels"]["MULT18X18D"] == 1
+    assert model.margin == 0.0 and model.dsp_mult == pytest.approx(3.93)
+
+
+def test_ecp5_resources_from_stat():
+    stat = {"modules": {"\\top": {"num_cells_by_type": {
+        "LUT4": 10, "CCU2C": 3, "PFUMX": 2, "TRELLIS_DPR16X4": 2, "TRELLIS_FF": 7, "MULT18X18D": 4, "DP16KD": 3,
+    }}}}
+    assert resources_from_stat(stat, "top") == {"lut": 16, "lutram": 12, "ff": 7, "dsp": 4, "bram": 1.5, "uram": 0}

