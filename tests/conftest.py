@@ -21,8 +21,10 @@ def _tiers(item: pytest.Item) -> set[str]:
     """The tiers of a test, from where it lives and what it uses: rtl (Verilator), synth (Yosys), llm (packaged models)."""
     parts = Path(str(item.fspath)).resolve().relative_to(_TESTS.resolve()).parts
     tiers = set()
-    if parts[0] in ("sim", "ops"):
-        tiers.add("synth" if parts[-1].startswith("test_synth") else "rtl")
+    if parts[-1].startswith(("test_synth", "test_pnr")):
+        tiers.add("synth")
+    elif parts[0] in ("sim", "ops"):
+        tiers.add("rtl")
     if parts[0] in ("llm", "compress_e2e") or _LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
         tiers.add("llm")
     return tiers
