@@ -33,6 +33,7 @@ from codesign.compress.formats import pack_codes
 from codesign.compress.integer import IntConfig, quantize_int, uniform_codebook
 from codesign.compress.kmeans import group_absmax, lloyd_max, nearest_level
 from codesign.compress.linear import QuantizedLinear
+from codesign.compress.registry import register_quantizer
 from codesign.compress.qtensor import VQ_CODE_BITS, VQ_DIM, ScalarQuantizedWeight, VQWeight, vq_sign_table
 from codesign.compress.vq import VQConfig, _encode, quantize_vq, vq_training_weight
 
@@ -74,6 +75,9 @@ class QATConfig:
             raise ValueError(f"refit_every must be >= 0 and reset_every >= 1, got {self.refit_every}, {self.reset_every}")
         if not 0 <= self.alpha <= 1 or self.noise < 0:
             raise ValueError(f"alpha must lie in [0, 1] and noise be >= 0, got {self.alpha}, {self.noise}")
+
+
+register_quantizer("qat", QATConfig)(None)  # trained by QATLinear, not a one-shot weight quantizer
 
 
 class QATLinear(torch.nn.Module):
@@ -179,7 +183,7 @@ class QATLinear(torch.nn.Module):
             codes = nearest_level(units, self.codebook[None]).view(n, k).to(torch.uint8)
             weight = ScalarQuantizedWeight(pack_codes(codes, c.bits), scale.half().contiguous(), self.codebook.half(),
                                            c.bits, c.group_size, (n, k), method=f"{c.quantizer}-qat")
-        return QuantizedLinear(weight, bias, kernel="torch")
+        return QuantizedLinear(weight, bias)
 
     @torch.no_grad()
     def winq_reset(self) -> None:
