@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-__all__ = ["Quantizer", "register_quantizer", "quantizer_for", "quantizer_names", "quantize", "needs_covariance",
+__all__ = ["Quantizer", "register_quantizer", "register_qat_grid", "qat_grids", "quantizer_for", "quantizer_names", "quantize", "needs_covariance",
            "config_to_dict", "config_from_dict"]
 
 # modules whose handlers register themselves on import (kept light: imported on first dispatch)
@@ -34,6 +34,7 @@ class Quantizer:
     handler: Optional[Callable[..., Any]]
     takes_covariance: bool
     covariance_rule: Callable[[Any], bool]
+    qat_grid: Optional[type] = None  # how QATLinear trains on this quantizer's grid (codesign.compress.qat)
 
 
 _BY_TYPE: dict[type, Quantizer] = {}
@@ -51,7 +52,8 @@ def register_quantizer(name: str, config_type: type, *, covariance: bool | Calla
     takes = bool(covariance) if takes_covariance is None else takes_covariance
 
     def decorate(handler: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
-        entry = Quantizer(name, config_type, handler, takes, rule)
+        entry = Quantizer(name, config_type, handler, takes, rule,
+                          _BY_NAME[name].qat_grid if name in _BY_NAME else None)
         if _BY_NAME.get(name, entry).config_type is not config_type:
             raise ValueError(f"quantizer name {name!r} is taken by {_BY_NAME[name].config_type.__name__}")
         _BY_TYPE[config_type] = entry
@@ -59,6 +61,22 @@ def register_quantizer(name: str, config_type: type, *, covariance: bool | Calla
         return handler
 
     return decorate
+
+
+def register_qat_grid(name: str) -> Callable[[type], type]:
+    """Decorator: the class that trains a QATLinear on the grid of the registered quantizer `name`."""
+    def decorate(cls: type) -> type:
+        if name not in _BY_NAME:
+            raise ValueError(f"no quantizer {name!r} to attach a QAT grid to")
+        entry = dataclasses.replace(_BY_NAME[name], qat_grid=cls)
+        _BY_NAME[name] = _BY_TYPE[entry.config_type] = entry
+        return cls
+    return decorate
+
+
+def qat_grids() -> dict[str, type]:
+    """Quantizer name -> QAT grid class, for the quantizers that can be trained."""
+    return {name: e.qat_grid for name, e in _BY_NAME.items() if e.qat_grid is not None}
 
 
 def _load_builtin() -> None:

@@ -18,7 +18,7 @@ from codesign.compress import (
     relative_error,
 )
 from codesign.compress.model import MethodSpec
-from codesign.compress.registry import needs_covariance, quantizer_names, register_quantizer
+from codesign.compress.registry import needs_covariance, qat_grids, quantizer_names, register_quantizer
 
 
 def _weight(n=48, k=128, shift=0.0, seed=0):
@@ -100,6 +100,7 @@ def test_registry_round_trips_every_config_and_refuses_others():
     configs = [KMeansConfig(bits=3, codebook="group"), IntConfig(2, 32), AsymIntConfig(5, 16), VQConfig(),
                QERConfig(method="srr", rank=4, base=ErrorFeedbackConfig(base=AsymIntConfig(3), act_order=True))]
     assert {"kmeans", "int", "int-asym", "vq", "qer", "gptq", "qat"} <= set(quantizer_names())
+    assert set(qat_grids()) == {"kmeans", "int", "vq"}  # the grids QAT trains on, in the same registry
     for config in configs:
         data = config_to_dict(config)
         assert data["version"] == 1 and config_from_dict(data) == config
