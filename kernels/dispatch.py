@@ -57,12 +57,12 @@ def _kernels_interpreted() -> bool:
 
 def unsupported_reason(x: torch.Tensor) -> Optional[str]:
     """Why the Triton kernels cannot run on x here, or None when they can."""
+    if x.dtype not in (torch.float16, torch.bfloat16):  # first: no Triton import for a float32 model
+        return f"dtype {x.dtype} (the kernels take float16 or bfloat16)"
     try:
         interpreted = _kernels_interpreted()
     except ImportError:
         return "Triton is not installed (pip install 'codesign[gpu]')"
-    if x.dtype not in (torch.float16, torch.bfloat16):
-        return f"dtype {x.dtype} (the kernels take float16 or bfloat16)"
     if x.device.type == "cpu":
         if interpreted:
             return None
