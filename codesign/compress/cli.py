@@ -70,7 +70,16 @@ def run_compress(args: argparse.Namespace) -> int:
     """Handler of `codesign compress`: validate, compress, print the report (JSON with --json)."""
     import torch
 
-    torch.set_num_threads(args.threads or physical_cores())  # once: more threads than cores only wait
+    before = torch.get_num_threads()
+    # once: more threads than cores only wait (a lower count already set in this process is kept)
+    torch.set_num_threads(args.threads or min(physical_cores(), before))
+    try:
+        return _compress(args)
+    finally:
+        torch.set_num_threads(before)  # a caller in the same process (a test, a notebook) keeps its own
+
+
+def _compress(args: argparse.Namespace) -> int:
     from codesign.compress.model import MethodSpec
     from codesign.compress.pipeline import Budget, check_model, compress_model
 
