@@ -60,7 +60,7 @@ class KMeansMemo:
     def __init__(self) -> None:
         self.results: dict[tuple, tuple[object, float]] = {}
         self.reused_seconds = 0.0
-        self._original = registry.QUANTIZERS[KMeansConfig]
+        self._original = registry.quantizer_for(KMeansConfig()).handler
 
     def __call__(self, weight: torch.Tensor, config: KMeansConfig):
         digest = hashlib.blake2b(weight.detach().float().contiguous().numpy().tobytes(), digest_size=16).hexdigest()
@@ -75,8 +75,8 @@ class KMeansMemo:
         return result
 
     def install(self) -> None:
-        """Route registry.quantize_base's k-means calls through the memo."""
-        registry.QUANTIZERS[KMeansConfig] = self
+        """Register the memo as the k-means handler (registry.quantize then calls it)."""
+        registry.register_quantizer("kmeans", KMeansConfig)(self)
 
 
 def _rank(r: dict):
@@ -84,22 +84,25 @@ def _rank(r: dict):
 
 
 def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
-    """MethodSpec of a row name: a method, or a QAT method with "+winq"."""
+    """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef" / "+ef-act"."""
     method, _, extra = row.partition("+")
-    if extra not in ("", "winq"):
-        raise SystemExit(f"row {row!r}: the only suffix is +winq")
+    if extra not in ("", "winq", "ef", "ef-act"):
+        raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT), +ef and +ef-act (error feedback)")
     spec = MethodSpec(method, bits, group_size=group_size)
     if spec.is_qat:
+        if extra not in ("", "winq"):
+            raise SystemExit(f"row {row!r}: +ef applies to the post-training methods")
         return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=extra == "winq")
-    if extra:
+    if extra == "winq":
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
-    return spec
+    return dataclasses.replace(spec, error_feedback=extra.startswith("ef"), act_order=extra == "ef-act")
 
 
 def _label(r: dict) -> str:
     steps = f" ({r['steps']} steps" + (f", lr {r['lr']:g}" if r.get("lr") else "") + ")" if r.get("steps") else ""
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
-    return r["method"] + (" + WinQ" if r.get("winq") else "") + steps + group
+    feedback = (" + error feedback" + (" (act order)" if r.get("act_order") else "")) if r.get("error_feedback") else ""
+    return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 
 def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget, spec: MethodSpec) -> bool:
@@ -108,6 +111,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
                  if model != "minilm" else metric.get("n_sentences") == budget.eval_sentences)
     name, _, extra = method.partition("+")
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
+            and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)

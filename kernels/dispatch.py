@@ -1,7 +1,8 @@
 """Where a Triton kernel runs and where the torch reference stands in: one rule for every kernel.
 
 kernel="auto" runs the Triton kernel for float16/bfloat16 inputs on a CUDA GPU of compute
-capability >= 8.0 with Triton installed, and falls back to the torch reference elsewhere with one
+capability >= 8.0 with Triton installed (and on CPU tensors when TRITON_INTERPRET=1 was set before
+the kernels were imported: the interpreter runs them, so a test sees the path a GPU takes), and falls back to the torch reference elsewhere with one
 warning per reason; kernel="triton" insists (ValueError where it cannot run; on CPU tensors it runs
 Triton's interpreter when TRITON_INTERPRET=1 was set before the kernels were imported, which is how
 the tests check the kernels without a GPU); kernel="torch" is the reference.
@@ -56,12 +57,12 @@ def _kernels_interpreted() -> bool:
 
 def unsupported_reason(x: torch.Tensor) -> Optional[str]:
     """Why the Triton kernels cannot run on x here, or None when they can."""
+    if x.dtype not in (torch.float16, torch.bfloat16):  # first: no Triton import for a float32 model
+        return f"dtype {x.dtype} (the kernels take float16 or bfloat16)"
     try:
         interpreted = _kernels_interpreted()
     except ImportError:
         return "Triton is not installed (pip install 'codesign[gpu]')"
-    if x.dtype not in (torch.float16, torch.bfloat16):
-        return f"dtype {x.dtype} (the kernels take float16 or bfloat16)"
     if x.device.type == "cpu":
         if interpreted:
             return None
@@ -100,10 +101,6 @@ def run_kernel_or_reference(
         if kernel == "triton":
             raise ValueError(f"kernel='triton' cannot run here: {reason}")
         _warn_once(what, reason)
-        return run_reference()
-    if x.device.type == "cpu" and kernel == "auto":
-        # the interpreter is for checking kernels, not for speed
-        _warn_once(what, "CPU tensors (auto does not use Triton's interpreter; pass kernel='triton')")
         return run_reference()
     try:
         return run_triton()

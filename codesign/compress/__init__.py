@@ -1,6 +1,8 @@
 """LLM weight compression: k-means, integer, VQ and Q + L R quantizers, and low-bit matmul dispatch.
 
-Quantize a weight with a config (`quantize(w, KMeansConfig(bits=2))`), multiply with
+Quantize a model's linears in place (`quantize_(model, KMeansConfig(bits=4))`), save and load it
+(`save_compressed(model, dir)`, `load_compressed(dir)`), quantize a weight with a config
+(`quantize(w, KMeansConfig(bits=2))`), multiply with
 `lowbit_matmul(x, qw)` (Triton kernel on a supported GPU, torch reference elsewhere), or swap an
 nn.Linear for a `QuantizedLinear`. Storage formats: docs/compress_formats.md.
 """
@@ -11,8 +13,12 @@ from typing import Any
 # Public name -> the submodule that defines it. Loaded on first use, so that importing a light
 # submodule (the command line's parser, codesign.compress.cli) does not pull in torch and brevitas.
 _SOURCES = {
+    "apply": ("quantize_", "select_linears"),
+    "checkpoint": ("save_compressed", "load_compressed"),
+    "registry": ("register_quantizer", "needs_covariance", "config_to_dict", "config_from_dict"),
     "formats": ("PackingFormat", "format_for_bits", "pack_codes", "unpack_codes"),
-    "integer": ("IntConfig", "quantize_int"),
+    "gptq": ("ErrorFeedbackConfig", "quantize_error_feedback"),
+    "integer": ("IntConfig", "AsymIntConfig", "quantize_int", "quantize_int_asym"),
     "kmeans": ("KMeansConfig", "lloyd_max", "quantize_kmeans"),
     "linear": ("CompressConfig", "QuantizedLinear", "quantize"),
     "matmul": ("lowbit_matmul", "reference_matmul", "reset_fallback_warnings"),

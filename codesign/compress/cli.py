@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 __all__ = ["add_compress_parser", "run_compress", "format_report"]
 
 _DESCRIPTION = (
-    "Compress every linear layer of a packaged model (minilm, gemma3-270m) with one method, evaluate it on "
+    "Compress every linear layer of a packaged model (minilm, gemma3-270m) or of a local transformers model "
+    "folder (save_pretrained of the model and its tokenizer) with one method, evaluate it on "
     "held-out Wikipedia text (MiniLM: cosine of sentence embeddings to the original's; Gemma: perplexity), "
-    "report size, error and time, and save the compressed layers (weights.pt + compressed.json) to --out."
+    "report size, error and time, and save the compressed model (model.safetensors + compressed.json) to --out."
 )
 
 
 def format_report(report: dict) -> str:
     """A short human-readable summary of a compress_model report."""
     lines = [
-        f"model {report['model']}: {report['method']} {report['bits']}-bit, group {report['group_size']}"
+        f"model {report['model']}: {report['method']}{' + error feedback' if report.get('error_feedback') else ''}"
+        f" {report['bits']}-bit, group {report['group_size']}"
         + (f" rank {report['rank']}" if report.get("rank") is not None else ""),
         f"  layers {report['layers']}, weights {report['weights']:,}",
         f"  size {report['bytes']:,} B vs {report['fp16_bytes']:,} B fp16 "
@@ -42,15 +45,47 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
+def physical_cores() -> int:
+    """Physical cores this process may use (hyper-threads counted once), at least 1."""
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        cores, current = set(), {}
+        for line in open("/proc/cpuinfo", encoding="ascii", errors="replace"):  # noqa: SIM115 - read once
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("physical id", "core id"):
+                current[key] = value.strip()
+            if not line.strip() and current:
+                cores.add((current.get("physical id"), current.get("core id")))
+                current = {}
+        if current:
+            cores.add((current.get("physical id"), current.get("core id")))
+        physical = len(cores) if cores and all(c[1] is not None for c in cores) else allowed
+    except OSError:
+        physical = allowed
+    return max(1, min(physical, allowed))
+
+
 def run_compress(args: argparse.Namespace) -> int:
     """Handler of `codesign compress`: validate, compress, print the report (JSON with --json)."""
-    from codesign.compress.model import MethodSpec
-    from codesign.compress.pipeline import Budget, MODELS, compress_model
+    import torch
 
-    if args.model not in MODELS:
-        raise ValueError(f"unknown model {args.model!r}: choose one of {', '.join(MODELS)}")
+    before = torch.get_num_threads()
+    # once: more threads than cores only wait (a lower count already set in this process is kept)
+    torch.set_num_threads(args.threads or min(physical_cores(), before))
+    try:
+        return _compress(args)
+    finally:
+        torch.set_num_threads(before)  # a caller in the same process (a test, a notebook) keeps its own
+
+
+def _compress(args: argparse.Namespace) -> int:
+    from codesign.compress.model import MethodSpec
+    from codesign.compress.pipeline import Budget, check_model, compress_model
+
+    check_model(args.model)
     spec = MethodSpec(args.method, args.bits, args.rank, group_size=args.group_size, steps=args.steps, lr=args.lr,
-                      winq=args.winq)
+                      winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -89,17 +124,22 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `compress` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser("compress", help="compress a packaged LLM's linear layers and evaluate it",
                               description=_DESCRIPTION)
-    p.add_argument("model", help="minilm or gemma3-270m")
+    p.add_argument("model", help="minilm, gemma3-270m, or a local transformers model folder")
     p.add_argument("--method", required=True,
-                   help="int, kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B "
+                   help="int (symmetric, clipped), int-asym (min-max with zero point, round to nearest), kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B "
                         "bits); QAT: kmeans-qat, int-qat, lcqat-vq (2-bit)")
-    p.add_argument("--bits", required=True, type=int, help="2, 3 or 4")
+    p.add_argument("--bits", required=True, type=int, help="1..8 (vq and lcqat-vq: 2)")
     p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
     p.add_argument("--group-size", type=int, default=64,
                    help="weights per fp16 scale along a row (a multiple of 8 dividing every layer's input; default 64)")
     p.add_argument("--steps", type=_positive, default=None, help="QAT training steps (default 40)")
     p.add_argument("--lr", type=float, default=None, help="QAT Adam learning rate (default 1e-4)")
     p.add_argument("--winq", action="store_true", help="QAT with WinQ (periodic resets, noise-injected gradients)")
+    p.add_argument("--error-feedback", action="store_true",
+                   help="choose the codes by GPTQ-style error feedback on calibration activations (int, int-asym, "
+                        "kmeans, vq, and the base of qer-*/srr)")
+    p.add_argument("--act-order", action="store_true",
+                   help="with --error-feedback: quantize columns by decreasing activation energy (scalar grids)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true", help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")
     p.add_argument("--blocks", type=_block_list, default=None,
@@ -112,6 +152,8 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--calib-tokens", type=_positive, default=2048, help="Gemma calibration tokens (default 2048)")
     p.add_argument("--eval-tokens", type=_positive, default=4096, help="Gemma held-out tokens (default 4096)")
     p.add_argument("--context", type=_positive, default=512, help="Gemma perplexity window (default 512)")
+    p.add_argument("--threads", type=_positive, default=None,
+                   help="torch threads (default: this machine's physical cores, never more)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run_compress)
     return p

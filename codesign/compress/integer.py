@@ -1,4 +1,9 @@
-"""Uniform integer per-group quantization on brevitas's IntQuant (the baseline format).
+"""Uniform integer per-group quantization: symmetric on brevitas's IntQuant, and asymmetric min-max with zero points.
+
+Asymmetric (`AsymIntConfig`, registered as "int-asym"): round-to-nearest on each group's [min, max]
+range, step = (max - min) / (2**b - 1) stored fp16, an integer zero point z = round(-min / step) in
+0..2**b - 1 stored uint8, code = clamp(round(w / step) + z); W = (code - z) * step. This is the
+baseline of GPTQ / AWQ / HQQ-style tools (their "asymmetric RTN"). Symmetric (`IntConfig`, "int"):
 
 brevitas.core.quant.IntQuant does the rounding and clamping (RoundSte, TensorClamp) and its
 min_int/max_int give the code range. We use it unsigned with a half-integer zero point
@@ -16,9 +21,10 @@ import torch
 
 from codesign.compress.formats import check_bits, check_group_size, pack_codes
 from codesign.compress.qtensor import ScalarQuantizedWeight
+from codesign.compress.registry import register_quantizer
 from codesign.compress.validate import check_weight
 
-__all__ = ["IntConfig", "uniform_codebook", "quantize_int"]
+__all__ = ["IntConfig", "AsymIntConfig", "uniform_codebook", "quantize_int", "quantize_int_asym"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ def _codes(quant, grouped: torch.Tensor, half_range: torch.Tensor, bits: int) ->
     return quant.to_int(step, zero_point, torch.tensor(float(bits)), grouped)
 
 
+@register_quantizer("int", IntConfig)
 def quantize_int(weight: torch.Tensor, config: IntConfig = IntConfig()) -> ScalarQuantizedWeight:
     """Quantize W[N, K] to b-bit integers with one fp16 scale per group."""
     check_weight(weight)
@@ -91,4 +98,40 @@ def quantize_int(weight: torch.Tensor, config: IntConfig = IntConfig()) -> Scala
         group_size=config.group_size,
         shape=(n, k),
         method="int",
+    )
+
+
+@dataclass(frozen=True)
+class AsymIntConfig:
+    """Asymmetric integer (min-max, zero point, round to nearest): bits 1..8, group_size a multiple of 8 dividing K."""
+
+    bits: int = 4
+    group_size: int = 64
+
+    def __post_init__(self) -> None:
+        check_bits(self.bits)
+
+
+@register_quantizer("int-asym", AsymIntConfig)
+def quantize_int_asym(weight: torch.Tensor, config: AsymIntConfig = AsymIntConfig()) -> ScalarQuantizedWeight:
+    """Quantize W[N, K] to b-bit codes with one fp16 step and one uint8 zero point per group (min-max RTN)."""
+    check_weight(weight)
+    n, k = weight.shape
+    check_group_size(config.group_size, k)
+    top = (1 << config.bits) - 1
+    grouped = weight.float().view(n, k // config.group_size, config.group_size)
+    low, high = grouped.amin(dim=2, keepdim=True), grouped.amax(dim=2, keepdim=True)
+    step = ((high - low) / top).to(torch.float16).float()  # the stored fp16 value codes the weights
+    step = torch.where(step > 0, step, torch.ones_like(step))  # a constant group: any step, the zero point carries it
+    zero = torch.round(-low / step).clamp(0, top)
+    codes = (torch.round(grouped / step) + zero).clamp(0, top).to(torch.uint8).view(n, k)
+    return ScalarQuantizedWeight(
+        packed=pack_codes(codes, config.bits),
+        scales=step[..., 0].to(torch.float16).contiguous(),
+        codebook=torch.arange(top + 1, dtype=torch.float16, device=weight.device),
+        bits=config.bits,
+        group_size=config.group_size,
+        shape=(n, k),
+        method="int-asym",
+        zeros=zero[..., 0].to(torch.uint8).contiguous(),
     )

@@ -8,6 +8,7 @@ import torch
 
 from codesign.compress.formats import check_bits, check_group_size, pack_codes
 from codesign.compress.qtensor import ScalarQuantizedWeight
+from codesign.compress.registry import register_quantizer
 from codesign.compress.validate import check_weight
 
 __all__ = ["KMeansConfig", "lloyd_max", "nearest_level", "group_absmax", "quantize_kmeans"]
@@ -125,6 +126,7 @@ def _refit_book(grouped: torch.Tensor, scale: torch.Tensor, codes: torch.Tensor,
     return refit.view(rows, n_levels).sort(dim=1).values
 
 
+@register_quantizer("kmeans", KMeansConfig)
 def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig()) -> ScalarQuantizedWeight:
     """Quantize W[N, K] to k-means codes with per-group scales.
 

@@ -79,7 +79,13 @@ def _triton_matmul(x2d: torch.Tensor, weight: QuantizedWeight, autotune: bool, b
         sync = torch.cuda.synchronize if x2d.device.type == "cuda" else (lambda: None)
         config = tuning.autotune(problem, gpu, lambda c: lut_matmul(x2d, config=c, **args),
                                  budget_s=budget_s, synchronize=sync)
-    return lut_matmul(x2d, config=config, **args)
+    y = lut_matmul(x2d, config=config, **args)
+    base = weight.base if isinstance(weight, LowRankQuantizedWeight) else weight
+    offsets = base.zero_offsets() if isinstance(base, ScalarQuantizedWeight) else None
+    if offsets is not None:  # zero points: y -= (x summed per group) @ (zero × scale)^T, a [M, K/g] x [K/g, N] product
+        sums = x2d.float().view(x2d.shape[0], -1, base.group_size).sum(dim=2)
+        y = (y.float() - sums @ offsets.to(x2d.device).T).to(x2d.dtype)
+    return y
 
 
 def lowbit_matmul(

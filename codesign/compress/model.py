@@ -4,10 +4,9 @@
     stats = collect_statistics(model, run_calibration, names, inputs=spec.needs_input_covariance)
     replacements, layers = compress_linears(model, spec, stats, names)
     with swapped(model, replacements): ...            # codesign.llm.swap; or replace_modules to keep them
-    save_compressed(out_dir, replacements, meta)      # weights.pt + compressed.json
-    replacements = load_compressed(out_dir)           # identical modules, ready to install
+    with swapped(model, replacements): save_compressed(model, out_dir)   # codesign.compress.checkpoint
 
-Methods: int, kmeans (2/3/4 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
+Methods: int (symmetric, clipped), int-asym (min-max with zero point), kmeans (1..8 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
 given bits + rank-R correction) and lowrank (Swift-SVD factors with the memory of B bits per weight,
 see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
 are trained by codesign.compress.pipeline (they need the model's data) and exported to the same
@@ -16,24 +15,21 @@ formats. Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional
 
 import torch
 
-from codesign.compress.integer import IntConfig
-from codesign.compress.kmeans import KMeansConfig
+from codesign.compress.gptq import ErrorFeedbackConfig
+from codesign.compress.registry import config_from_dict, needs_covariance
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
 from codesign.compress.metrics import activation_error, relative_error
 from codesign.compress.qat import QATConfig
 from codesign.compress.qer import QERConfig
-from codesign.compress.qtensor import LowRankQuantizedWeight, ScalarQuantizedWeight, VQWeight
-from codesign.compress.vq import VQConfig
 
 __all__ = [
     "METHODS",
@@ -44,18 +40,14 @@ __all__ = [
     "collect_statistics",
     "compress_linears",
     "layer_reports",
-    "COMPRESSED_FILES",
-    "save_compressed",
-    "load_compressed",
 ]
 
-METHODS = ("int", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank", "kmeans-qat", "int-qat", "lcqat-vq")
-BITS = (2, 3, 4)
+METHODS = ("int", "int-asym", "kmeans", "vq", "qer-plain", "qer-scaled", "srr", "lowrank", "kmeans-qat", "int-qat", "lcqat-vq")
+BITS = tuple(range(1, 9))  # every packing format (1, 2, 3, 4, 8 bits; 5-7 in the byte layout)
 _QER = {"qer-plain": "plain", "qer-scaled": "scaled", "srr": "srr"}
 _QAT = {"kmeans-qat": "kmeans", "int-qat": "int", "lcqat-vq": "vq"}
 DEFAULT_QAT_STEPS = 40
 DEFAULT_QAT_LR = 1e-4
-_FORMAT_VERSION = 1
 _BLOCK = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.\d+$")
 
 
@@ -63,11 +55,13 @@ _BLOCK = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.\d+$")
 class MethodSpec:
     """One compression method applied to every linear layer.
 
-    method: one of METHODS. bits: 2, 3 or 4 (vq: 2 only; lowrank: the memory budget in bits per weight).
+    method: one of METHODS. bits: 1..8 (vq: 2 only; lowrank: the memory budget in bits per weight).
     rank: columns of the low-rank correction (qer-* and srr only; default 32).
     group_size: weights per fp16 scale along the input dimension (int, kmeans, vq and the QER base).
     steps, lr, winq: QAT methods only: training steps (default 40), Adam learning rate (default 1e-4)
     and WinQ on top (codesign.compress.qat).
+    error_feedback, act_order: choose the codes of the grid (or of Q + L R's base) by GPTQ-style error
+    feedback under each layer's input covariance (codesign.compress.gptq), optionally in act order.
     """
 
     method: str
@@ -77,6 +71,8 @@ class MethodSpec:
     steps: Optional[int] = None
     lr: Optional[float] = None
     winq: bool = False
+    error_feedback: bool = False
+    act_order: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -96,6 +92,12 @@ class MethodSpec:
             raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
         if self.lr is not None and not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
             raise ValueError(f"learning rate must lie in (0, 1), got {self.lr!r}")
+        if (self.error_feedback or self.act_order) and (self.is_qat or self.method == "lowrank"):
+            raise ValueError(f"--error-feedback and --act-order apply to the post-training quantizers, not {self.method!r}")
+        if self.act_order and not self.error_feedback:
+            raise ValueError("--act-order is an option of --error-feedback")
+        if self.act_order and self.method == "vq":
+            raise ValueError("--act-order applies to scalar grids (a VQ vector's 4 columns stay together)")
         if self.rank is not None:
             if self.method not in _QER:
                 raise ValueError(f"--rank applies to qer-plain, qer-scaled and srr, not {self.method!r}")
@@ -132,8 +134,8 @@ class MethodSpec:
 
     @property
     def needs_input_covariance(self) -> bool:
-        """Scaled QER and SRR weight the error by E[x x^T] of each layer's input."""
-        return self.method in ("qer-scaled", "srr")
+        """Scaled QER, SRR and error feedback weight the error by E[x x^T] of each layer's input."""
+        return not self.is_qat and self.method != "lowrank" and needs_covariance(self.layer_config())
 
     @property
     def needs_output_covariance(self) -> bool:
@@ -142,16 +144,15 @@ class MethodSpec:
 
     def layer_config(self) -> CompressConfig:
         """The quantizer config of one layer (not for lowrank)."""
-        if self.method == "int":
-            return IntConfig(bits=self.bits, group_size=self.group_size)
-        if self.method == "kmeans":
-            return KMeansConfig(bits=self.bits, group_size=self.group_size)
-        if self.method == "vq":
-            return VQConfig(group_size=self.group_size)
         if self.method in _QER:
-            base = KMeansConfig(bits=self.bits, group_size=self.group_size)
-            return QERConfig(method=_QER[self.method], rank=self.qer_rank, base=base)
-        raise ValueError(f"method {self.method!r} has no per-layer quantizer config")
+            return QERConfig(method=_QER[self.method], rank=self.qer_rank, base=self._grid("kmeans"))
+        if self.method not in _GRIDS:
+            raise ValueError(f"method {self.method!r} has no per-layer quantizer config")
+        return self._grid(self.method)
+
+    def _grid(self, quantizer: str) -> CompressConfig:
+        grid = _grid_config(quantizer, self)
+        return ErrorFeedbackConfig(base=grid, act_order=self.act_order) if self.error_feedback else grid
 
     def check_layers(self, shapes: Mapping[str, tuple[int, int]]) -> None:
         """Fail early (before calibration) on a rank or group size the layers cannot take."""
@@ -162,6 +163,17 @@ class MethodSpec:
                 )
             if self.method != "lowrank" and k % self.group_size:
                 raise ValueError(f"group size {self.group_size} does not divide layer {name}'s input size {k}")
+
+
+_GRIDS = ("int", "int-asym", "kmeans", "vq")  # methods that are a registered one-shot quantizer of the same name
+
+
+def _grid_config(quantizer: str, spec: MethodSpec) -> CompressConfig:
+    """The registered quantizer's config at the spec's bits and group size (fields it lacks are left out)."""
+    fields = {"bits": spec.bits, "group_size": spec.group_size}
+    probe = config_from_dict({"quantizer": quantizer})
+    known = {f.name for f in dataclasses.fields(probe)}
+    return config_from_dict({"quantizer": quantizer, **{k: v for k, v in fields.items() if k in known}})
 
 
 @dataclass
@@ -306,7 +318,7 @@ def compress_linears(
                 progress(i, len(linears), n)
             cov = stats.input_cov.get(n) if (stats is not None and spec.needs_input_covariance) else None
             start = time.perf_counter()
-            module = QuantizedLinear.from_linear(linear, config, cov, kernel="torch")
+            module = QuantizedLinear.from_linear(linear, config, cov)
             built[n] = (module, time.perf_counter() - start)
     return {n: m for n, (m, _) in built.items()}, layer_reports(linears, built, stats)
 
@@ -351,98 +363,6 @@ def stored_bytes(module: torch.nn.Module) -> int:
     if isinstance(module, LowRankLinear):
         return (module.left.numel() + module.right.numel()) * 2 + bias
     raise ValueError(f"not a compressed linear: {type(module).__name__}")
-
-
-# --- save / load -------------------------------------------------------------------------------
-
-
-def _weight_record(weight, prefix: str, tensors: dict[str, torch.Tensor]) -> dict:
-    if isinstance(weight, ScalarQuantizedWeight):
-        for field in ("packed", "scales", "codebook"):
-            tensors[f"{prefix}.{field}"] = getattr(weight, field)
-        return {"kind": "scalar", "bits": weight.bits, "group_size": weight.group_size,
-                "shape": list(weight.shape), "method": weight.method}
-    if isinstance(weight, VQWeight):
-        for field in ("codes", "scales", "basis", "offset"):
-            tensors[f"{prefix}.{field}"] = getattr(weight, field)
-        return {"kind": "vq", "group_size": weight.group_size, "shape": list(weight.shape), "method": weight.method}
-    if isinstance(weight, LowRankQuantizedWeight):
-        tensors[f"{prefix}.left"] = weight.left
-        tensors[f"{prefix}.right"] = weight.right
-        return {"kind": "qer", "preserved_rank": weight.preserved_rank, "method": weight.method,
-                "base": _weight_record(weight.base, prefix + ".base", tensors)}
-    raise ValueError(f"cannot save a weight of type {type(weight).__name__}")
-
-
-def _weight_from_record(record: dict, prefix: str, tensors: Mapping[str, torch.Tensor]):
-    kind = record.get("kind")
-    if kind == "scalar":
-        return ScalarQuantizedWeight(
-            packed=tensors[f"{prefix}.packed"], scales=tensors[f"{prefix}.scales"],
-            codebook=tensors[f"{prefix}.codebook"], bits=record["bits"], group_size=record["group_size"],
-            shape=tuple(record["shape"]), method=record["method"],
-        )
-    if kind == "vq":
-        return VQWeight(
-            codes=tensors[f"{prefix}.codes"], scales=tensors[f"{prefix}.scales"], basis=tensors[f"{prefix}.basis"],
-            offset=tensors[f"{prefix}.offset"], group_size=record["group_size"], shape=tuple(record["shape"]),
-            method=record["method"],
-        )
-    if kind == "qer":
-        return LowRankQuantizedWeight(
-            base=_weight_from_record(record["base"], prefix + ".base", tensors),
-            left=tensors[f"{prefix}.left"], right=tensors[f"{prefix}.right"],
-            preserved_rank=record["preserved_rank"], method=record["method"],
-        )
-    raise ValueError(f"unknown stored weight kind {kind!r}")
-
-
-COMPRESSED_FILES = ("weights.pt", "compressed.json")
-
-
-def save_compressed(out: Path | str, replacements: Mapping[str, torch.nn.Module], meta: Mapping) -> Path:
-    """Write weights.pt (every stored tensor) and compressed.json (formats, layer list, `meta`) into out."""
-    out = Path(out)
-    tensors: dict[str, torch.Tensor] = {}
-    layers = {}
-    for name, module in replacements.items():
-        if module.bias is not None:
-            tensors[f"{name}.bias"] = module.bias.detach().contiguous()
-        if isinstance(module, QuantizedLinear):
-            layers[name] = {"module": "quantized", "weight": _weight_record(module.qweight, name + ".w", tensors)}
-        elif isinstance(module, LowRankLinear):
-            tensors[f"{name}.left"] = module.left.detach().contiguous()
-            tensors[f"{name}.right"] = module.right.detach().contiguous()
-            layers[name] = {"module": "lowrank"}
-        else:
-            raise ValueError(f"cannot save module {name} of type {type(module).__name__}")
-        layers[name]["bias"] = module.bias is not None
-    torch.save(tensors, out / "weights.pt")
-    document = {"format_version": _FORMAT_VERSION, **dict(meta), "layers": layers}
-    (out / "compressed.json").write_text(json.dumps(document, indent=1))
-    return out
-
-
-def load_compressed(out: Path | str) -> tuple[dict[str, torch.nn.Module], dict]:
-    """(name -> compressed module, the JSON document) from a folder written by save_compressed."""
-    out = Path(out)
-    config_path = out / "compressed.json"
-    if not config_path.exists():
-        raise FileNotFoundError(f"{config_path} not found: not a compressed-model folder")
-    document = json.loads(config_path.read_text())
-    if document.get("format_version") != _FORMAT_VERSION:
-        raise ValueError(f"unsupported compressed-model format version {document.get('format_version')!r}")
-    tensors = torch.load(out / "weights.pt", weights_only=True)
-    modules: dict[str, torch.nn.Module] = {}
-    for name, record in document["layers"].items():
-        bias = tensors[f"{name}.bias"] if record["bias"] else None
-        if record["module"] == "quantized":
-            modules[name] = QuantizedLinear(_weight_from_record(record["weight"], name + ".w", tensors), bias, "torch")
-        elif record["module"] == "lowrank":
-            modules[name] = LowRankLinear(tensors[f"{name}.left"], tensors[f"{name}.right"], bias)
-        else:
-            raise ValueError(f"unknown module kind {record['module']!r} for layer {name}")
-    return modules, document
 
 
 def spec_dict(spec: MethodSpec) -> dict:

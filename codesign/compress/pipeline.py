@@ -1,6 +1,7 @@
 """End to end on a real model: load, calibrate, compress every linear, evaluate, save — `codesign compress`.
 
-Models (from codesign.llm, offline): "minilm" (all-MiniLM-L6-v2; metric: cosine of sentence
+Models: a local transformers folder (a causal LM is scored like Gemma, an encoder like MiniLM), or
+the packaged ones (from codesign.llm, offline): "minilm" (all-MiniLM-L6-v2; metric: cosine of sentence
 embeddings to the original's on held-out Wikipedia sentences) and "gemma3-270m" (Gemma-3-270M
 dequantized from its Q4_K_M GGUF; metric: perplexity on the held-out Wikipedia token stream).
 Calibration data comes from the train split, evaluation from the test split (codesign.llm.wiki).
@@ -28,20 +29,19 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from codesign.compress.checkpoint import COMPRESSED_FILES, write_compressed
 from codesign.compress.model import (
-    COMPRESSED_FILES,
     CalibrationStats,
     MethodSpec,
     collect_statistics,
     compress_linears,
     layer_reports,
-    save_compressed,
     spec_dict,
 )
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
 from codesign.outputs import OutputFolder
 
-__all__ = ["MODELS", "Budget", "load_model", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
+__all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
            "distillation_objective", "compress_model"]
 
 MODELS = ("minilm", "gemma3-270m")
@@ -61,16 +61,53 @@ class Budget:
     qat_tokens: int = 128
 
 
-def _check_model(name: str) -> None:
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}: choose one of {', '.join(MODELS)}")
+def _local_folder(name: str) -> Optional[Path]:
+    """The folder of a local transformers model (save_pretrained output: config.json and a tokenizer), else None."""
+    path = Path(name)
+    return path if name not in MODELS and (path / "config.json").is_file() else None
+
+
+def check_model(name: str) -> None:
+    """ValueError unless name is a packaged model or a local transformers model folder."""
+    if name not in MODELS and _local_folder(name) is None:
+        hint = " (a folder without config.json)" if Path(name).is_dir() else ""
+        raise ValueError(f"unknown model {name!r}{hint}: choose one of {', '.join(MODELS)} or give a local "
+                         "transformers model folder (save_pretrained of the model and its tokenizer)")
+
+
+@functools.lru_cache(maxsize=2)
+def _load_local(folder: str) -> tuple[torch.nn.Module, object]:
+    """(model in float32 eval mode, tokenizer) of a local transformers folder: a causal LM or an encoder."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{folder} is not a loadable transformers model with its tokenizer "
+                         f"({str(exc).splitlines()[0][:160]})") from None
+    causal = any(a.endswith("ForCausalLM") for a in (config.architectures or []))
+    loader = AutoModelForCausalLM if causal else AutoModel
+    model = loader.from_pretrained(folder, dtype=torch.float32)
+    model.eval().requires_grad_(False)
+    return model, tokenizer
+
+
+def is_encoder(name: str) -> bool:
+    """True for a sentence encoder (metric: embedding cosine), False for a causal LM (metric: perplexity)."""
+    if name in MODELS:
+        return name == "minilm"
+    model, _ = load_model(name)
+    return not hasattr(model, "lm_head")
 
 
 def load_model(name: str) -> tuple[torch.nn.Module, object]:
-    """(model, tokenizer) from the llm harness (cached per process; restore any swapped modules)."""
-    _check_model(name)
+    """(model, tokenizer): a packaged model from the llm harness or a local transformers folder (cached per process)."""
+    check_model(name)
     from codesign.llm import load_gemma, load_minilm
 
+    if name not in MODELS:
+        return _load_local(str(Path(name).resolve()))
     return load_minilm() if name == "minilm" else load_gemma()
 
 
@@ -110,7 +147,7 @@ def linear_names(
 def _calibration_run(name: str, model: torch.nn.Module, tokenizer, budget: Budget) -> Callable[[], None]:
     from codesign.llm import sentence_embeddings, token_stream, wiki_sentences
 
-    if name == "minilm":
+    if is_encoder(name):
         sentences = wiki_sentences("train", budget.calib_sentences)
         return lambda: sentence_embeddings(model, tokenizer, sentences, batch_size=32)
     tokens = token_stream(tokenizer, "train", budget.calib_tokens)
@@ -144,7 +181,7 @@ def _eval_data(name: str, budget: Budget):
     from codesign.llm import token_stream, wiki_sentences
 
     model, tokenizer = load_model(name)
-    if name == "minilm":
+    if is_encoder(name):
         return tuple(wiki_sentences("test", budget.eval_sentences))
     return token_stream(tokenizer, "test", budget.eval_tokens)
 
@@ -156,7 +193,7 @@ def reference_metric(name: str, budget: Budget):
 
     model, tokenizer = load_model(name)
     data = _eval_data(name, budget)
-    if name == "minilm":
+    if is_encoder(name):
         return sentence_embeddings(model, tokenizer, list(data))
     return perplexity(model, data, context=budget.context)
 
@@ -167,7 +204,7 @@ def evaluate(name: str, model: torch.nn.Module, tokenizer, budget: Budget) -> di
 
     reference = reference_metric(name, budget)
     data = _eval_data(name, budget)
-    if name == "minilm":
+    if is_encoder(name):
         sim = embedding_similarity(reference, model, tokenizer, list(data))
         return {"cosine_mean": sim.mean_cosine, "cosine_min": sim.min_cosine, "n_sentences": sim.n_sentences}
     result = perplexity(model, data, context=budget.context)
@@ -190,7 +227,7 @@ def distillation_objective(name: str, model: torch.nn.Module, tokenizer, budget:
 
     batches = []
     with torch.no_grad():
-        if name == "minilm":
+        if is_encoder(name):
             sentences = wiki_sentences("train", steps * budget.qat_batch)
             for i in range(steps):
                 enc = tokenizer(sentences[i * budget.qat_batch: (i + 1) * budget.qat_batch], padding=True,
@@ -205,7 +242,7 @@ def distillation_objective(name: str, model: torch.nn.Module, tokenizer, budget:
 
     def loss(student: torch.nn.Module, step: int) -> torch.Tensor:
         inputs, target, mask = batches[step]
-        body = student if name == "minilm" else student.base_model
+        body = student if is_encoder(name) else student.base_model
         return distillation_loss(body(**inputs).last_hidden_state, target, mask)
 
     return loss
@@ -249,7 +286,7 @@ def compress_model(
     stats: precomputed calibration statistics (from `calibrate`) to reuse across runs; computed when
     None and the method needs them.
     """
-    _check_model(name)
+    check_model(name)
     folder = OutputFolder(out, "compress", force=force, expected=COMPRESSED_FILES) if out is not None else None
     model, tokenizer = load_model(name)
     names = linear_names(name, model, blocks, layers)
@@ -288,15 +325,15 @@ def compress_model(
         "mean_activation_error": sum(act) / len(act) if act else None,
         **training,
     }
+    from codesign.llm import swapped
+
     if evaluate_metric:
-        from codesign.llm import swapped
-
         reference_metric(name, budget)  # the original's, computed before any layer is swapped
-
-        with swapped(model, replacements):
+    with swapped(model, replacements):
+        if evaluate_metric:
             report["metric"] = evaluate(name, model, tokenizer, budget)
-    if folder is not None:
-        report["out"] = str(folder.target)
-        with folder.writing() as work:
-            save_compressed(work, replacements, {"model": name, "spec": spec_dict(spec), "report": report})
+        if folder is not None:
+            report["out"] = str(folder.target)
+            with folder.writing() as work:
+                write_compressed(model, work, {"model": name, "spec": spec_dict(spec), "report": report})
     return report, replacements

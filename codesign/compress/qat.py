@@ -33,19 +33,20 @@ from codesign.compress.formats import pack_codes
 from codesign.compress.integer import IntConfig, quantize_int, uniform_codebook
 from codesign.compress.kmeans import group_absmax, lloyd_max, nearest_level
 from codesign.compress.linear import QuantizedLinear
+from codesign.compress.registry import qat_grids, register_qat_grid, register_quantizer
 from codesign.compress.qtensor import VQ_CODE_BITS, VQ_DIM, ScalarQuantizedWeight, VQWeight, vq_sign_table
 from codesign.compress.vq import VQConfig, _encode, quantize_vq, vq_training_weight
 
 __all__ = ["QAT_QUANTIZERS", "QATConfig", "QATLinear", "qat_model", "train_qat", "distillation_loss"]
 
-QAT_QUANTIZERS = ("kmeans", "int", "vq")
 
 
 @dataclass(frozen=True)
 class QATConfig:
     """QAT settings.
 
-    quantizer: "kmeans", "int" or "vq" (2-bit only). bits: code width (scalar quantizers).
+    quantizer: a registered quantizer with a QAT grid (@register_qat_grid): "kmeans", "int" or "vq" (2-bit only).
+    bits: code width.
     group_size: weights per scale along the input dimension.
     refit_every: steps between centroid refits (kmeans) / re-encodings (vq); 0 = never.
     winq: apply WinQ; reset_every: steps between resets; alpha: reset interpolation weight of Q(W);
@@ -64,10 +65,11 @@ class QATConfig:
     noise: float = 0.05
 
     def __post_init__(self) -> None:
-        if self.quantizer not in QAT_QUANTIZERS:
-            raise ValueError(f"unknown QAT quantizer {self.quantizer!r}: choose one of {', '.join(QAT_QUANTIZERS)}")
-        if self.quantizer == "vq" and self.bits != 2:
-            raise ValueError(f"vq QAT is 2-bit, got bits {self.bits}")
+        if self.quantizer not in qat_grids():
+            raise ValueError(f"unknown QAT quantizer {self.quantizer!r}: choose one of {', '.join(qat_grids())}")
+        fixed = qat_grids()[self.quantizer].fixed_bits
+        if fixed is not None and self.bits != fixed:
+            raise ValueError(f"{self.quantizer} QAT is {fixed}-bit, got bits {self.bits}")
         if not 1 <= self.bits <= 8:
             raise ValueError(f"bits must be in 1..8, got {self.bits}")
         if self.refit_every < 0 or self.reset_every < 1:
@@ -76,59 +78,142 @@ class QATConfig:
             raise ValueError(f"alpha must lie in [0, 1] and noise be >= 0, got {self.alpha}, {self.noise}")
 
 
+register_quantizer("qat", QATConfig)(None)  # trained by QATLinear, not a one-shot weight quantizer
+
+
+class _ScalarGrid:
+    """Per-group absmax scales and a codebook (fp16-representable); STE to W."""
+
+    method = "scalar-qat"
+    fixed_bits: Optional[int] = None  # any width
+    group_multiple = 1
+
+    def __init__(self, layer: "QATLinear") -> None:
+        c = layer.config
+        layer.register_buffer("codebook", uniform_codebook(c.bits).half().float())  # the stored codebook is fp16
+        layer.register_buffer("clip", None)  # int: the clip ratio per group
+
+    def group_scales(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+        """[N, K / group_size] fp16-representable scales: the group absmax (times the clip ratio for int)."""
+        amax = group_absmax(weight.detach(), layer.config.group_size)
+        return amax.float() if layer.clip is None else (amax.float() * layer.clip).half().float()
+
+    def units(self, layer: "QATLinear", weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        scale = self.group_scales(layer, weight)
+        return (weight.detach() / scale.repeat_interleave(layer.config.group_size, 1)).reshape(1, -1), scale
+
+    def quantized(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+        units, scale = self.units(layer, weight)
+        codes = nearest_level(units, layer.codebook[None])
+        q = layer.codebook[codes].view_as(weight) * scale.repeat_interleave(layer.config.group_size, 1)
+        return q + (weight - weight.detach())  # value exactly Q(W) (w - w.detach() is 0), gradient 1
+
+    def refit(self, layer: "QATLinear") -> None:
+        pass
+
+    def export(self, layer: "QATLinear") -> ScalarQuantizedWeight:
+        c, (n, k) = layer.config, layer.weight.shape
+        units, scale = self.units(layer, layer.weight)
+        codes = nearest_level(units, layer.codebook[None]).view(n, k).to(torch.uint8)
+        return ScalarQuantizedWeight(pack_codes(codes, c.bits), scale.half().contiguous(), layer.codebook.half(),
+                                     c.bits, c.group_size, (n, k), method=self.method)
+
+
+@register_qat_grid("kmeans")
+class _KMeansGrid(_ScalarGrid):
+    """The codebook refit by Lloyd to the current weights every refit_every steps."""
+
+    method = "kmeans-qat"
+
+    def __init__(self, layer: "QATLinear") -> None:
+        super().__init__(layer)
+        self.fitted = False
+        self.refit(layer)
+
+    def refit(self, layer: "QATLinear") -> None:
+        units, _ = self.units(layer, layer.weight)
+        book = lloyd_max(units, layer.codebook.numel(), iterations=10,
+                         init=layer.codebook[None] if self.fitted else None)[0]
+        layer.codebook.copy_(book.half().float())  # the stored codebook is fp16
+        self.fitted = True
+
+
+@register_qat_grid("int")
+class _IntGrid(_ScalarGrid):
+    """The fixed integer grid, each group's scale its absmax times the post-training quantizer's clip ratio."""
+
+    method = "int-qat"
+
+    def __init__(self, layer: "QATLinear") -> None:
+        super().__init__(layer)
+        c = layer.config
+        start = quantize_int(layer.weight.detach(), IntConfig(c.bits, c.group_size))
+        amax = group_absmax(layer.weight.detach(), c.group_size).float()
+        layer.clip = start.scales.float() / amax
+
+
+@register_qat_grid("vq")
+class _VQGrid:
+    """LC-QAT: W_q = s * (B A^T + mu), sign vectors B fixed between re-encodings, A, mu, s trained exactly."""
+
+    fixed_bits = 2
+    group_multiple = VQ_DIM
+
+    def __init__(self, layer: "QATLinear") -> None:
+        c = layer.config
+        start = quantize_vq(layer.weight.detach(), VQConfig(group_size=c.group_size))
+        layer.basis = torch.nn.Parameter(start.basis.clone())
+        layer.offset = torch.nn.Parameter(start.offset.clone())
+        layer.scales = torch.nn.Parameter(start.scales.float())
+        layer.register_buffer("signs", start.signs().contiguous())
+        if c.refit_every == 0:  # the codes stay: W would only matter to a re-encoding
+            layer.weight.requires_grad_(False)
+
+    def quantized(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+        s = layer.scales
+        s = s + (s.detach().half().float() - s.detach())  # fp16 scales as stored, straight-through
+        q = vq_training_weight(layer.signs, layer.basis, layer.offset, s, layer.config.group_size)
+        return q + (weight - weight.detach())
+
+    def refit(self, layer: "QATLinear") -> None:
+        """Nearest codeword of every 4-weight vector of W / s."""
+        n, k = layer.weight.shape
+        scale = layer.scales.detach().clamp(min=1e-8).repeat_interleave(layer.config.group_size, 1)
+        units = (layer.weight / scale).reshape(-1, VQ_DIM)
+        table = vq_sign_table(layer.weight.device)
+        codes = _encode(units, table @ layer.basis.T + layer.offset)
+        layer.signs.copy_(table[codes].view(n, k // VQ_DIM, 8))
+
+    def export(self, layer: "QATLinear") -> VQWeight:
+        n, k = layer.weight.shape
+        bit_values = 1 << torch.arange(VQ_CODE_BITS, device=layer.signs.device)
+        codes = ((layer.signs > 0).long() * bit_values).sum(dim=-1).to(torch.uint8)
+        return VQWeight(codes.contiguous(), layer.scales.detach().half().contiguous(),
+                        layer.basis.detach().float().contiguous(), layer.offset.detach().float().contiguous(),
+                        layer.config.group_size, (n, k), method="lcqat-vq")
+
+
+QAT_QUANTIZERS = tuple(qat_grids())
+
+
 class QATLinear(torch.nn.Module):
-    """nn.Linear whose forward uses the quantized value of a trainable full-precision weight."""
+    """nn.Linear whose forward uses the quantized value of a trainable full-precision weight (grid: config.quantizer)."""
 
     def __init__(self, linear: torch.nn.Linear, config: QATConfig) -> None:
         super().__init__()
         n, k = linear.weight.shape
-        if k % config.group_size or (config.quantizer == "vq" and config.group_size % VQ_DIM):
+        grid = qat_grids()[config.quantizer]
+        if k % config.group_size or config.group_size % grid.group_multiple:
             raise ValueError(f"group size {config.group_size} does not fit a layer with {k} inputs")
         self.config = config
         self.weight = torch.nn.Parameter(linear.weight.detach().float().clone())
         self.bias = None if linear.bias is None else torch.nn.Parameter(linear.bias.detach().float().clone())
-        self.register_buffer("clip", None)  # int: clip ratio per group
-        if config.quantizer == "vq":
-            start = quantize_vq(self.weight.detach(), VQConfig(group_size=config.group_size))
-            self.basis = torch.nn.Parameter(start.basis.clone())
-            self.offset = torch.nn.Parameter(start.offset.clone())
-            self.scales = torch.nn.Parameter(start.scales.float())
-            self.register_buffer("signs", start.signs().contiguous())
-            if config.refit_every == 0:  # the codes stay: W would only matter to a re-encoding
-                self.weight.requires_grad_(False)
-        else:
-            book = uniform_codebook(config.bits).half().float()  # the stored codebook is fp16
-            self.register_buffer("codebook", book)
-            if config.quantizer == "kmeans":
-                self.refit()
-            else:  # the clip ratio per group that post-training integer quantization chose
-                start = quantize_int(self.weight.detach(), IntConfig(config.bits, config.group_size))
-                amax = group_absmax(self.weight.detach(), config.group_size).float()
-                self.register_buffer("clip", start.scales.float() / amax)
-
-    def _group_scales(self, weight: torch.Tensor) -> torch.Tensor:
-        """[N, K / group_size] fp16-representable scales: the group absmax (times the clip ratio for int)."""
-        amax = group_absmax(weight.detach(), self.config.group_size)
-        return amax.float() if self.clip is None else (amax.float() * self.clip).half().float()
-
-    def _scales(self, weight: torch.Tensor) -> torch.Tensor:
-        return self._group_scales(weight).repeat_interleave(self.config.group_size, 1)
-
-    def _scalar_quantize(self, weight: torch.Tensor) -> torch.Tensor:
-        scale = self._scales(weight)
-        units = (weight.detach() / scale).reshape(1, -1)
-        codes = nearest_level(units, self.codebook[None])
-        return self.codebook[codes].view_as(weight) * scale
+        with torch.no_grad():
+            self.grid = grid(self)
 
     def quantized(self, weight: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Q(W) with gradients: STE to W (and exact to A, mu, s for vq)."""
-        w = self.weight if weight is None else weight
-        if self.config.quantizer == "vq":
-            s = self.scales
-            s = s + (s.detach().half().float() - s.detach())  # fp16 scales as stored, straight-through
-            q = vq_training_weight(self.signs, self.basis, self.offset, s, self.config.group_size)
-            return q + (w - w.detach())
-        return self._scalar_quantize(w) + (w - w.detach())  # value exactly Q(W) (w - w.detach() is 0), gradient 1
+        return self.grid.quantized(self, self.weight if weight is None else weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x W_q^T + b; in training with WinQ, W_q is taken at a noise-injected W."""
@@ -142,44 +227,13 @@ class QATLinear(torch.nn.Module):
     @torch.no_grad()
     def refit(self) -> None:
         """kmeans: Lloyd refit of the centroids to the current weights; vq: re-encode the sign vectors."""
-        if self.config.quantizer == "vq":
-            self.reencode()
-        elif self.config.quantizer == "kmeans":
-            units = (self.weight / self._scales(self.weight)).reshape(1, -1)
-            init = None if not hasattr(self, "_fitted") else self.codebook[None]
-            book = lloyd_max(units, self.codebook.numel(), iterations=10, init=init)[0]
-            self.codebook.copy_(book.half().float())  # the stored codebook is fp16
-            self._fitted = True
-
-    @torch.no_grad()
-    def reencode(self) -> None:
-        """Nearest codeword of every 4-weight vector of W / s (vq only)."""
-        n, k = self.weight.shape
-        scale = self.scales.detach().clamp(min=1e-8).repeat_interleave(self.config.group_size, 1)
-        units = (self.weight / scale).reshape(-1, VQ_DIM)
-        table = vq_sign_table(self.weight.device)
-        codes = _encode(units, table @ self.basis.T + self.offset)
-        self.signs.copy_(table[codes].view(n, k // VQ_DIM, 8))
+        self.grid.refit(self)
 
     @torch.no_grad()
     def export(self) -> QuantizedLinear:
         """The layer in its storage format: exactly the quantized weights of the eval-mode forward."""
-        n, k = self.weight.shape
-        c = self.config
         bias = None if self.bias is None else self.bias.detach()
-        if c.quantizer == "vq":
-            bit_values = 1 << torch.arange(VQ_CODE_BITS, device=self.signs.device)
-            codes = ((self.signs > 0).long() * bit_values).sum(dim=-1).to(torch.uint8)
-            weight = VQWeight(codes.contiguous(), self.scales.detach().half().contiguous(),
-                              self.basis.detach().float().contiguous(), self.offset.detach().float().contiguous(),
-                              c.group_size, (n, k), method="lcqat-vq")
-        else:
-            scale = self._group_scales(self.weight)
-            units = (self.weight / scale.repeat_interleave(c.group_size, 1)).reshape(1, -1)
-            codes = nearest_level(units, self.codebook[None]).view(n, k).to(torch.uint8)
-            weight = ScalarQuantizedWeight(pack_codes(codes, c.bits), scale.half().contiguous(), self.codebook.half(),
-                                           c.bits, c.group_size, (n, k), method=f"{c.quantizer}-qat")
-        return QuantizedLinear(weight, bias, kernel="torch")
+        return QuantizedLinear(self.grid.export(self), bias)
 
     @torch.no_grad()
     def winq_reset(self) -> None:

@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.qtensor import LowRankQuantizedWeight
-from codesign.compress.registry import BaseConfig, quantize_base
+from codesign.compress.registry import needs_covariance, quantize, register_quantizer
 from codesign.compress.validate import check_weight
 
 __all__ = ["QERConfig", "QER_METHODS", "activation_scaling", "choose_preserved_rank", "quantize_qer"]
@@ -33,7 +33,7 @@ class QERConfig:
 
     method: "plain", "scaled" or "srr" (see the module docstring).
     rank: r, columns of L (rows of R); 0 <= r <= min(N, K).
-    base: the quantizer of Q (a KMeansConfig, IntConfig or VQConfig).
+    base: the config of Q's quantizer (any registered one-shot quantizer: KMeansConfig, IntConfig, VQConfig, ...).
     scaling: "full" (S = Σ^{1/2}) or "diag" (S = diag(sqrt Σ_kk)); scaled and srr only.
     preserved_rank: SRR's k; None picks it per layer with the criterion plus the k = 0 guard.
     damping: ridge added to Σ, as a fraction of its mean diagonal, before taking roots.
@@ -41,7 +41,7 @@ class QERConfig:
 
     method: str = "srr"
     rank: int = 32
-    base: BaseConfig = field(default_factory=lambda: KMeansConfig(bits=3))
+    base: Any = field(default_factory=lambda: KMeansConfig(bits=3))
     scaling: str = "full"
     preserved_rank: Optional[int] = None
     damping: float = 0.01
@@ -104,11 +104,12 @@ def _scaled_norm(diff: torch.Tensor, s: Optional[torch.Tensor]) -> float:
     return float((diff if s is None else diff @ s).norm())
 
 
-def _srr(w: torch.Tensor, config: QERConfig, s: torch.Tensor, s_inv: torch.Tensor, k: int):
+def _srr(w: torch.Tensor, config: QERConfig, s: torch.Tensor, s_inv: torch.Tensor, k: int,
+         covariance: Optional[torch.Tensor]):
     """Preserve rank k of W S, quantize the rest, reconstruct its error with rank r - k."""
     keep_l, keep_r, _ = _top_factors(w @ s, s_inv, k)
     residual = w - keep_l @ keep_r
-    base = quantize_base(residual.float().contiguous(), config.base)
+    base = quantize(residual.float().contiguous(), config.base, covariance)
     err_l, err_r, _ = _top_factors((residual - base.dequantize().double()) @ s, s_inv, config.rank - k)
     return base, torch.cat([keep_l, err_l], dim=1), torch.cat([keep_r, err_r], dim=0)
 
@@ -123,6 +124,8 @@ def _pack(base, left, right, k: int, method: str) -> LowRankQuantizedWeight:
     )
 
 
+@register_quantizer("qer", QERConfig, covariance=lambda config: config.method != "plain" or needs_covariance(config.base),
+                    takes_covariance=True)
 def quantize_qer(
     weight: torch.Tensor, config: QERConfig = QERConfig(), covariance: Optional[torch.Tensor] = None
 ) -> LowRankQuantizedWeight:
@@ -141,7 +144,7 @@ def quantize_qer(
             raise ValueError(f"covariance must be [{k_in}, {k_in}] for K={k_in}, got {tuple(covariance.shape)}")
         s, s_inv = activation_scaling(covariance.to(weight.device), config.scaling, config.damping)
 
-    base = quantize_base(weight, config.base)
+    base = quantize(weight, config.base, covariance)
     error = w - base.dequantize().double()
     left, right, err_spectrum = _top_factors(error if s is None else error @ s, s_inv, config.rank)
     if config.method != "srr":
@@ -153,7 +156,7 @@ def quantize_qer(
         k = choose_preserved_rank(w_spectrum, err_spectrum, config.rank)
     if k == 0:
         return _pack(base, left, right, 0, "srr")
-    srr_base, srr_left, srr_right = _srr(w, config, s, s_inv, k)
+    srr_base, srr_left, srr_right = _srr(w, config, s, s_inv, k, covariance)
     if config.preserved_rank is None:
         # guard: keep whichever of k and k = 0 reconstructs the layer's output better, as stored
         cand = _pack(srr_base, srr_left, srr_right, k, "srr")

@@ -8,7 +8,7 @@ figure measures the format as stored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 import torch
 
@@ -29,6 +29,8 @@ __all__ = [
     "VQ_DIM",
     "VQ_CODE_BITS",
     "vq_sign_table",
+    "flatten_weight",
+    "unflatten_weight",
 ]
 
 #: weights per vector in the VQ format, and bits of one vector's code (2 bits per weight).
@@ -53,6 +55,8 @@ class ScalarQuantizedWeight:
 
     W[n, k] = codebook[code[n, k]] * scales[n, k // group_size]   (per-layer codebook, shape [2**b])
     W[n, k] = codebook[n, k // group_size, code[n, k]] * scales[...]   (per-group codebook)
+    With integer zero points (asymmetric integer: codebook 0..2**b - 1, `zeros` uint8 [N, K / group_size]):
+    W[n, k] = (codebook[code[n, k]] - zeros[n, k // group_size]) * scales[n, k // group_size]
     """
 
     packed: torch.Tensor
@@ -62,6 +66,7 @@ class ScalarQuantizedWeight:
     group_size: int
     shape: tuple[int, int]
     method: str
+    zeros: Optional[torch.Tensor] = None
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
@@ -76,6 +81,8 @@ class ScalarQuantizedWeight:
                 f"got {tuple(self.codebook.shape)}"
             )
         _require(self.codebook, "codebook", torch.float16, tuple(self.codebook.shape))
+        if self.zeros is not None:
+            _require(self.zeros, "zero points", torch.uint8, (n, k // self.group_size))
 
     @property
     def format(self) -> PackingFormat:
@@ -101,8 +108,14 @@ class ScalarQuantizedWeight:
             values = torch.gather(book, 2, grouped).view(n, k)
         else:
             values = book[codes]
+        if self.zeros is not None:
+            values = values - self.zeros.float().repeat_interleave(self.group_size, dim=1)
         scales = self.scales.float().repeat_interleave(self.group_size, dim=1)
         return values * scales
+
+    def zero_offsets(self) -> Optional[torch.Tensor]:
+        """[N, K / group_size] float32 zero point × scale per group (what the zero points subtract), or None."""
+        return None if self.zeros is None else self.zeros.float() * self.scales.float()
 
     def byte_table(self) -> torch.Tensor:
         """[256, 8 // bits] fp16: the weights one packed byte decodes to (per-layer codebook, 1/2/4 bits)."""
@@ -116,8 +129,9 @@ class ScalarQuantizedWeight:
 
     @property
     def nbytes(self) -> int:
-        """Stored bytes: codes, scales and codebook."""
-        return sum(t.numel() * t.element_size() for t in (self.packed, self.scales, self.codebook))
+        """Stored bytes: codes, scales, codebook and zero points."""
+        stored = (self.packed, self.scales, self.codebook) + (() if self.zeros is None else (self.zeros,))
+        return sum(t.numel() * t.element_size() for t in stored)
 
 
 def vq_sign_table(device: torch.device | str = "cpu") -> torch.Tensor:
@@ -222,3 +236,52 @@ class LowRankQuantizedWeight:
 
 
 QuantizedWeight = Union[ScalarQuantizedWeight, VQWeight, LowRankQuantizedWeight]
+
+
+# --- flat form: the stored tensors by name plus a JSON-ready layout (module buffers, safetensors) ------------
+
+_FIELDS = {"scalar": ("packed", "scales", "codebook"), "vq": ("codes", "scales", "basis", "offset")}
+
+
+def flatten_weight(weight: QuantizedWeight, prefix: str = "") -> tuple[dict, dict[str, torch.Tensor]]:
+    """(layout, tensors): the non-tensor fields as JSON-ready data and every stored tensor by a flat name."""
+    if isinstance(weight, ScalarQuantizedWeight):
+        layout = {"kind": "scalar", "bits": weight.bits, "group_size": weight.group_size,
+                  "shape": list(weight.shape), "method": weight.method, "zero_points": weight.zeros is not None}
+    elif isinstance(weight, VQWeight):
+        layout = {"kind": "vq", "group_size": weight.group_size, "shape": list(weight.shape), "method": weight.method}
+    elif isinstance(weight, LowRankQuantizedWeight):
+        base_layout, tensors = flatten_weight(weight.base, prefix + "base_")
+        tensors[prefix + "left"] = weight.left
+        tensors[prefix + "right"] = weight.right
+        return {"kind": "qer", "preserved_rank": weight.preserved_rank, "method": weight.method,
+                "base": base_layout}, tensors
+    else:
+        raise ValueError(f"not a quantized weight: {type(weight).__name__}")
+    tensors = {prefix + f: getattr(weight, f) for f in _FIELDS[layout["kind"]]}
+    if layout.get("zero_points"):
+        tensors[prefix + "zeros"] = weight.zeros
+    return layout, tensors
+
+
+def unflatten_weight(layout: dict, tensors: dict[str, torch.Tensor], prefix: str = "") -> QuantizedWeight:
+    """The weight container that flatten_weight gave (layout, tensors) for; ValueError when a tensor is missing."""
+    kind = layout.get("kind")
+    if kind == "qer":
+        base = unflatten_weight(layout["base"], tensors, prefix + "base_")
+        return LowRankQuantizedWeight(base, _take(tensors, prefix + "left"), _take(tensors, prefix + "right"),
+                                      layout["preserved_rank"], layout["method"])
+    if kind not in _FIELDS:
+        raise ValueError(f"unknown stored weight kind {kind!r}")
+    fields = {f: _take(tensors, prefix + f) for f in _FIELDS[kind]}
+    extra = {"bits": layout["bits"]} if kind == "scalar" else {}
+    if kind == "scalar" and layout.get("zero_points"):
+        extra["zeros"] = _take(tensors, prefix + "zeros")
+    cls = ScalarQuantizedWeight if kind == "scalar" else VQWeight
+    return cls(**fields, **extra, group_size=layout["group_size"], shape=tuple(layout["shape"]), method=layout["method"])
+
+
+def _take(tensors: dict[str, torch.Tensor], name: str) -> torch.Tensor:
+    if name not in tensors:
+        raise ValueError(f"stored tensor {name!r} is missing")
+    return tensors[name]

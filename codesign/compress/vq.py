@@ -20,6 +20,7 @@ import torch
 
 from codesign.compress.formats import check_group_size
 from codesign.compress.qtensor import VQ_CODE_BITS, VQ_DIM, VQWeight, vq_sign_table
+from codesign.compress.registry import register_quantizer
 from codesign.compress.validate import check_weight
 
 __all__ = ["VQConfig", "quantize_vq", "vq_training_weight", "initial_basis"]
@@ -87,6 +88,7 @@ def _fit_affine(units: torch.Tensor, weights: torch.Tensor, codes: torch.Tensor,
     return theta[:-1].T.float().contiguous(), theta[-1].float().contiguous()
 
 
+@register_quantizer("vq", VQConfig)
 def quantize_vq(weight: torch.Tensor, config: VQConfig = VQConfig()) -> VQWeight:
     """Quantize W[N, K] to 2-bit VQ codes with a learned per-layer affine codebook."""
     check_weight(weight)

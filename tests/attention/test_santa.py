@@ -114,15 +114,16 @@ def test_masked_rows_are_decode_steps_and_unbiased():
     assert float(draws.std(0)[:, 1:].min()) > 0  # the other rows really are sampled
 
 
-def test_auto_on_cpu_uses_the_reference_with_one_warning():
+def test_auto_runs_the_interpreted_kernel_and_falls_back_once_for_float32():
     q, k, v = cache(batch=2, n=20)
+    assert torch.equal(santa_attention(q, k, v, 5, seed=2), santa_attention(q, k, v, 5, seed=2, kernel="triton"))
     reset_fallback_warnings()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outs = [santa_attention(q, k, v, 5, seed=2) for _ in range(3)]
+        outs = [santa_attention(q.float(), k.float(), v.float(), 5, seed=2) for _ in range(3)]
     messages = [str(w.message) for w in caught if "torch reference attention" in str(w.message)]
-    assert len(messages) == 1 and "CPU tensors" in messages[0]
-    assert torch.equal(outs[0], santa_reference(q, k, v, 5, seed=2))
+    assert len(messages) == 1 and "dtype torch.float32" in messages[0]
+    assert torch.equal(outs[0], santa_reference(q.float(), k.float(), v.float(), 5, seed=2))
     with pytest.raises(ValueError, match="kernel='triton' cannot run here: dtype torch.float32"):
         santa_attention(q.float(), k.float(), v.float(), 5, kernel="triton")
 

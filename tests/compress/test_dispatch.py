@@ -27,12 +27,19 @@ def fallback_warnings(fn):
     return [str(w.message) for w in caught if "torch reference" in str(w.message)]
 
 
-def test_auto_on_cpu_falls_back_with_one_warning(qw):
+def test_auto_selects_triton_under_the_interpreter(qw, interpreted_kernels, monkeypatch):
+    from codesign.kernels import lut_matmul as module
+
+    calls = []
+    real = module.lut_matmul
+    monkeypatch.setattr(module, "lut_matmul", lambda *a, **kw: calls.append(1) or real(*a, **kw))  # counts, then runs
     x = torch.randn(3, 64, dtype=torch.float16)
-    ref = lowbit_matmul(x, qw, kernel="torch")
-    messages = fallback_warnings(lambda: [lowbit_matmul(x, qw) for _ in range(3)])
-    assert len(messages) == 1 and "CPU tensors" in messages[0]
-    assert torch.equal(lowbit_matmul(x, qw), ref)
+    messages = fallback_warnings(lambda: lowbit_matmul(x, qw))
+    assert messages == [] and len(calls) == 1  # no fallback: auto ran the (interpreted) kernel
+    assert torch.equal(lowbit_matmul(x, qw), lowbit_matmul(x, qw, kernel="triton"))
+    layer = QuantizedLinear(qw)  # modules default to auto as well
+    layer(x)
+    assert len(calls) == 4
 
 
 def test_unsupported_dtype_falls_back_once_per_reason(qw):

@@ -1,6 +1,9 @@
 """`codesign compress` bad input: one line on stderr naming the bad value, exit status 2, no file touched."""
 
+import json
+
 import pytest
+import torch
 
 from codesign.cli import main
 from tests.support import requires_llm
@@ -20,7 +23,8 @@ def _error(capsys, argv) -> str:
 @pytest.mark.parametrize("args, message", [
     (["bert", "--method", "kmeans", "--bits", "4"], "unknown model 'bert'"),
     (["minilm", "--method", "gptq", "--bits", "4"], "unknown method 'gptq'"),
-    (["minilm", "--method", "kmeans", "--bits", "5"], "unsupported bits 5"),
+    (["minilm", "--method", "kmeans", "--bits", "9"], "unsupported bits 9"),
+    (["minilm", "--method", "kmeans", "--bits", "0"], "unsupported bits 0"),
     (["minilm", "--method", "vq", "--bits", "3"], "vq is a 2-bit format"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--rank", "8"], "--rank applies"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--winq"], "--winq apply to the QAT methods"),
@@ -75,9 +79,9 @@ def test_lc_qat_from_the_command_line(capsys, tmp_path, minilm):
     captured = capsys.readouterr()
     assert "model minilm: lcqat-vq 2-bit" in captured.out and "QAT 3 steps: distillation loss" in captured.out
     assert "step 3/3: loss" in captured.err  # progress on stderr
-    from codesign.compress.model import load_compressed
+    from codesign.compress.checkpoint import compressed_layers, load_compressed
 
-    loaded, doc = load_compressed(out)
+    loaded = compressed_layers(load_compressed(out))
     assert len(loaded) == 6 and all(m.qweight.method == "lcqat-vq" for m in loaded.values())
 
 
@@ -87,7 +91,42 @@ def test_group_size_reaches_the_stored_format(capsys, tmp_path, minilm):
             "encoder.layer.0.attention.self.query", "--eval", "16", "--out", str(out)]
     assert main(argv) == 0
     assert "kmeans 4-bit, group 32" in capsys.readouterr().out
-    from codesign.compress.model import load_compressed
+    from codesign.compress.checkpoint import compressed_layers, load_compressed
 
-    (module,) = load_compressed(out)[0].values()
+    (module,) = compressed_layers(load_compressed(out)).values()
     assert module.qweight.group_size == 32 and tuple(module.qweight.scales.shape) == (384, 384 // 32)
+
+
+def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm, capsys):
+    # a tiny random Llama saved with a real tokenizer (MiniLM's), as a user's save_pretrained folder
+    import transformers
+
+    from codesign.compress.checkpoint import compressed_layers, load_compressed
+
+    import copy
+
+    tokenizer = copy.deepcopy(minilm[1])
+    tokenizer.bos_token = "[CLS]"  # the token stream separates articles with BOS
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "mine")
+    tokenizer.save_pretrained(tmp_path / "mine")
+    out = tmp_path / "out"
+    argv = ["compress", str(tmp_path / "mine"), "--method", "kmeans", "--bits", "4", "--group-size", "32",
+            "--calib-tokens", "64", "--eval-tokens", "64", "--context", "32", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["layers"] == 14 and report["metric"]["n_tokens"] > 0  # every linear but lm_head
+    loaded = load_compressed(out)
+    assert type(loaded).__name__ == "LlamaForCausalLM" and len(compressed_layers(loaded)) == 14
+    line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
+                           str(tmp_path / "o2")])
+    assert "a folder without config.json" in line
+
+
+def test_threads_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compress", "minilm", "--method", "kmeans", "--bits", "4", "--threads", "0", "--out", "x"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(lines) == 1 and "--threads: must be a positive integer, got 0" in lines[0]

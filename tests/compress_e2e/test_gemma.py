@@ -7,7 +7,8 @@ import torch
 
 from codesign.cli import main
 from codesign.compress.lowrank import LowRankLinear
-from codesign.compress.model import MethodSpec, compress_linears, load_compressed
+from codesign.compress.checkpoint import compressed_layers, load_compressed, read_manifest
+from codesign.compress.model import MethodSpec, compress_linears
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names
 from tests.support import requires_llm
 
@@ -42,10 +43,10 @@ def test_cli_srr_on_gemma_reports_perplexity_and_saves(gemma, tmp_path, capsys):
     assert metric["perplexity"] != reference and abs(metric["perplexity"] / reference - 1) < 0.5
     # 2 bits + rank 8 of fp16 factors over 640 + 256 dimensions, fp16 scales per 64 weights
     assert report["bits_per_weight"] == pytest.approx(2 + 16 / 64 + 8 * 16 * (640 + 256) / (256 * 640), abs=0.01)
-    loaded, doc = load_compressed(out)
-    assert sorted(loaded) == ["model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj"]
-    assert doc["spec"]["method"] == "srr"
-    assert _perplexity(model, tokenizer, loaded) == pytest.approx(metric["perplexity"], rel=1e-6)
+    loaded = load_compressed(out)  # rebuilt from the folder alone
+    assert sorted(compressed_layers(loaded)) == ["model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj"]
+    assert read_manifest(out)["spec"]["method"] == "srr"
+    assert _perplexity(loaded, tokenizer) == pytest.approx(metric["perplexity"], rel=1e-6)
 
 
 def test_qer_ordering_on_gemma_activations(gemma):

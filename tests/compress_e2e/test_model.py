@@ -14,9 +14,8 @@ from codesign.compress.model import (
     collect_statistics,
     compress_linears,
     effective_weight,
-    load_compressed,
-    save_compressed,
 )
+from codesign.compress.checkpoint import compressed_layers, load_compressed, read_manifest, save_compressed
 from tests.support import requires_llm
 
 BLOCK0 = "encoder.layer.0."
@@ -75,14 +74,12 @@ def test_save_reload_gives_identical_outputs(minilm, minilm_sentences, block0_st
     for spec in (MethodSpec("vq", 2), MethodSpec("srr", 2, rank=8)):  # scalar codes: the CLI test reloads them
         built, _ = compress_linears(model, spec, stats, names)
         out = tmp_path / spec.method
-        out.mkdir()
-        save_compressed(out, built, {"spec": spec.method})
-        loaded, doc = load_compressed(out)
-        assert doc["spec"] == spec.method and set(loaded) == set(names)
         with swapped(model, built):
+            save_compressed(model, out, {"spec": spec.method})
             before = sentence_embeddings(model, tok, minilm_sentences["test"][:8])
-        with swapped(model, loaded):
-            after = sentence_embeddings(model, tok, minilm_sentences["test"][:8])
+        loaded = load_compressed(out)  # rebuilt from the folder alone
+        assert read_manifest(out)["spec"] == spec.method and set(compressed_layers(loaded)) == set(names)
+        after = sentence_embeddings(loaded, tok, minilm_sentences["test"][:8])
         assert torch.equal(before, after)
 
 
@@ -136,7 +133,8 @@ def test_rank_allocation_follows_effective_rank_and_importance():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "gptq", "bits": 4}, "unknown method 'gptq'"),
-    ({"method": "kmeans", "bits": 5}, "unsupported bits 5"),
+    ({"method": "kmeans", "bits": 9}, "unsupported bits 9"),
+    ({"method": "int", "bits": 0}, "unsupported bits 0"),
     ({"method": "vq", "bits": 3}, "vq is a 2-bit format"),
     ({"method": "kmeans", "bits": 4, "rank": 8}, "--rank applies"),
     ({"method": "srr", "bits": 2, "rank": -1}, "non-negative"),
@@ -166,15 +164,14 @@ def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
     assert report["layers"] == 3 and report["blocks"] == [5] and report["layer_patterns"] == ["*.self.*"]
     assert 0.98 < report["metric"]["cosine_mean"] < 1 and report["metric"]["n_sentences"] == 32
     assert report["bytes"] < report["fp16_bytes"] / 3.5
-    assert sorted(p.name for p in out.iterdir()) == ["codesign-output.json", "compressed.json", "weights.pt"]
-    loaded, doc = load_compressed(out)
-    assert sorted(loaded) == sorted(chosen) and doc["report"]["bytes"] == report["bytes"]
+    assert sorted(p.name for p in out.iterdir()) == ["codesign-output.json", "compressed.json", "config.json",
+                                                      "model.safetensors"]
+    loaded = load_compressed(out)
+    assert sorted(compressed_layers(loaded)) == sorted(chosen) and read_manifest(out)["report"]["bytes"] == report["bytes"]
     sample = ["The Moon orbits the Earth."]
-    with swapped(model, loaded):
-        first = sentence_embeddings(model, tok, sample)
+    first = sentence_embeddings(loaded, tok, sample)
     assert not torch.equal(first, sentence_embeddings(model, tok, sample))  # the compressed layers were in use
-    with swapped(model, load_compressed(out)[0]):
-        assert torch.equal(sentence_embeddings(model, tok, sample), first)
+    assert torch.equal(sentence_embeddings(load_compressed(out), tok, sample), first)
 
 
 def test_qat_methods_are_refused_without_their_training_data():
@@ -200,11 +197,45 @@ def test_qat_through_compress_model_trains_exports_and_reloads(tmp_path, minilm)
     for name, module in replacements.items():
         assert module.qweight.method == "kmeans-qat" and module.qweight.bits == 2
         assert len(torch.unique(module.qweight.codebook)) <= 4
-    loaded, doc = load_compressed(tmp_path / "qat")
+    loaded = load_compressed(tmp_path / "qat")
+    doc = read_manifest(tmp_path / "qat")
     assert doc["spec"]["method"] == "kmeans-qat" and doc["spec"]["steps"] == 4
-    for name, module in loaded.items():
+    for name, module in compressed_layers(loaded).items():
         assert torch.equal(module.qweight.dequantize(), replacements[name].qweight.dequantize())
     sample = ["The Moon orbits the Earth."]
-    with swapped(model, loaded):
-        compressed = sentence_embeddings(model, tok, sample)
+    compressed = sentence_embeddings(loaded, tok, sample)
     assert not torch.equal(compressed, sentence_embeddings(model, tok, sample))
+
+
+@requires_llm
+def test_quantize_on_minilm_round_trips_saves_and_runs_in_half_precision(minilm, minilm_sentences, tmp_path):
+    import copy
+    import subprocess
+    import sys
+
+    from codesign.compress import KMeansConfig, quantize_
+
+    model, tok = minilm
+    student = quantize_(copy.deepcopy(model), KMeansConfig(bits=4), filter="encoder.layer.0.attention.self.*",
+                        kernel="torch")  # the half-precision run below would take minutes in Triton's interpreter
+    assert len(compressed_layers(student)) == 3
+    enc = tok(minilm_sentences["test"][:4], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        expected = student(**enc).last_hidden_state
+        twin = copy.deepcopy(student)
+        for layer in compressed_layers(twin).values():
+            for buffer in layer.buffers():
+                buffer.zero_()
+        assert not torch.equal(twin(**enc).last_hidden_state, expected)
+        twin.load_state_dict(student.state_dict())
+        assert torch.equal(twin(**enc).last_hidden_state, expected)
+    save_compressed(student, tmp_path / "saved")
+    torch.save(dict(enc), tmp_path / "inputs.pt")
+    child = ("import torch, sys; from codesign.compress import load_compressed; m = load_compressed(sys.argv[1]); "
+             "enc = torch.load(sys.argv[2]); torch.save(m(**enc).last_hidden_state.detach(), sys.argv[3])")
+    subprocess.run([sys.executable, "-c", child, str(tmp_path / "saved"), str(tmp_path / "inputs.pt"),
+                    str(tmp_path / "out.pt")], check=True, timeout=300)
+    assert torch.equal(torch.load(tmp_path / "out.pt"), expected)
+    with torch.no_grad():
+        half = twin.to(torch.float16)(**enc).last_hidden_state
+    assert half.dtype == torch.float16 and torch.allclose(half.float(), expected, atol=0.1)

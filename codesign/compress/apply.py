@@ -1,0 +1,133 @@
+"""quantize_(model, config): replace the nn.Linear layers of any torch module with quantized ones, in place.
+
+    from codesign.compress import quantize_, KMeansConfig, QERConfig
+    quantize_(model, KMeansConfig(bits=4))                                  # every linear but tied heads
+    quantize_(model, QERConfig("srr", rank=32), calibration=batches, filter="model.layers.*.mlp.*")
+
+filter: a shell-style pattern on the module's qualified name, or a predicate (name, module) -> bool;
+by default every nn.Linear except one whose weight is shared with another module (a head tied to the
+token embeddings). Methods that weight their error by the layer's input second moment (registry's
+needs_covariance: scaled QER, SRR, error feedback) get it from forward hooks over `calibration`: a
+tensor batch, a dict of keyword inputs, or an iterable of those (tuples are passed as positional inputs).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any, Callable, Iterable, Optional, Union
+
+import torch
+
+from codesign.compress.linear import QuantizedLinear
+from codesign.compress.registry import needs_covariance, quantizer_for
+
+__all__ = ["quantize_", "select_linears"]
+
+Filter = Union[None, str, Callable[[str, torch.nn.Module], bool]]
+
+
+def _shared_weights(model: torch.nn.Module) -> set[int]:
+    """ids of parameters reachable under more than one module (tied weights)."""
+    owners: dict[int, int] = {}
+    for module in model.modules():
+        for param in module.parameters(recurse=False):
+            owners[id(param)] = owners.get(id(param), 0) + 1
+    return {pid for pid, count in owners.items() if count > 1}
+
+
+def select_linears(model: torch.nn.Module, filter: Filter = None) -> dict[str, torch.nn.Linear]:
+    """Qualified name -> nn.Linear that quantize_ replaces; ValueError when the model has none or none match."""
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n}
+    if not linears:
+        raise ValueError(f"the model ({type(model).__name__}) has no nn.Linear layers to quantize")
+    if filter is None:
+        tied = _shared_weights(model)
+        chosen = {n: m for n, m in linears.items() if id(m.weight) not in tied}
+        what = "untied"
+    elif isinstance(filter, str):
+        chosen = {n: m for n, m in linears.items() if fnmatch.fnmatchcase(n, filter)}
+        what = f"pattern {filter!r}"
+    elif callable(filter):
+        chosen = {n: m for n, m in linears.items() if filter(n, m)}
+        what = "the filter"
+    else:
+        raise ValueError(f"filter must be a name pattern or a predicate (name, module) -> bool, got {type(filter).__name__}")
+    if not chosen:
+        raise ValueError(f"{what} matches none of the model's {len(linears)} linear layers "
+                         f"(e.g. {next(iter(linears))!r})")
+    return chosen
+
+
+def _batches(calibration: Any) -> Iterable[Any]:
+    if isinstance(calibration, (torch.Tensor, dict, tuple)):
+        return [calibration]
+    try:
+        return iter(calibration)
+    except TypeError:
+        raise ValueError(f"calibration must be a tensor, a dict of inputs or an iterable of them, "
+                         f"got {type(calibration).__name__}") from None
+
+
+def _run(model: torch.nn.Module, batch: Any) -> None:
+    if isinstance(batch, dict):
+        model(**batch)
+    elif isinstance(batch, tuple):
+        model(*batch)
+    else:
+        model(batch)
+
+
+def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linear], calibration: Any) -> dict:
+    """E[x xᵀ] (float64) of each linear's input over the calibration batches (model.collect_statistics' hooks)."""
+    from codesign.compress.model import collect_statistics  # noqa: PLC0415 - model.py imports this package's layers
+
+    seen = []
+
+    def run() -> None:
+        for i, batch in enumerate(_batches(calibration)):
+            seen.append(i)
+            try:
+                _run(model, batch)
+            except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+                shape = tuple(batch.shape) if isinstance(batch, torch.Tensor) else type(batch).__name__
+                first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+                raise ValueError(f"calibration batch {i} {shape} does not fit the model: {first}") from None
+        if not seen:
+            raise ValueError("the calibration data is empty")
+
+    return collect_statistics(model, run, list(linears), inputs=True).input_cov
+
+
+def _replace(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
+    parent_name, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent_name) if parent_name else model, leaf, module)
+
+
+def quantize_(
+    model: torch.nn.Module,
+    config: Any,
+    *,
+    calibration: Any = None,
+    filter: Filter = None,
+    kernel: str = "auto",
+) -> torch.nn.Module:
+    """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
+
+    calibration: inputs for the methods that need activations (see the module docstring);
+    kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers.
+    """
+    quantizer_for(config)  # an unregistered config fails before any work
+    linears = select_linears(model, filter)
+    for name, linear in linears.items():
+        group = getattr(config, "group_size", None) or getattr(getattr(config, "base", None), "group_size", None)
+        if group and linear.in_features % group:
+            raise ValueError(f"group size {group} does not divide layer {name}'s input size {linear.in_features}")
+    covariances: dict[str, torch.Tensor] = {}
+    if needs_covariance(config):
+        if calibration is None:
+            raise ValueError(f"{type(config).__name__} weights its error by the activations: pass calibration=")
+        covariances = _input_covariances(model, linears, calibration)
+    for name, linear in linears.items():
+        module = QuantizedLinear.from_linear(linear, config, covariances.get(name), kernel=kernel)
+        _replace(model, name, module.to(linear.weight.device))
+    return model

@@ -1,0 +1,178 @@
+"""Save a compressed model to a folder and load it back: safetensors for every tensor, a small JSON manifest.
+
+    save_compressed(model, "out/")          # model.safetensors + compressed.json (+ config.json)
+    model = load_compressed("out/")         # a transformers model: rebuilt from config.json, no original weights
+    model = load_compressed("out/", model=skeleton)   # any other torch module: its uncompressed skeleton
+
+model.safetensors holds the whole state (compressed layers' codes, scales, codebooks, factors and
+every other parameter; tied tensors once). compressed.json names the format and its version, the
+module class, and for each compressed layer its stored layout (codesign.compress.qtensor.flatten_weight),
+so the layers can be rebuilt before the tensors are loaded. A transformers model's config is written
+as config.json beside it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Mapping, Optional
+
+import torch
+
+from codesign.compress.linear import QuantizedLinear
+from codesign.compress.lowrank import LowRankLinear
+from codesign.compress.qtensor import unflatten_weight
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "COMPRESSED_FILES", "save_compressed", "write_compressed", "load_compressed",
+           "read_manifest",
+           "compressed_layers"]
+
+FORMAT = "codesign-compressed"
+FORMAT_VERSION = 2
+MANIFEST, TENSORS, CONFIG = "compressed.json", "model.safetensors", "config.json"
+COMPRESSED_FILES = (TENSORS, MANIFEST, CONFIG)
+
+
+def _safetensors():
+    try:
+        import safetensors.torch  # noqa: PLC0415
+    except ImportError as exc:
+        raise ImportError("saving compressed models needs safetensors: pip install 'codesign[llm]'") from exc
+    return safetensors.torch
+
+
+def compressed_layers(model: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    """Qualified name -> module for every compressed linear (QuantizedLinear, LowRankLinear) of the model."""
+    return {n: m for n, m in model.named_modules() if isinstance(m, (QuantizedLinear, LowRankLinear))}
+
+
+def _layer_record(module: torch.nn.Module) -> dict:
+    bias = module.bias is not None
+    if isinstance(module, QuantizedLinear):
+        return {"module": "quantized", "layout": module.layout, "kernel": module.kernel, "bias": bias}
+    return {"module": "lowrank", "bias": bias}
+
+
+def save_compressed(model: torch.nn.Module, out: Path | str, meta: Optional[Mapping] = None, *,
+                    force: bool = False) -> Path:
+    """Save the model to the folder `out` (codesign's output-folder policy: force replaces an earlier save only)."""
+    from codesign.outputs import OutputFolder  # noqa: PLC0415
+
+    folder = OutputFolder(out, "compress", force=force, expected=COMPRESSED_FILES, option="folder")
+    with folder.writing() as work:
+        write_compressed(model, work, meta)
+    return folder.target
+
+
+def write_compressed(model: torch.nn.Module, out: Path | str, meta: Optional[Mapping] = None) -> Path:
+    """Write model.safetensors, compressed.json (format, version, class, layer layouts, `meta`) and config.json into out."""
+    out = Path(out)
+    layers = compressed_layers(model)
+    if not layers:
+        raise ValueError("the model has no compressed layers to save (run codesign.compress.quantize_ first)")
+    config = getattr(model, "config", None)
+    transformers_model = type(model).__module__.startswith("transformers.") and hasattr(config, "to_json_file")
+    floats = [p.dtype for p in model.parameters() if p.is_floating_point()]
+    document = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "transformers_class": type(model).__name__ if transformers_model else None,
+        "dtype": str(floats[0]).replace("torch.", "") if floats else None,
+        "attn_implementation": getattr(config, "_attn_implementation", None) if transformers_model else None,
+        **dict(meta or {}),
+        "layers": {name: _layer_record(m) for name, m in layers.items()},
+    }
+    _safetensors().save_model(model, str(out / TENSORS), metadata={"format": FORMAT,
+                                                                 "format_version": str(FORMAT_VERSION)})
+    if transformers_model:
+        config.to_json_file(str(out / CONFIG))
+    (out / MANIFEST).write_text(json.dumps(document, indent=1))
+    return out
+
+
+def read_manifest(out: Path | str) -> dict:
+    """The compressed.json document of a saved folder; ValueError for a missing, unreadable or other-version manifest."""
+    path = Path(out) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{path} not found: not a compressed-model folder")
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable manifest ({type(exc).__name__})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a {FORMAT} manifest")
+    if document.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path} has format version {document.get('format_version')!r}; this codesign reads "
+                         f"version {FORMAT_VERSION} (recompress the model)")
+    return document
+
+
+def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise ValueError(f"{path} not found")
+    st = _safetensors()
+    try:
+        return st.load_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for damaged files
+        raise ValueError(f"{path} is not a readable safetensors file (truncated or damaged: "
+                         f"{str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})") from None
+
+
+def _transformers_skeleton(out: Path, document: dict) -> torch.nn.Module:
+    name = document.get("transformers_class")
+    if not name:
+        raise ValueError(f"{out} holds a {document.get('class')} (not a transformers model): pass its uncompressed "
+                         "skeleton as load_compressed(folder, model=...)")
+    transformers = importlib.import_module("transformers")
+    cls = getattr(transformers, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise ValueError(f"transformers has no model class {name!r}")
+    config = transformers.AutoConfig.from_pretrained(str(out))
+    attention = document.get("attn_implementation")
+    model = cls._from_config(config, attn_implementation=attention) if attention else cls(config)
+    if document.get("dtype"):
+        model.to(getattr(torch, document["dtype"]))
+    return model
+
+
+def _build_layer(name: str, record: dict, tensors: Mapping[str, torch.Tensor]) -> torch.nn.Module:
+    prefix = name + "."
+    own = {key[len(prefix):]: t for key, t in tensors.items() if key.startswith(prefix)}
+    bias = own.get("bias") if record.get("bias") else None
+    if record.get("bias") and bias is None:
+        raise ValueError(f"stored tensor {prefix}bias is missing")
+    if record.get("module") == "quantized":
+        return QuantizedLinear(unflatten_weight(record["layout"], own), bias, record.get("kernel", "auto"))
+    if record.get("module") == "lowrank":
+        if "left" not in own or "right" not in own:
+            raise ValueError(f"stored low-rank factors of {name} are missing")
+        return LowRankLinear(own["left"], own["right"], bias)
+    raise ValueError(f"unknown module kind {record.get('module')!r} for layer {name}")
+
+
+def load_compressed(out: Path | str, model: Optional[torch.nn.Module] = None) -> torch.nn.Module:
+    """The model saved in out, in eval mode: a transformers model is rebuilt from config.json; any other needs `model`.
+
+    model: the uncompressed module of the same architecture; its compressed layers are replaced and
+    every tensor is loaded from the folder (in place).
+    """
+    from codesign.llm.swap import replace_modules  # noqa: PLC0415
+
+    out = Path(out)
+    document = read_manifest(out)
+    tensors = _read_tensors(out / TENSORS)
+    if model is None:
+        model = _transformers_skeleton(out, document)
+    layers = {name: _build_layer(name, record, tensors) for name, record in document["layers"].items()}
+    replace_modules(model, layers)
+    try:
+        missing, unexpected = _safetensors().load_model(model, str(out / TENSORS), strict=False)
+    except RuntimeError as exc:
+        raise ValueError(f"{out / TENSORS} does not fit the model: {str(exc).splitlines()[0][:200]}") from None
+    if missing or unexpected:
+        what = f"missing {missing[0]!r}" if missing else f"unexpected {unexpected[0]!r}"
+        raise ValueError(f"{out / TENSORS} does not fit the model ({what}; {len(missing)} missing, "
+                         f"{len(unexpected)} unexpected)")
+    return model.eval()
