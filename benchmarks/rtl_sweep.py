@@ -134,7 +134,9 @@ def render(results: list[dict], target: str, command: str) -> str:
         "# RTL results: measured II and latency, estimated resources and clock",
         "",
         f"Made by `{command}` (Python {platform.python_version()}). Target `{board.name}` "
-        f"(`{board.part}`, {board.family}).",
+        f"(`{board.part}`, {board.family})."
+        + (" This is the `--clock` subset; `python benchmarks/rtl_sweep.py` (an hour or more) adds the grid-size"
+           " sweep of three shapes and the KAN-vs-MLP comparison." if "--clock" in command else ""),
         "",
         "* **II and latency in cycles are measured** by the cocotb bench on Verilator while it checks every",
         "  prediction and the final state against the Python reference (bit-exact column); each run",
