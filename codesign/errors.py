@@ -75,7 +75,8 @@ def one_line_error(exc: BaseException) -> str | None:
         extra = extra_providing(module)
         if extra is None:
             return f"{module} is not installed (pip install {module.split('.')[0]})"
-        return f"this needs the '{extra}' extra ({module.split('.')[0]} is not installed): pip install 'codesign[{extra}]'"
+        package = _IMPORT_ALIASES.get(module.split(".")[0], module.split(".")[0])
+        return f"this needs the '{extra}' extra ({package} is not installed): pip install 'codesign[{extra}]'"
     if isinstance(exc, MemoryError):
         return "out of memory: choose smaller sizes (fewer samples, chips or a smaller model)"
     if isinstance(exc, (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)):
