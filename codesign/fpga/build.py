@@ -97,15 +97,15 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    first = estimate(spec, board, pipeline=pipeline)
-    fit = fit_check(first, board.name, spec.clock_mhz, "analytic estimate", first.get("clock_note"))
+    analytic = estimate(spec, board, pipeline=pipeline)
+    fit = fit_check(analytic, board.name, spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
     if strict and fit["note"]:
         raise FitError(fit["note"])
     target_dir = Path(out) if out is not None else default_output(learner, board)
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pnr, pipeline, choice, compiler, ap_types, stream)
+                             pnr, analytic, choice, compiler, ap_types, stream)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -115,9 +115,12 @@ def build(
 
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, pipeline: str | int | Pipeline,
+                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
                 choice: dict, compiler: str, ap_types: Path, stream: TextIO) -> dict:
-    """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report."""
+    """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
+
+    ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
+    """
     placement = choice["pipeline"]
     fw = firmware_module(spec)
     timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
@@ -136,7 +139,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
-    report["estimate"] = estimate(spec, board, pipeline=pipeline)
+    report["estimate"] = analytic
     rtl["pipeline"].update(_clock_fields(spec, report["estimate"], choice))
     (out_dir / "rtl" / RTL_MANIFEST).write_text(json.dumps(rtl, indent=1) + "\n")  # the choice and clock, as reported
     report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}

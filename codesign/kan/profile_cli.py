@@ -19,8 +19,8 @@ def run_profile(learner: str, config: str | None, task: str, samples: int, seed:
     if samples < 1:
         raise ValueError(f"--samples={samples}: need at least one sample")
     out_dir = Path(out) if out else Path("codesign_out") / f"profile_{learner}"
+    folder = OutputFolder(out_dir, "profile", force=force, expected=PROFILE_FILES)  # checked before any work
     spec, stream, _ = task_spec(learner, config, task, samples, seed)
-    folder = OutputFolder(out_dir, "profile", force=force, expected=PROFILE_FILES)
     progress = Progress(3)
     with folder.writing() as work:
         with progress.step("profile", f"profiling {learner} on {samples} samples of {task}"):

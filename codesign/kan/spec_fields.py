@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,23 +42,23 @@ def _kind(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class FieldRule:
-    """The type, range, unit and meaning of one spec field."""
+class FieldRule(ABC):
+    """The type, range, unit and meaning of one spec field (each kind of field is a subclass)."""
 
     doc: str
     unit: str = ""
 
+    @abstractmethod
     def type_name(self) -> str:
         """The expected type, as the schema table names it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def range_text(self) -> str:
         """The allowed values, as the schema table writes them."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, name: str, value: Any) -> Any:
         """The value in its normal form, or a ValueError naming the field, the value and what is expected."""
-        raise NotImplementedError
 
     def expected(self) -> str:
         """What a value must be, as an error message says it."""
