@@ -55,6 +55,7 @@ def sweep() -> list[dict]:
         ("kan 1-1 G4 k1 w8", "ii1", KANSpec, 8, dict(widths=(1, 1), grid_size=4, spline_order=1, lut_bits=2)),
         ("kan 1-1 G5 w16", "ii1", KANSpec, None, dict(widths=(1, 1), grid_size=5)),
         ("kan 1-1 G5 w16 staged", "staged", KANSpec, None, dict(widths=(1, 1), grid_size=5)),
+        ("kan 1-1 G5 w16 auto", "auto", KANSpec, None, dict(widths=(1, 1), grid_size=5)),
         ("kan 1-1 G8 w12", "ii1", KANSpec, 12, dict(widths=(1, 1), grid_size=8)),
         ("kan 1-1 G16 k2 w16", "ii1", KANSpec, None, dict(widths=(1, 1), grid_size=16, spline_order=2)),
         ("kan 2-1 G8 w16", "ii1", KANSpec, None, dict(widths=(2, 1), grid_size=8)),
@@ -65,6 +66,7 @@ def sweep() -> list[dict]:
         ("mlp 2-4-1 w16 staged", "staged", MLPSpec, None, dict(widths=(2, 4, 1))),
         ("kan 2-4-1 G8 w16", "ii1", KANSpec, None, dict(widths=(2, 4, 1), grid_size=8)),
         ("kan 2-4-1 G8 w16 staged", "staged", KANSpec, None, dict(widths=(2, 4, 1), grid_size=8)),
+        ("kan 2-4-1 G8 w16 auto", "auto", KANSpec, None, dict(widths=(2, 4, 1), grid_size=8)),
     ]
     return [{"name": n, "pipeline": p, "spec": _spec(k, w, **f)} for n, p, k, w, f in rows]
 
@@ -97,7 +99,7 @@ def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
     spec, pipeline = row["spec"], row["pipeline"]
     board = find_board(TARGET)
     rtl = work / "rtl"
-    emit_rtl(spec, rtl, pipeline=pipeline, force=True)
+    emit_rtl(spec, rtl, pipeline=pipeline, force=True, target=TARGET)  # auto chooses for ECP5's clock
     rtl_hash = _folder_hash(rtl)
     synth = run_synth(rtl, board, keep_netlist=True, timeout_s=timeout_s)
     by_net = periods_by_net(rtl)
@@ -105,7 +107,7 @@ def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
     analytic = estimate(spec, board, pipeline=pipeline)
     return {
         "name": row["name"], "pipeline": pipeline, "spec": spec.to_dict(), "kind": type(spec).__name__,
-        "rtl_hash": rtl_hash,
+        "rtl_hash": rtl_hash, "placement": analytic["pipeline_placement"]["text"],
         "routed_fmax_mhz": pnr["fmax_mhz"], "meets_target": pnr["meets_target"], "clock_target_mhz": spec.clock_mhz,
         "yosys_clock_mhz_estimate": synth["clock_mhz_estimate"],
         "analytic_clock_mhz_estimate": analytic["clock_mhz_estimate"],
@@ -318,7 +320,7 @@ def main() -> None:
             folder = base / re.sub(r"[^\w.-]+", "_", name)
             previous = data["results"].get(name)
             if previous is not None:
-                emit_rtl(row["spec"], folder / "check", pipeline=row["pipeline"], force=True)
+                emit_rtl(row["spec"], folder / "check", pipeline=row["pipeline"], force=True, target=TARGET)
                 if previous.get("rtl_hash") == _folder_hash(folder / "check"):
                     print(f"[{i}/{len(rows)}] {name}: cached ({previous['routed_fmax_mhz']} MHz routed)", file=sys.stderr)
                     netlist = folder / "rtl" / "synth" / "netlist.json"
