@@ -45,31 +45,44 @@ module fixed_cast #(
 
   generate
     if (DROP > 0) begin : g_drop
-      logic signed [W_V-1:0] ve;
-      logic signed [W_V-DROP-1:0] floor_q;
-      logic half, rest, negative, inc;
-      assign ve = W_V'(v);  // sign extension
-      assign floor_q = ve[W_V-1:DROP];
-      assign half = ve[DROP-1];  // the dropped part is >= half an LSB
-      if (DROP > 1) begin : g_rest
-        assign rest = |ve[DROP-2:0];
-      end else begin : g_no_rest
-        assign rest = 1'b0;
-      end
-      assign negative = ve[W_V-1];
+      // Every rounding mode is floor((v + BIAS + CI) / 2^DROP) for a constant BIAS and a one-bit
+      // carry-in CI, so the quantization is one carry chain with no sticky OR of the dropped bits
+      // before it. HALF_M1 = 2^(DROP-1) - 1; with r the dropped part (0 <= r < 2^DROP) and a tie
+      // at r = 2^(DROP-1), r + HALF_M1 + CI carries out exactly when the mode rounds up:
+      //   AP_RND: CI = 1 (ties up)          AP_RND_ZERO: CI = sign (ties toward zero)
+      //   AP_RND_MIN_INF: CI = 0 (ties down) AP_RND_INF: CI = ~sign (ties away from zero)
+      //   AP_RND_CONV: CI = lsb kept (ties to even)
+      //   AP_TRN_ZERO: BIAS = sign ? 2^DROP - 1 : 0, CI = 0;  AP_TRN: no add
+      localparam logic [W_V:0] ONE_V = 1;
+      localparam logic [W_V:0] HALF_M1 = (ONE_V << (DROP - 1)) - ONE_V;
+      localparam logic [W_V:0] ALL_DROPPED = (ONE_V << DROP) - ONE_V;
+      logic signed [W_V:0] ve, bias, biased;
+      logic negative, ci;
+      assign ve = (W_V + 1)'(v);  // sign extension, one bit of headroom for the bias
+      assign negative = ve[W_V];
       always_comb begin
-        // above half: half & rest; exactly half: half & ~rest; any bit dropped: half | rest
+        bias = HALF_M1;
+        ci = 1'b0;
         case (QMODE)
-          0: inc = half;                                         // AP_RND
-          1: inc = half & (rest | negative);                     // AP_RND_ZERO
-          2: inc = half & rest;                                  // AP_RND_MIN_INF
-          3: inc = half & (rest | ~negative);                    // AP_RND_INF
-          4: inc = half & (rest | floor_q[0]);                   // AP_RND_CONV
-          6: inc = negative & (half | rest);                     // AP_TRN_ZERO
-          default: inc = 1'b0;                                   // AP_TRN
+          0: ci = 1'b1;                                     // AP_RND
+          1: ci = negative;                                 // AP_RND_ZERO
+          2: ci = 1'b0;                                     // AP_RND_MIN_INF
+          3: ci = ~negative;                                // AP_RND_INF
+          4: ci = ve[DROP];                                 // AP_RND_CONV
+          6: bias = negative ? ALL_DROPPED : '0;            // AP_TRN_ZERO
+          default: bias = '0;                               // AP_TRN
         endcase
       end
-      assign quantized_d = W_Q'(floor_q) + W_Q'($signed({1'b0, inc}));
+      if (QMODE == 5 || QMODE > 6) begin : g_floor
+        assign biased = ve;
+      end else begin : g_round
+        // the carry-in as a low bit: {ve, ci} + {bias, 1} = 2 (ve + bias + ci) + 1, one two-operand
+        // adder that maps to a single carry chain (a three-operand sum maps to two)
+        logic [W_V+1:0] sum2;
+        assign sum2 = {ve, ci} + {bias, ci};
+        assign biased = sum2[W_V+1:1];
+      end
+      assign quantized_d = W_Q'(biased[W_V:DROP]);
     end else begin : g_append
       assign quantized_d = W_Q'(v) <<< APPEND;
     end
@@ -78,7 +91,7 @@ module fixed_cast #(
   // Overflow: the value fits when every bit from the target's top bit up is a copy of the sign
   // (signed target) or zero (unsigned): a reduction, not a magnitude comparison.
   logic signed [W_C-1:0] wide;
-  logic negative_q, fits, over, under, at_min;
+  logic negative_q, fits, at_min;
   assign wide = W_C'(quantized);
   assign negative_q = wide[W_C-1];
   generate
@@ -93,15 +106,15 @@ module fixed_cast #(
       assign at_min = 1'b0;
     end
   endgenerate
-  assign over = !fits && !negative_q;
-  assign under = !fits && negative_q;
 
+  // The value an out-of-range input takes, from its sign alone; with at_min (which implies a
+  // negative value) it is MIN + 1 as well. Written as one select per bit so that the mapper
+  // puts the overflow handling in one LUT level after the rounding's carry chain.
+  logic [W_OUT-1:0] limit;
   always_comb begin
-    q = wide[W_OUT-1:0];  // AP_WRAP, and every value that fits
-    if (OMODE != 3) begin
-      if (over) q = (OMODE == 1) ? '0 : MAX_RAW[W_OUT-1:0];
-      else if (under) q = (OMODE == 1) ? '0 : (SYM ? MIN_RAW[W_OUT-1:0] + 1'b1 : MIN_RAW[W_OUT-1:0]);
-      else if (at_min) q = MIN_RAW[W_OUT-1:0] + 1'b1;
-    end
+    if (OMODE == 1) limit = '0;
+    else if (negative_q) limit = SYM ? MIN_RAW[W_OUT-1:0] + 1'b1 : MIN_RAW[W_OUT-1:0];
+    else limit = MAX_RAW[W_OUT-1:0];
   end
+  assign q = (OMODE == 3 || (fits && !at_min)) ? wide[W_OUT-1:0] : limit;  // AP_WRAP keeps the low bits
 endmodule
