@@ -26,6 +26,11 @@ module kan_layer #(
     parameter int W_COEF = 16, parameter int F_COEF = 10, parameter int Q_COEF = 4, parameter int O_COEF = 0,
     parameter int W_B = 18, parameter int F_B = 17,
     parameter int W_D = 18, parameter int F_D = 16,
+    // The largest sum of |values| over one basis / derivative ROM address (raw; 0: unknown). A
+    // forward sum over an input is at most that times the largest |coefficient|, which bounds the
+    // exact sums far below the term-count bound (B-splines sum to one), so the casts after them
+    // check fewer bits for overflow.
+    parameter int B_ROW_MAX = 0, parameter int D_ROW_MAX = 0,
     parameter int W_DPHI = 18, parameter int F_DPHI = 12, parameter int Q_DPHI = 4, parameter int O_DPHI = 0,
     // type of the gradient at this layer's outputs (err_t for the last layer, grad_t otherwise)
     parameter int W_G = 16, parameter int F_G = 10,
@@ -60,9 +65,13 @@ module kan_layer #(
   localparam int W_INV = $clog2(INV_H + 1);
   // exact intermediates (docs/arithmetic.md §9), sized so that no sum can overflow
   localparam int W_BPROD = W_B + 1 + W_COEF;
-  localparam int W_ACC = W_BPROD + $clog2(N_IN * P) + 1;
+  localparam int W_ACC_TERMS = W_BPROD + $clog2(N_IN * P) + 1;
+  localparam int W_ACC_RANGE = $clog2(N_IN * B_ROW_MAX) + W_COEF;  // |sum| <= N_IN B_ROW_MAX 2^(W_COEF-1)
+  localparam int W_ACC = (B_ROW_MAX > 0 && W_ACC_RANGE < W_ACC_TERMS) ? W_ACC_RANGE : W_ACC_TERMS;
   localparam int W_DPROD = W_D + W_COEF;
-  localparam int W_DACC = W_DPROD + $clog2(P) + 1;
+  localparam int W_DACC_TERMS = W_DPROD + $clog2(P) + 1;
+  localparam int W_DACC_RANGE = $clog2(D_ROW_MAX) + W_COEF;
+  localparam int W_DACC = (D_ROW_MAX > 0 && W_DACC_RANGE < W_DACC_TERMS) ? W_DACC_RANGE : W_DACC_TERMS;
   localparam int W_SPROD = W_G + W_DPHI;
   localparam int W_S = W_SPROD + $clog2(N_OUT) + 1;
   localparam int W_T = W_S + W_INV + 1;

@@ -34,6 +34,7 @@ module kan_online #(
     parameter int W_COEF = 16, parameter int F_COEF = 10, parameter int Q_COEF = 4, parameter int O_COEF = 0,
     parameter int W_B = 18, parameter int F_B = 17,
     parameter int W_D = 18, parameter int F_D = 16,
+    parameter int B_ROW_MAX = 0, parameter int D_ROW_MAX = 0,  // largest |ROM row| sums (0: size sums by the term count)
     parameter int W_DPHI = 18, parameter int F_DPHI = 12, parameter int Q_DPHI = 4, parameter int O_DPHI = 0,
     parameter int W_ERR = 16, parameter int F_ERR = 10, parameter int Q_ERR = 4, parameter int O_ERR = 0,
     parameter int W_GRAD = 16, parameter int F_GRAD = 10, parameter int Q_GRAD = 4, parameter int O_GRAD = 0,
@@ -175,7 +176,7 @@ module kan_online #(
         .N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH),
         .W_ACT(W_ACT), .F_ACT(F_ACT), .Q_ACT(Q_ACT), .O_ACT(O_ACT),
         .W_COEF(W_COEF), .F_COEF(F_COEF), .Q_COEF(Q_COEF), .O_COEF(O_COEF),
-        .W_B(W_B), .F_B(F_B), .W_D(W_D), .F_D(F_D),
+        .W_B(W_B), .F_B(F_B), .W_D(W_D), .F_D(F_D), .B_ROW_MAX(B_ROW_MAX), .D_ROW_MAX(D_ROW_MAX),
         .W_DPHI(W_DPHI), .F_DPHI(F_DPHI), .Q_DPHI(Q_DPHI), .O_DPHI(O_DPHI),
         .W_G(WG), .F_G(FG),
         .W_GR(W_GRAD), .F_GR(F_GRAD), .Q_GR(Q_GRAD), .O_GR(O_GRAD),

@@ -138,7 +138,9 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
             dsp += n_in * dsp_tiles(wa + 1, w_inv + 1, family)
             lut["split"] += n_in * _split_adder_bits(wa + 1, w_inv + 1, family)
         # forward: a product per (input, bank) and output, an exact adder tree, the act_t cast
-        w_acc = wb + 1 + wc + _clog2(n_in * banks) + 1
+        # the RTL sizes it by the basis ROM's row sum (rtl/kan_layer.sv, B_ROW_MAX): B-splines sum
+        # to one, so about 2^F_B + 1 (rounding) per input; the exact ROM sum would import torch here
+        w_acc = min(wb + 1 + wc + _clog2(n_in * banks) + 1, _clog2(n_in * ((1 << fb) + 1)) + wc)
         lut["adders"] += n_out * (n_in * banks - 1) * w_acc
         _cast(lut, n_out, w_acc, wa)
         dsp += n_out * n_in * banks * dsp_tiles(wb + 1, wc, family)

@@ -27,7 +27,7 @@ import numpy as np
 from codesign import __version__
 from codesign.fixed import FixedType
 from codesign.fpga.simulator import rtl_dir
-from codesign.kan.fixed_learner import KANLearner, basis_roms
+from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
 from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.run import make_learner
 from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
@@ -104,6 +104,7 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii
         params.update(_type_params("COEF", spec.coef_t))
         params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})
         params.update({"W_D": spec.dbasis_t.width, "F_D": spec.dbasis_t.frac})
+        params["B_ROW_MAX"], params["D_ROW_MAX"] = basis_row_bounds(spec)  # sizes the exact forward sums
         params.update(_type_params("DPHI", spec.dphi_t))
         params.update(_type_params("ERR", spec.err_t))
         params.update(_type_params("GRAD", spec.grad_t))

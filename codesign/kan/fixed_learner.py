@@ -27,6 +27,16 @@ def basis_roms(spec: KANSpec) -> tuple[np.ndarray, np.ndarray]:
     return spec.basis_t.quantize(values), spec.dbasis_t.quantize(slopes)
 
 
+def basis_row_bounds(spec: KANSpec) -> tuple[int, int]:
+    """The largest sum of |values| over one ROM address, for the basis and the derivative ROM (raw ints).
+
+    A forward sum over one input is at most this times the largest |coefficient|, so the RTL sizes
+    its exact accumulators from it (B-splines sum to one: about 2^F_B, not (k+1) 2^W_B).
+    """
+    brom, drom = basis_roms(spec)
+    return int(np.abs(brom).sum(axis=0).max()), int(np.abs(drom).sum(axis=0).max())
+
+
 def init_kan_coefficients(spec: KANSpec, seed: int = 0) -> list[np.ndarray]:
     """Float initial coefficients per layer, shape (out, in, G+k).
 
