@@ -12,6 +12,7 @@ import pytest
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import ESTIMATE_FIELDS, cycles, dsp_tiles, estimate, features, lutram_luts
+from codesign.fpga.pipeline import parse_pipeline
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping, with_precision
 
@@ -68,7 +69,8 @@ def test_agrees_with_recorded_yosys_results():
     errors: dict[str, list[float]] = {"lut": [], "ff": [], "lutram": []}
     for row in rows:
         spec = spec_from_mapping(row["kind"], row["spec"])
-        est = estimate(spec, row["target"], pipeline=row["pipeline"])
+        pipeline = parse_pipeline(row["pipeline"]) if isinstance(row["pipeline"], str) else row["pipeline"]
+        est = estimate(spec, row["target"], pipeline=pipeline)
         assert est["dsp"] == row["yosys"]["dsp"], row["name"]
         assert (est["latency_cycles"], est["update_latency_cycles"], est["ii"]) == tuple(row["manifest_cycles"]), row["name"]
         for key in errors:
