@@ -107,8 +107,11 @@ def test_pipeline_placements_parse_and_count():
     spec = KANSpec(widths=(1, 1), grid_size=5)
     # every cut on a 1-1 KAN, no phase bit: forward scale, grid, decode, read, mult, sum, round (a 2-level tree
     # split every 2 levels has no register inside); error round, err; update umult, ufull, round; no backward
-    assert pipeline_timing(spec, Pipeline(0, 0xFFF, 2))["ii"] == 1 + 7 + 2 + 3
-    assert pipeline_timing(spec, resolve_pipeline(spec, "deep"))["ii"] == 14
+    deep = pipeline_timing(spec, Pipeline(0, 0xFFF, 2))
+    assert deep["stages"] == deep["update_latency_cycles"] == 1 + 7 + 2 + 3
+    # the next sample runs through layer 0's scale, grid and decode registers while this one finishes
+    assert deep["overlap_stages"] == 3 and deep["ii"] == 13 - 3
+    assert pipeline_timing(spec, resolve_pipeline(spec, "deep"))["ii"] == 14 - 3
     with pytest.raises(ValueError, match="phase masks only"):
         resolve_pipeline(MLPSpec(), Pipeline(0, 1, 0))
     met = choose_pipeline(spec, "xcvu9p", "auto")
@@ -122,10 +125,10 @@ def test_staged_pipeline_timing_is_what_the_mask_says():
 
     spec = KANSpec()
     assert pipeline_timing(spec, pipeline_mask(spec, "ii1")) == {
-        "stages": 1, "ii": 1, "prediction_latency_cycles": 1, "update_latency_cycles": 1,
+        "stages": 1, "ii": 1, "overlap_stages": 0, "prediction_latency_cycles": 1, "update_latency_cycles": 1,
     }
     assert pipeline_timing(spec, pipeline_mask(spec, "staged")) == {
-        "stages": 4, "ii": 4, "prediction_latency_cycles": 2, "update_latency_cycles": 4,
+        "stages": 4, "ii": 4, "overlap_stages": 0, "prediction_latency_cycles": 2, "update_latency_cycles": 4,
     }
     deep = dataclasses.replace(spec, widths=(2, 3, 3, 1))
     timing = pipeline_timing(deep, pipeline_mask(deep, 0b01010))
