@@ -106,11 +106,14 @@ module kan_online #(
 
   localparam int PRED_STAGE = input_ready(N_LAYERS - 1) + forward_regs(N_LAYERS - 1);
   localparam int N_STAGES = 1 + grad_ready(0) + CUT_UMULT + CUT_UFULL + CUT_ROUND;
-  // Layer 0's grid coordinate and basis ROM read are a pipeline of the input alone (the bank
-  // read comes after them), so the next sample runs through them while this one finishes:
-  // II = N_STAGES - N_FRONT (online_control), at most half the stages.
-  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE;
+  // Layer 0's grid coordinate, basis ROM read and bank read are a pipeline of the input alone
+  // (the bank read forwarding this sample's write, kan_layer READ_IN_FRONT), so the next sample
+  // runs through them while this one finishes: II = N_STAGES - N_FRONT (online_control), at
+  // most half the stages. When the overlap is cut short of the read register, the next sample
+  // reads the banks after the commit and nothing needs forwarding.
+  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ;
   localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
+  localparam int READ_IN_FRONT = (CUT_READ != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
@@ -204,7 +207,7 @@ module kan_online #(
         .HAS_BACKWARD(l > 0 ? 1 : 0),
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
-        .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT),
+        .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT), .READ_IN_FRONT(l == 0 ? READ_IN_FRONT : 0),
         .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)})
     ) u_layer (
         .clk(ap_clk),
@@ -213,7 +216,8 @@ module kan_online #(
         .y_comb(y_comb),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
-        .commit(commit)
+        .commit(commit),
+        .hold(hold_load)
     );
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;

@@ -133,12 +133,12 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
 
 
 def kan_front_stages(pipe: Pipeline, stages: int) -> int:
-    """Stages of layer 0's grid and basis-ROM front that the next sample overlaps (rtl/kan_online.sv N_FRONT).
+    """Stages of layer 0's front (grid, basis ROM, bank read) that the next sample overlaps (rtl/kan_online.sv N_FRONT).
 
-    They read no learned state, so the next sample is accepted that many cycles before the
-    commit and first reads the coefficients after it; at most half the stages.
+    The grid and ROM read no learned state and the bank read forwards the write it overlaps, so
+    the next sample is accepted that many cycles before the commit; at most half the stages.
     """
-    regs = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode")
+    regs = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + pipe.cut("read")
     return regs if 2 * regs <= stages else stages - regs
 
 
