@@ -388,7 +388,7 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
         "physical prior) on the sweep below. The reference is Yosys `synth_xilinx` (cell counts, not Vivado's); the clock",
         "reference is itself an ESTIMATE from logic depth (codesign/fpga/timing_estimate.py), so the",
         "estimator's clock is an estimate of an estimate. Cycles come from the pipeline mask",
-        "(II = 1 + popcount(PIPE)) and must equal the RTL manifest's and the co-simulation's exactly.",
+        "(codesign.fpga.pipeline.pipeline_timing: II = stages less the overlapped front) and must equal the RTL manifest's and the co-simulation's exactly.",
         "",
         fit_note,
         "",

@@ -45,6 +45,10 @@ module kan_layer #(
     parameter int REG_B = 0,
     parameter int CUTS = 0,        // kan_online's CUT_* bits
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: none)
+    // 1: the bank read register is the last register of the front that the next sample overlaps
+    // (kan_online, layer 0): the read forwards this sample's write, and the decoded inputs the
+    // rest of the layer reads are held from `hold` on, since the live ones move to the next sample
+    parameter int READ_IN_FRONT = 0,
     parameter COEF_PREFIX = "",  // bank (i, b) loads COEF_PREFIX_i<iii>_b<bbb>.mem
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
@@ -59,7 +63,8 @@ module kan_layer #(
     output logic [N_OUT*W_ACT-1:0] y_comb,  // before the REG_F register
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
-    input  logic                  commit
+    input  logic                  commit,
+    input  logic                  hold     // READ_IN_FRONT: the sample's decoded inputs are read at this edge
 );
   localparam int W_WORD = N_OUT * W_COEF;
   localparam int W_INV = $clog2(INV_H + 1);
@@ -94,7 +99,20 @@ module kan_layer #(
 
   `include "mem_names.svh"
 
-  logic [N_IN*P*W_WORD-1:0] rdata, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
+  logic [N_IN*P*W_WORD-1:0] rdata, rdata_fwd, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
+
+  // the decoded inputs as this sample's forward products and update read them
+  logic [N_IN-1:0] clamped_s;
+  logic [N_IN*P*W_B-1:0] bb_s;
+  logic [N_IN*P*W_BADDR-1:0] baddr_s;
+  logic [N_IN*P-1:0] used_s;
+  if (READ_IN_FRONT != 0) begin : g_hold_decoded
+    always_ff @(posedge clk) begin
+      if (hold) {clamped_s, bb_s, baddr_s, used_s} <= {clamped, bb, baddr, used};
+    end
+  end else begin : g_live_decoded
+    assign {clamped_s, bb_s, baddr_s, used_s} = {clamped, bb, baddr, used};
+  end
 
   // ---------------------------------------------------------------- banks
   logic [N_IN*P*W_WORD-1:0] wdata;
@@ -113,8 +131,18 @@ module kan_layer #(
       );
     end
   end
-  // a registered read: the forward products and the update read the held words
-  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_r));
+  // a registered read: the forward products and the update read the held words. With the read in
+  // the overlapped front, the next sample's read is registered at this sample's commit edge, so a
+  // word written at that edge to the address it reads is forwarded (read-after-write)
+  for (genvar e = 0; e < N_IN * P; e++) begin : g_forward
+    if (READ_IN_FRONT != 0) begin : g_fwd
+      assign rdata_fwd[e*W_WORD+:W_WORD] = (commit && used_h[e] && baddr_h[e*W_BADDR+:W_BADDR] == baddr[e*W_BADDR+:W_BADDR])
+          ? wdata[e*W_WORD+:W_WORD] : rdata[e*W_WORD+:W_WORD];
+    end else begin : g_no_fwd
+      assign rdata_fwd[e*W_WORD+:W_WORD] = rdata[e*W_WORD+:W_WORD];
+    end
+  end
+  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata_fwd), .q(rdata_r));
 
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;
@@ -124,7 +152,7 @@ module kan_layer #(
     logic [N_IN*P*W_BPROD-1:0] prod, prod_r;  // one product per (input, bank)
     logic signed [W_ACC-1:0] acc, acc_r;
     for (genvar e = 0; e < N_IN * P; e++) begin : g_prod
-      assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
+      assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb_s[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
     end
     pipe_reg #(.W(N_IN * P * W_BPROD), .ON(CUT_MULT)) u_cut_prod (.clk(clk), .d(prod), .q(prod_r));
     adder_tree #(.N(N_IN * P), .W_IN(W_BPROD), .W_SUM(W_ACC), .SPLIT(TREE_SPLIT)) u_acc (
@@ -166,7 +194,7 @@ module kan_layer #(
   logic [N_IN-1:0] clamped_h;
   logic [N_IN*P*W_WORD-1:0] rdata_h;
   pipe_reg #(.W(N_IN * P * (W_B + W_BADDR + 1 + W_WORD) + N_IN), .ON(REG_F)) u_reg_hold (
-      .clk(clk), .d({bb, baddr, used, rdata_r, clamped}), .q({bb_h, baddr_h, used_h, rdata_h, clamped_h})
+      .clk(clk), .d({bb_s, baddr_s, used_s, rdata_r, clamped_s}), .q({bb_h, baddr_h, used_h, rdata_h, clamped_h})
   );
 
   // ---------------------------------------------------------------- B: input gradient

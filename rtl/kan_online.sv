@@ -106,17 +106,25 @@ module kan_online #(
 
   localparam int PRED_STAGE = input_ready(N_LAYERS - 1) + forward_regs(N_LAYERS - 1);
   localparam int N_STAGES = 1 + grad_ready(0) + CUT_UMULT + CUT_UFULL + CUT_ROUND;
+  // Layer 0's grid coordinate, basis ROM read and bank read are a pipeline of the input alone
+  // (the bank read forwarding this sample's write, kan_layer READ_IN_FRONT), so the next sample
+  // runs through them while this one finishes: II = N_STAGES - N_FRONT (online_control), at
+  // most half the stages. When the overlap is cut short of the read register, the next sample
+  // reads the banks after the commit and nothing needs forwarding.
+  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ;
+  localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
+  localparam int READ_IN_FRONT = (CUT_READ != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
 
-  logic accept, busy, last, pred_load, commit;
+  logic accept, busy, last, pred_load, hold_load, commit;
   logic [N_STAGES-1:0] stage_on;
 
-  online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(PRED_STAGE)) u_control (
+  online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(PRED_STAGE), .N_FRONT(N_FRONT)) u_control (
       .clk(ap_clk), .rst(ap_rst), .in_valid(ap_start && x_ap_vld && y_ap_vld),
       .ready(ap_ready), .accept(accept), .busy(busy), .stage_on(stage_on), .pred_load(pred_load),
-      .last(last), .pred_valid(y_hat_ap_vld), .done(ap_done)
+      .last(last), .hold_load(hold_load), .pred_valid(y_hat_ap_vld), .done(ap_done)
   );
   assign ap_idle = !busy;
 
@@ -134,9 +142,24 @@ module kan_online #(
       train_cur <= train;
     end
   end
-  assign x_now = busy ? x_cur : x;
-  assign y_now = busy ? y_cur : y;
-  assign train_now = busy ? train_cur : train;
+  // x only feeds layer 0's front; with an overlap, a sample accepted behind a busy one reads the ports
+  assign x_now = (accept || !busy) ? x : x_cur;
+  if (N_FRONT == 0) begin : g_no_overlap
+    assign y_now = busy ? y_cur : y;
+    assign train_now = busy ? train_cur : train;
+  end else begin : g_overlap
+    // the target and train flag follow the sample out of the front, so the next accept cannot overwrite them
+    logic [N_OUT*W_ACT-1:0] y_back;
+    logic train_back;
+    always_ff @(posedge ap_clk) begin
+      if (hold_load) begin
+        y_back <= accept ? y : y_cur;
+        train_back <= accept ? train : train_cur;
+      end
+    end
+    assign y_now = y_back;
+    assign train_now = train_back;
+  end
   assign commit = last && train_now && !ap_rst;
 
   // layer l's input at slot l, output at slot l+1; gradient at layer l's inputs at slot l
@@ -184,7 +207,7 @@ module kan_online #(
         .HAS_BACKWARD(l > 0 ? 1 : 0),
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
-        .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT),
+        .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT), .READ_IN_FRONT(l == 0 ? READ_IN_FRONT : 0),
         .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)})
     ) u_layer (
         .clk(ap_clk),
@@ -193,7 +216,8 @@ module kan_online #(
         .y_comb(y_comb),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
-        .commit(commit)
+        .commit(commit),
+        .hold(hold_load)
     );
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;

@@ -1,18 +1,26 @@
 // online_control: sample handshake and stage sequencing of an online learner (KAN or MLP).
 //
-// One sample is in flight at a time. It is accepted in a cycle where in_valid and ready are
-// high; that cycle is its stage 0, computed from the input ports. Stages 1..N_STAGES-1 follow,
-// one per clock, from registered values; the update is committed at the clock edge that ends
-// the last stage, and the next sample is accepted in the cycle after, so it reads that update:
-// II = N_STAGES, which exact online SGD needs (docs/rtl.md explains why the loop from one
-// sample's update to the next sample's prediction cannot be cut). With N_STAGES = 1 a sample
-// is accepted, computed and committed in one clock, every clock.
+// A sample is accepted in a cycle where in_valid and ready are high; that cycle is its stage 0,
+// computed from the input ports. Stages 1..N_STAGES-1 follow, one per clock, from registered
+// values; the update is committed at the clock edge that ends the last stage.
 //
-// Reset (synchronous, active high) drops the sample in flight before its commit (no update, no
+// The first N_FRONT stages read no learned state (the KAN's grid coordinate and basis ROM reads
+// of layer 0: a pure pipeline of the input), so the next sample may be accepted N_FRONT cycles
+// before the commit: it reaches stage N_FRONT, where it first reads the coefficients, in the
+// cycle after the commit and so reads that update. II = N_STAGES - N_FRONT, exact online SGD
+// (docs/rtl.md explains why the loop from one sample's update to the next sample's prediction
+// cannot be cut). At most two samples are in flight: the one at the stage counter and one
+// accepted behind it (`pending`, with its own counter), which takes over at the commit.
+// N_FRONT must be <= N_STAGES - N_FRONT (kan_online sizes it so), so a sample accepted behind
+// another is never more than one. With N_STAGES = 1 a sample is accepted, computed and
+// committed in one clock, every clock.
+//
+// Reset (synchronous, active high) drops every sample in flight before its commit (no update, no
 // prediction unless it was already out) and leaves the learned coefficients as they are.
 module online_control #(
     parameter int N_STAGES = 1,
-    parameter int PRED_STAGE = 0,  // stage at whose end the prediction is ready
+    parameter int PRED_STAGE = 0,  // stage at whose end the prediction is ready (>= N_FRONT)
+    parameter int N_FRONT = 0,     // leading stages that read no learned state (overlap with the previous sample)
     parameter int W_STAGE = (N_STAGES > 1) ? $clog2(N_STAGES) : 1  // derived, do not set
 ) (
     input  logic clk,
@@ -20,44 +28,70 @@ module online_control #(
     input  logic in_valid,
     output logic ready,                   // a sample can be accepted in this cycle
     output logic accept,                  // in_valid && ready: this cycle is the sample's stage 0
-    output logic busy,                    // a sample is in stages 1..N_STAGES-1 (inputs held)
-    output logic [N_STAGES-1:0] stage_on, // bit s: the sample in flight is in stage s this cycle
+    output logic busy,                    // a sample is in stages 1..N_STAGES-1
+    output logic [N_STAGES-1:0] stage_on, // bit s: the sample at the stage counter is in stage s this cycle (bit 0: accept)
     output logic pred_load,               // the prediction is ready: load it at this edge
     output logic last,                    // last stage: the update is committed at this edge
+    output logic hold_load,               // the accepted-behind (or only) sample ends stage N_FRONT - 1 at this edge
     output logic pred_valid,              // registered: the prediction register holds a new value
     output logic done                     // registered: the sample is finished, its update visible
 );
-  logic [W_STAGE-1:0] stage;
+  logic [W_STAGE-1:0] stage, stage_behind;
+  logic pending;  // a sample accepted behind the one at the stage counter, now in stage stage_behind
 
-  assign ready = !rst && !busy;
+  // behind a busy sample: from its stage N_STAGES - N_FRONT on, when none is pending yet
+  assign ready = !rst && (!busy || (N_FRONT > 0 && !pending && stage >= W_STAGE'(N_STAGES - N_FRONT)));
   assign accept = in_valid && ready;
   for (genvar s = 0; s < N_STAGES; s++) begin : g_stage
     if (s == 0) begin : g_first
-      assign stage_on[s] = accept;
+      assign stage_on[s] = accept && !busy;
     end else begin : g_later
       assign stage_on[s] = busy && !rst && stage == W_STAGE'(s);
     end
   end
-  assign last = stage_on[N_STAGES-1];
-  assign pred_load = stage_on[PRED_STAGE];
+  assign last = (N_STAGES == 1) ? accept : stage_on[N_STAGES-1];
+  assign pred_load = (PRED_STAGE == 0) ? accept : stage_on[PRED_STAGE];
+  generate
+    if (N_FRONT == 0) begin : g_no_front
+      assign hold_load = 1'b0;
+    end else if (N_FRONT == 1) begin : g_front1
+      assign hold_load = accept;
+    end else begin : g_front
+      // the sample behind ends stage N_FRONT - 1 in the last cycle of the one ahead at the
+      // earliest; the one at the counter ends it before any sample is accepted behind it
+      assign hold_load = (pending && !rst && stage_behind == W_STAGE'(N_FRONT - 1)) || stage_on[N_FRONT-1];
+    end
+  endgenerate
 
   always_ff @(posedge clk) begin
     if (rst) begin
       busy <= 1'b0;
       stage <= '0;
+      pending <= 1'b0;
+      stage_behind <= '0;
       pred_valid <= 1'b0;
       done <= 1'b0;
     end else begin
       pred_valid <= pred_load;
       done <= last;
-      if (N_STAGES > 1 && accept) begin
-        busy <= 1'b1;
-        stage <= W_STAGE'(1);
-      end else if (busy && last) begin
-        busy <= 1'b0;
-        stage <= '0;
-      end else if (busy) begin
-        stage <= stage + 1'b1;
+      if (N_STAGES > 1) begin
+        if (busy && last) begin
+          // the sample behind takes over the counter (accepted in this very cycle: it is in stage 0)
+          busy <= pending || accept;
+          stage <= pending ? stage_behind + 1'b1 : (accept ? W_STAGE'(1) : '0);
+          pending <= 1'b0;
+        end else if (accept && !busy) begin
+          busy <= 1'b1;
+          stage <= W_STAGE'(1);
+        end else if (busy) begin
+          stage <= stage + 1'b1;
+          if (accept) begin
+            pending <= 1'b1;
+            stage_behind <= W_STAGE'(1);
+          end else if (pending) begin
+            stage_behind <= stage_behind + 1'b1;
+          end
+        end
       end
     end
   end

@@ -7,7 +7,7 @@ bits or cells derived from the spec's widths (:func:`features`), times a coeffic
 by least squares against Yosys ``synth_xilinx`` on a sweep of specs
 (benchmarks/estimator_calibration.py writes the table in ``estimate_coefficients.py``).
 DSP tiles are counted directly from the multiplier widths. Cycles (prediction latency, update
-latency, II) are exact: they follow from the pipeline mask, II = 1 + popcount(PIPE).
+latency, II) are exact: they follow from the placement (codesign.fpga.pipeline.pipeline_timing).
 The clock is an ESTIMATE of the logic-depth estimate of codesign.fpga.timing_estimate.
 """
 

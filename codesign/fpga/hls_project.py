@@ -54,11 +54,12 @@ def _timing_text(timing: Timing, clock_mhz: float) -> str:
         f"`csynth_design` reports the achieved II."
     ) + (
         f"\n\nSchedule: {t['basis']}. The top's `PIPELINE II={t['ii_target']}` and `LATENCY "
-        f"max={t['latency_cycles_expected']}` are the RTL's: it reads a sample's coefficients, computes "
-        f"forward, error, backward and update through its pipeline registers and writes them "
-        f"{t['latency_cycles_expected']} cycles after the sample is accepted, and the next sample's read "
-        f"must see that write, so at this clock Vitis should reach II = {t['ii_expected']}, not less "
-        "(a smaller II would need the write before the read)." if timing.schedule else ""
+        f"max={t['latency_cycles_expected']}` are the RTL's: it writes a sample's coefficients "
+        f"{t['latency_cycles_expected']} cycles after the sample is accepted; the next sample's grid "
+        f"coordinate and basis ROM read ({t['latency_cycles_expected'] - t['ii_expected']} cycles) need "
+        "no coefficient and overlap that, but its coefficient read must see the write, so at this clock "
+        f"Vitis should reach II = {t['ii_expected']}, not less (a smaller II would need the write before "
+        "the read)." if timing.schedule else ""
     )
 
 

@@ -103,7 +103,7 @@ def expected_timing(spec: KANSpec | MLPSpec) -> Timing:
 def rtl_schedule(spec: KANSpec | MLPSpec, rtl: dict[str, int], pipeline: str) -> Timing:
     """The HLS schedule that follows the RTL's pipeline: its cycle counts (codesign.fpga.pipeline.pipeline_timing).
 
-    The RTL keeps one sample in flight for C cycles (II = C, exact predict-then-update); the HLS
+    The RTL takes C cycles per sample and overlaps the next one's front (II = C - F, exact predict-then-update); the HLS
     top is given the same II and latency bound, so Vitis aims for the schedule the RTL realises
     at the spec's clock. The analytic stage count stays in ``stages`` for comparison.
     """

@@ -14,6 +14,7 @@ import pytest
 
 from codesign.fixed import FixedType
 from codesign.fpga.cosim import COSIM_FIELDS, run_cosim
+from codesign.fpga.pipeline import Pipeline
 from codesign.fpga.stimulus import CORNER_SAMPLES
 from codesign.kan.run import fit_widths
 from codesign.kan.spec import KANSpec, MLPSpec, default_type
@@ -60,6 +61,9 @@ CASES = {
     "kan_default_auto": (KANSpec(), "function_tracking", 2_000, "auto"),  # 10,000: benchmarks/rtl_sweep.py
     "kan_default_staged": (KANSpec(), "function_tracking", 1_000, "staged"),
     "kan_1x1_g5": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 10_000, "ii1"),
+    # the next sample's scale, decode and bank read overlap this one's back (II 7 of 10 stages): its
+    # bank read is registered at this sample's commit edge and must take the forwarded write
+    "kan_1x1_g5_forward": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 1_000, Pipeline(1, 0x7FE, 0)),
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
     "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
     # a hidden layer and two outputs: Verilator once stopped on these (V3DfgBreakCycles, MULS)
@@ -107,8 +111,11 @@ def test_pipeline_placements_parse_and_count():
     spec = KANSpec(widths=(1, 1), grid_size=5)
     # every cut on a 1-1 KAN, no phase bit: forward scale, grid, decode, read, mult, sum, round (a 2-level tree
     # split every 2 levels has no register inside); error round, err; update umult, ufull, round; no backward
-    assert pipeline_timing(spec, Pipeline(0, 0xFFF, 2))["ii"] == 1 + 7 + 2 + 3
-    assert pipeline_timing(spec, resolve_pipeline(spec, "deep"))["ii"] == 14
+    deep = pipeline_timing(spec, Pipeline(0, 0xFFF, 2))
+    assert deep["stages"] == deep["update_latency_cycles"] == 1 + 7 + 2 + 3
+    # the next sample runs through layer 0's scale, grid, decode and read registers while this one finishes
+    assert deep["overlap_stages"] == 4 and deep["ii"] == 13 - 4
+    assert pipeline_timing(spec, resolve_pipeline(spec, "deep"))["ii"] == 14 - 4
     with pytest.raises(ValueError, match="phase masks only"):
         resolve_pipeline(MLPSpec(), Pipeline(0, 1, 0))
     met = choose_pipeline(spec, "xcvu9p", "auto")
@@ -122,10 +129,10 @@ def test_staged_pipeline_timing_is_what_the_mask_says():
 
     spec = KANSpec()
     assert pipeline_timing(spec, pipeline_mask(spec, "ii1")) == {
-        "stages": 1, "ii": 1, "prediction_latency_cycles": 1, "update_latency_cycles": 1,
+        "stages": 1, "ii": 1, "overlap_stages": 0, "prediction_latency_cycles": 1, "update_latency_cycles": 1,
     }
     assert pipeline_timing(spec, pipeline_mask(spec, "staged")) == {
-        "stages": 4, "ii": 4, "prediction_latency_cycles": 2, "update_latency_cycles": 4,
+        "stages": 4, "ii": 4, "overlap_stages": 0, "prediction_latency_cycles": 2, "update_latency_cycles": 4,
     }
     deep = dataclasses.replace(spec, widths=(2, 3, 3, 1))
     timing = pipeline_timing(deep, pipeline_mask(deep, 0b01010))
