@@ -201,6 +201,9 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
             "ufull": n_in * banks * n_out * w_full,
         }
         ff["registers"] += sum(bits * cut(name) for name, bits in cut_bits.items())
+        if layer == 0 and _read_in_front(spec, pipe):
+            # the decoded inputs the update reads, held while the next sample's decode runs (kan_layer READ_IN_FRONT)
+            ff["registers"] += n_in * (banks * (wb + w_baddr + 1) + 1)
         ff["registers"] += n_out * _tree_register_bits(n_in * banks, w_acc, pipe.tree_split)
         if backward:
             ff["registers"] += n_out * n_in * _tree_register_bits(banks, w_dacc, pipe.tree_split)
@@ -211,12 +214,22 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
     return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
 
 
+def _read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
+    """Whether the next sample's bank read overlaps this sample's commit (rtl/kan_online.sv READ_IN_FRONT)."""
+    timing = pipeline_timing(spec, pipe)
+    front = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + pipe.cut("read")
+    return bool(pipe.cut("read")) and timing["overlap_stages"] == front
+
+
 def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
-    """The prediction register, and with more than one stage the sample's input registers and the stage counter."""
-    stages = pipeline_timing(spec, pipe)["stages"]
+    """The prediction register; with more than one stage the sample's input registers and the stage counter; with an overlap the second sample's."""
+    timing = pipeline_timing(spec, pipe)
+    stages = timing["stages"]
     bits = spec.n_outputs * spec.act_t.width + 1
     if stages > 1:
         bits += (spec.n_inputs + spec.n_outputs) * spec.act_t.width + 1 + stages
+    if timing["overlap_stages"]:
+        bits += spec.n_outputs * spec.act_t.width + 1 + 1 + _clog2(stages)  # target and train held, pending, its stage
     return float(bits)
 
 
