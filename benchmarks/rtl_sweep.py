@@ -28,6 +28,7 @@ from pathlib import Path
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import run_cosim
+from codesign.fpga.pipeline import FORWARD, Pipeline
 from codesign.fpga.synth import run_synth
 from codesign.fpga.timing_estimate import ASSUMPTIONS
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -64,9 +65,12 @@ def configs(quick: bool, clock: bool = False) -> list[dict]:
                  "pipeline": "auto", "samples": 10_000})
     rows.append({"name": "kan 2-4-1 G=64 auto", "group": "clock", "spec": KANSpec(grid_size=64), "pipeline": "auto"})
     rows.append({"name": "kan 2-4-1 G=8 deep", "group": "clock", "spec": KANSpec(), "pipeline": "deep"})
+    # auto's 1-1 placement plus FORWARD: the bank read joins the overlapped front (opt-in, docs/rtl.md)
+    rows.append({"name": "kan 1-1 G=5 forward", "group": "clock", "spec": KANSpec(widths=(1, 1), grid_size=5, spline_order=3),
+                 "pipeline": Pipeline(1, 0x7FE | FORWARD, 0)})
     if clock:
         keep = {"kan 2-4-1 G=8 auto", "kan 1-1 G=5 auto", "kan 2-4-1 G=64 auto", "kan 2-4-1 G=8", "kan 2-4-1 G=8 staged",
-                "kan 1-1 G=5", "kan 2-4-1 G=64", "kan 2-4-1 G=8 deep"}
+                "kan 1-1 G=5", "kan 2-4-1 G=64", "kan 2-4-1 G=8 deep", "kan 1-1 G=5 forward"}
         rows = [r for r in rows if r["name"] in keep]
     if quick:
         keep = {"kan 2-4-1 G=8", "kan 1-1 G=5", "kan 2-4-1 G=8 staged", "mlp 2-33-1"}
@@ -89,7 +93,8 @@ def run_one(row: dict, work: Path, target: str, samples: int) -> dict:
     cosim = run_cosim(spec, samples=row.get("samples", samples), task=task, pipeline=row["pipeline"], work_dir=folder)
     synth = run_synth(folder / "rtl", target, latency_cycles=cosim)
     result = {
-        "name": row["name"], "group": row["group"], "matches": row.get("matches"), "pipeline": row["pipeline"],
+        "name": row["name"], "group": row["group"], "matches": row.get("matches"),
+        "pipeline": row["pipeline"].text if isinstance(row["pipeline"], Pipeline) else row["pipeline"],
         "placement": cosim["expected"].get("text"), "estimate": _analytic(spec, target, row["pipeline"]),
         "kind": "kan" if isinstance(spec, KANSpec) else "mlp", "widths": list(spec.widths),
         "grid_size": getattr(spec, "grid_size", None), "parameters": spec.num_parameters,
@@ -260,7 +265,8 @@ def _targets(by: dict) -> list[str]:
             lines.append(f"* {name} (`{r.get('placement')}`): estimated clock {s['clock_mhz_estimate']:.1f} MHz (target >= 250: "
                          f"{'met' if s['clock_mhz_estimate'] >= 250 else 'missed'}); prediction + update {s['latency_ns']:.1f} ns "
                          f"= {c['update_latency_cycles']} cycles (target <= {ns_target} ns: "
-                         f"{'met' if s['latency_ns'] <= ns_target else 'missed'}); co-simulation over {c['samples']:,} samples "
+                         f"{'met' if s['latency_ns'] <= ns_target else 'missed'}); II {c['ii']}, so "
+                         f"{c['ii'] * 1000.0 / s['clock_mhz_estimate']:.1f} ns per sample; co-simulation over {c['samples']:,} samples "
                          f"{'bit-exact' if c['bit_exact'] else 'NOT bit-exact'}.")
     d = by.get("kan 2-4-1 G=8")
     if d:

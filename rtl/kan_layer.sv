@@ -99,7 +99,7 @@ module kan_layer #(
 
   `include "mem_names.svh"
 
-  logic [N_IN*P*W_WORD-1:0] rdata, rdata_fwd, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
+  logic [N_IN*P*W_WORD-1:0] rdata, rdata_q, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
 
   // the decoded inputs as this sample's forward products and update read them
   logic [N_IN-1:0] clamped_s;
@@ -132,17 +132,26 @@ module kan_layer #(
     end
   end
   // a registered read: the forward products and the update read the held words. With the read in
-  // the overlapped front, the next sample's read is registered at this sample's commit edge, so a
-  // word written at that edge to the address it reads is forwarded (read-after-write)
+  // the overlapped front, the next sample's read is registered at this sample's commit edge and
+  // so holds the word from before the write for one cycle: a hit (a write to the address it
+  // reads) and the written word are registered at that edge and select the word for that cycle;
+  // from the next cycle on the read register holds the new word itself. The select sits after
+  // the register (not before it, where Yosys would fold it into the RAM as a transparent read
+  // port and move the register in front of the RAM, out of the DSP's input register).
+  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_q));
   for (genvar e = 0; e < N_IN * P; e++) begin : g_forward
     if (READ_IN_FRONT != 0) begin : g_fwd
-      assign rdata_fwd[e*W_WORD+:W_WORD] = (commit && used_h[e] && baddr_h[e*W_BADDR+:W_BADDR] == baddr[e*W_BADDR+:W_BADDR])
-          ? wdata[e*W_WORD+:W_WORD] : rdata[e*W_WORD+:W_WORD];
+      logic hit;
+      logic [W_WORD-1:0] written;
+      always_ff @(posedge clk) begin
+        hit <= commit && used_h[e] && baddr_h[e*W_BADDR+:W_BADDR] == baddr[e*W_BADDR+:W_BADDR];
+        written <= wdata[e*W_WORD+:W_WORD];
+      end
+      assign rdata_r[e*W_WORD+:W_WORD] = hit ? written : rdata_q[e*W_WORD+:W_WORD];
     end else begin : g_no_fwd
-      assign rdata_fwd[e*W_WORD+:W_WORD] = rdata[e*W_WORD+:W_WORD];
+      assign rdata_r[e*W_WORD+:W_WORD] = rdata_q[e*W_WORD+:W_WORD];
     end
   end
-  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata_fwd), .q(rdata_r));
 
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;

@@ -77,6 +77,7 @@ module kan_online #(
   localparam int CUT_UFULL = (CUTS >> 9) & 1;   // the update difference, before its cast
   localparam int CUT_SCALE = (CUTS >> 10) & 1;  // the grid's scaled offset, before the clamp
   localparam int CUT_ROUND = (CUTS >> 11) & 1;  // inside every cast, after the rounding
+  localparam int CUT_FORWARD = (CUTS >> 12) & 1;  // no register: the bank read joins the overlapped front, forwarding
 
   function automatic int width_of(input int n);
     width_of = WIDTHS[16*n+:16];
@@ -106,25 +107,25 @@ module kan_online #(
 
   localparam int PRED_STAGE = input_ready(N_LAYERS - 1) + forward_regs(N_LAYERS - 1);
   localparam int N_STAGES = 1 + grad_ready(0) + CUT_UMULT + CUT_UFULL + CUT_ROUND;
-  // Layer 0's grid coordinate, basis ROM read and bank read are a pipeline of the input alone
-  // (the bank read forwarding this sample's write, kan_layer READ_IN_FRONT), so the next sample
+  // Layer 0's grid coordinate, basis ROM read and (with CUT_FORWARD) bank read are a pipeline of
+  // the input alone (the bank read forwarding this sample's write, kan_layer READ_IN_FRONT), so the next sample
   // runs through them while this one finishes: II = N_STAGES - N_FRONT (online_control), at
   // most half the stages. When the overlap is cut short of the read register, the next sample
   // reads the banks after the commit and nothing needs forwarding.
-  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ;
+  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ * CUT_FORWARD;
   localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
-  localparam int READ_IN_FRONT = (CUT_READ != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
+  localparam int READ_IN_FRONT = (CUT_READ * CUT_FORWARD != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
 
-  logic accept, busy, last, pred_load, hold_load, commit;
+  logic accept, busy, open_behind, last, pred_load, hold_load, commit;
   logic [N_STAGES-1:0] stage_on;
 
   online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(PRED_STAGE), .N_FRONT(N_FRONT)) u_control (
       .clk(ap_clk), .rst(ap_rst), .in_valid(ap_start && x_ap_vld && y_ap_vld),
-      .ready(ap_ready), .accept(accept), .busy(busy), .stage_on(stage_on), .pred_load(pred_load),
-      .last(last), .hold_load(hold_load), .pred_valid(y_hat_ap_vld), .done(ap_done)
+      .ready(ap_ready), .accept(accept), .busy(busy), .open_behind(open_behind), .stage_on(stage_on),
+      .pred_load(pred_load), .last(last), .hold_load(hold_load), .pred_valid(y_hat_ap_vld), .done(ap_done)
   );
   assign ap_idle = !busy;
 
@@ -143,7 +144,7 @@ module kan_online #(
     end
   end
   // x only feeds layer 0's front; with an overlap, a sample accepted behind a busy one reads the ports
-  assign x_now = (accept || !busy) ? x : x_cur;
+  assign x_now = (!busy || open_behind) ? x : x_cur;  // from registers: the accept is not on this path
   if (N_FRONT == 0) begin : g_no_overlap
     assign y_now = busy ? y_cur : y;
     assign train_now = busy ? train_cur : train;

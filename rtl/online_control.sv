@@ -29,6 +29,7 @@ module online_control #(
     output logic ready,                   // a sample can be accepted in this cycle
     output logic accept,                  // in_valid && ready: this cycle is the sample's stage 0
     output logic busy,                    // a sample is in stages 1..N_STAGES-1
+    output logic open_behind,             // registered: busy, and a sample may be accepted behind it
     output logic [N_STAGES-1:0] stage_on, // bit s: the sample at the stage counter is in stage s this cycle (bit 0: accept)
     output logic pred_load,               // the prediction is ready: load it at this edge
     output logic last,                    // last stage: the update is committed at this edge
@@ -36,11 +37,12 @@ module online_control #(
     output logic pred_valid,              // registered: the prediction register holds a new value
     output logic done                     // registered: the sample is finished, its update visible
 );
-  logic [W_STAGE-1:0] stage, stage_behind;
-  logic pending;  // a sample accepted behind the one at the stage counter, now in stage stage_behind
+  logic [W_STAGE-1:0] stage, stage_behind, stage_n, stage_behind_n;
+  logic pending, busy_n, pending_n;  // pending: a sample accepted behind the one at the stage counter, in stage stage_behind
 
-  // behind a busy sample: from its stage N_STAGES - N_FRONT on, when none is pending yet
-  assign ready = !rst && (!busy || (N_FRONT > 0 && !pending && stage >= W_STAGE'(N_STAGES - N_FRONT)));
+  // ready from registers only (open_behind is registered), so the accept does not lengthen the
+  // path from the input ports into the first stage
+  assign ready = !rst && (!busy || open_behind);
   assign accept = in_valid && ready;
   for (genvar s = 0; s < N_STAGES; s++) begin : g_stage
     if (s == 0) begin : g_first
@@ -63,36 +65,51 @@ module online_control #(
     end
   endgenerate
 
+  // the next state
+  always_comb begin
+    busy_n = busy;
+    stage_n = stage;
+    pending_n = pending;
+    stage_behind_n = stage_behind;
+    if (N_STAGES > 1) begin
+      if (busy && last) begin
+        // the sample behind takes over the counter (accepted in this very cycle: it is in stage 0)
+        busy_n = pending || accept;
+        stage_n = pending ? stage_behind + 1'b1 : (accept ? W_STAGE'(1) : '0);
+        pending_n = 1'b0;
+      end else if (accept && !busy) begin
+        busy_n = 1'b1;
+        stage_n = W_STAGE'(1);
+      end else if (busy) begin
+        stage_n = stage + 1'b1;
+        if (accept) begin
+          pending_n = 1'b1;
+          stage_behind_n = W_STAGE'(1);
+        end else if (pending) begin
+          stage_behind_n = stage_behind + 1'b1;
+        end
+      end
+    end
+  end
+
   always_ff @(posedge clk) begin
     if (rst) begin
       busy <= 1'b0;
       stage <= '0;
       pending <= 1'b0;
       stage_behind <= '0;
+      open_behind <= 1'b0;
       pred_valid <= 1'b0;
       done <= 1'b0;
     end else begin
       pred_valid <= pred_load;
       done <= last;
-      if (N_STAGES > 1) begin
-        if (busy && last) begin
-          // the sample behind takes over the counter (accepted in this very cycle: it is in stage 0)
-          busy <= pending || accept;
-          stage <= pending ? stage_behind + 1'b1 : (accept ? W_STAGE'(1) : '0);
-          pending <= 1'b0;
-        end else if (accept && !busy) begin
-          busy <= 1'b1;
-          stage <= W_STAGE'(1);
-        end else if (busy) begin
-          stage <= stage + 1'b1;
-          if (accept) begin
-            pending <= 1'b1;
-            stage_behind <= W_STAGE'(1);
-          end else if (pending) begin
-            stage_behind <= stage_behind + 1'b1;
-          end
-        end
-      end
+      busy <= busy_n;
+      stage <= stage_n;
+      pending <= pending_n;
+      stage_behind <= stage_behind_n;
+      // behind a busy sample from its stage N_STAGES - N_FRONT on, while none is pending
+      open_behind <= (N_FRONT > 0) && busy_n && !pending_n && stage_n >= W_STAGE'(N_STAGES - N_FRONT);
     end
   end
 endmodule

@@ -202,8 +202,9 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
         }
         ff["registers"] += sum(bits * cut(name) for name, bits in cut_bits.items())
         if layer == 0 and _read_in_front(spec, pipe):
-            # the decoded inputs the update reads, held while the next sample's decode runs (kan_layer READ_IN_FRONT)
-            ff["registers"] += n_in * (banks * (wb + w_baddr + 1) + 1)
+            # the decoded inputs the update reads, held while the next sample's decode runs, and the
+            # forwarding's hit and written word per bank (kan_layer READ_IN_FRONT)
+            ff["registers"] += n_in * (banks * (wb + w_baddr + 1) + 1) + n_in * banks * (n_out * wc + 1)
         ff["registers"] += n_out * _tree_register_bits(n_in * banks, w_acc, pipe.tree_split)
         if backward:
             ff["registers"] += n_out * n_in * _tree_register_bits(banks, w_dacc, pipe.tree_split)
@@ -217,8 +218,8 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
 def _read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
     """Whether the next sample's bank read overlaps this sample's commit (rtl/kan_online.sv READ_IN_FRONT)."""
     timing = pipeline_timing(spec, pipe)
-    front = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + pipe.cut("read")
-    return bool(pipe.cut("read")) and timing["overlap_stages"] == front
+    front = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + (pipe.cut("read") & pipe.forward)
+    return bool(pipe.cut("read") & pipe.forward) and timing["overlap_stages"] == front
 
 
 def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
@@ -425,10 +426,16 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * (1 << _clog2(spec.spline_order + 1))) if kan else 0
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
+    def synthesizable_as_modelled(pipe: Pipeline) -> bool:
+        # Yosys merges the grid register into the basis ROM's read port (memory_dff) and so moves
+        # it past the ROM, which this model does not describe: auto places no grid register
+        return not kan or not pipe.cut("grid")
+
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
             out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in range(len(CUT_NAMES)) if not pipe.cuts >> k & 1]
+            out = [p for p in out if synthesizable_as_modelled(p)]
             finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
             if finer:
                 out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
@@ -458,7 +465,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
         visited.append(current)
     if target_ns is not None and period(current) <= target_ns:
         while True:
-            options = [p for p in removed(current) if period(p) <= target_ns]
+            options = [p for p in removed(current) if period(p) <= target_ns and synthesizable_as_modelled(p)]
             if not options:
                 break
             current = min(options, key=lambda p: (pipeline_timing(spec, p)["ii"], bits(p)))

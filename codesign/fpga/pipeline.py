@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["PIPELINES", "CUT_NAMES", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
+__all__ = ["PIPELINES", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
            "pipeline_timing", "kan_arrivals"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
@@ -25,6 +25,11 @@ PIPELINES = ("auto", "ii1", "staged", "deep")
 # CUTS bit k is the register named CUT_NAMES[k] in rtl/kan_online.sv (CUT_GRID, ...).
 CUT_NAMES = ("grid", "decode", "read", "mult", "sum", "err", "gmult", "gsum", "umult", "ufull", "scale", "round")
 ALL_CUTS = (1 << len(CUT_NAMES)) - 1
+# CUTS bit 12 is no register: it puts layer 0's bank read register in the front that the next
+# sample overlaps, with read-after-write forwarding (rtl/kan_layer.sv READ_IN_FRONT). Opt-in:
+# the select it adds before the forward multipliers costs them their DSP input register in
+# Yosys, which the analytic model does not describe, so `auto` does not place it.
+FORWARD = 1 << len(CUT_NAMES)
 DEEP_TREE_SPLIT = 2
 
 
@@ -41,6 +46,11 @@ class Pipeline:
         return self.cuts >> CUT_NAMES.index(name) & 1
 
     @property
+    def forward(self) -> int:
+        """1 when the bank read overlaps the previous sample's commit, with forwarding (the FORWARD bit)."""
+        return int(bool(self.cuts & FORWARD))
+
+    @property
     def text(self) -> str:
         """The form parse_pipeline reads back."""
         if not self.cuts and not self.tree_split:
@@ -50,7 +60,8 @@ class Pipeline:
     def to_dict(self) -> dict[str, object]:
         """Plain data for manifests and reports."""
         return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
-                "cut_names": [n for k, n in enumerate(CUT_NAMES) if self.cuts >> k & 1], "text": self.text}
+                "cut_names": [n for k, n in enumerate(CUT_NAMES) if self.cuts >> k & 1] + (["forward"] if self.forward else []),
+                "text": self.text}
 
 
 def _bad(text: object) -> ValueError:
@@ -95,8 +106,9 @@ def resolve_pipeline(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "
         raise _bad(pipeline)
     if not 0 <= pipeline.phases < (1 << n_bits):
         raise ValueError(f"pipeline={pipeline.phases!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
-    if not 0 <= pipeline.cuts <= ALL_CUTS or not 0 <= pipeline.tree_split <= 8:
-        raise ValueError(f"pipeline={pipeline.text}: CUTS takes {len(CUT_NAMES)} bits (0..{ALL_CUTS:#x}), SPLIT 0..8")
+    if not 0 <= pipeline.cuts <= (ALL_CUTS | FORWARD) or not 0 <= pipeline.tree_split <= 8:
+        raise ValueError(f"pipeline={pipeline.text}: CUTS takes {len(CUT_NAMES)} register bits and FORWARD "
+                         f"(0..{ALL_CUTS | FORWARD:#x}), SPLIT 0..8")
     if not kan and (pipeline.cuts or pipeline.tree_split):
         raise ValueError(f"pipeline={pipeline.text}: the MLP RTL takes phase masks only (no CUTS, no SPLIT)")
     return pipeline
@@ -135,10 +147,11 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
 def kan_front_stages(pipe: Pipeline, stages: int) -> int:
     """Stages of layer 0's front (grid, basis ROM, bank read) that the next sample overlaps (rtl/kan_online.sv N_FRONT).
 
-    The grid and ROM read no learned state and the bank read forwards the write it overlaps, so
-    the next sample is accepted that many cycles before the commit; at most half the stages.
+    The grid and ROM read no learned state, and with FORWARD the bank read forwards the write it
+    overlaps, so the next sample is accepted that many cycles before the commit; at most half
+    the stages.
     """
-    regs = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + pipe.cut("read")
+    regs = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + (pipe.cut("read") & pipe.forward)
     return regs if 2 * regs <= stages else stages - regs
 
 
