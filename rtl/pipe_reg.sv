@@ -1,9 +1,10 @@
 // pipe_reg: an optional pipeline register (ON = 1) or a wire (ON = 0).
 //
-// No enable and no reset: the learner holds one sample at a time and holds its inputs for the
-// whole sample (kan_online), so a register at depth d along a path carries that sample's value
-// from the sample's cycle d on. A register is only a timing cut; what it holds before then, or
-// between samples, is never used.
+// No enable and no reset: a register is a plain delay of the logic before it. A sample's inputs
+// stay until the next sample is accepted, and the banks until its commit (kan_online), so a
+// register at depth d along a path carries that sample's value from the sample's cycle d on,
+// and a next sample accepted early only reaches the registers this one has left (online_control).
+// What a register holds before then, or between samples, is never used.
 module pipe_reg #(
     parameter int W = 1,
     parameter int ON = 1
