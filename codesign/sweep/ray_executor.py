@@ -1,8 +1,8 @@
 """The Ray executor: a sweep's points as Ray tasks, one CPU each, on a cluster or on a Ray started here.
 
-``address`` (``--ray-address``, else ``RAY_ADDRESS``) joins a running cluster; without one, a Ray
-already initialised in this process is used as it is (a notebook, a test), else a local Ray is
-started with ``workers`` CPUs and shut down afterwards. Ray is imported only when this executor is
+``address`` (``--ray-address``, else ``RAY_ADDRESS``) joins a running cluster; a Ray already
+initialised in this process (a notebook, a test) is used as it is; else a local Ray is started
+with ``workers`` CPUs and shut down afterwards. Ray is imported only when this executor is
 made, never by the local one. Ray's own task retries are off: the sweep runner retries a failed
 point once, the same way under every executor.
 """
@@ -97,7 +97,7 @@ class RayExecutor:
         self.workers = workers
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self._ray = import_ray()
-        if self.address and not self._ray.is_initialized():
+        if self.address:
             check_address(self.address)
         self._started_here = False
 
