@@ -170,4 +170,5 @@ class RayExecutor:
                     yield index, value
         finally:  # Ctrl-C or an error: the points not finished are cancelled, not left running on the cluster
             for ref in pending:
-                ray.cancel(ref, force=True)
+                # a running point gets KeyboardInterrupt (its tools are stopped, codesign.processes); the worker stays
+                ray.cancel(ref, force=False)

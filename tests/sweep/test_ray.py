@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import os
 import signal
 import socket
-import subprocess
-import sys
 
 import pytest
 
@@ -19,9 +17,9 @@ from codesign.sweep import make_executor  # noqa: E402
 from codesign.sweep.runner import check_workers  # noqa: E402
 
 SMALL = dict(learner="kan_online", grid=(4, 8), bits=(12,), hidden=((2,), (4,)), samples=2000)
-# six points slow enough (about a second each) that an interrupt lands while some are still running
-SLOW = ["kan_online", "--grid", "4,8,16", "--bits", "12", "--hidden", "2,4", "--samples", "60000"]
-SLOW_ARGS = dict(learner="kan_online", grid=(4, 8, 16), bits=(12,), hidden=((2,), (4,)), samples=60000)
+# six points slow enough (a tenth of a second or more each) that an interrupt lands while some are still running
+SLOW = dict(learner="kan_online", grid=(4, 8, 16), bits=(12,), hidden=((2,), (4,)), samples=10000)
+TINY_ARGV = ["kan_online", "--grid", "4", "--bits", "12", "--hidden", "2", "--samples", "200"]
 NO_CXX = "codesign-test-no-such-compiler"
 
 
@@ -41,7 +39,7 @@ def _without_seconds(points: list[dict]) -> dict[str, dict]:
 
 
 def test_ray_points_equal_the_local_pools(ray_head, tmp_path):
-    local = explore(out=tmp_path / "local", workers=2, **SMALL)
+    local = explore(out=tmp_path / "local", workers=1, **SMALL)  # in this process: torch is imported already
     on_ray = explore(out=tmp_path / "ray", executor="ray", **SMALL)
     assert on_ray["computed"] == local["computed"] == 4
     a, b = _without_seconds(local["points"]), _without_seconds(on_ray["points"])
@@ -50,43 +48,45 @@ def test_ray_points_equal_the_local_pools(ray_head, tmp_path):
     assert [p["name"] for p in local["front"]] == [p["name"] for p in on_ray["front"]]
 
 
-def _interrupt_after_first_point(args: list[str]) -> None:
-    """Run `codesign explore ARGS`, press Ctrl-C once the first point is reported, and expect exit 130."""
-    proc = subprocess.Popen([sys.executable, "-m", "codesign.cli", "explore", *args], stderr=subprocess.PIPE, text=True)
+def _interrupted_run(monkeypatch, out, **options) -> int:
+    """Explore, pressing Ctrl-C (a real SIGINT to this process) once the first point is written; the points finished."""
+    import codesign.fpga.explore as module
+
+    describe = module._describe
+
+    def then_interrupt(record: dict) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        return describe(record)
+
+    monkeypatch.setattr(module, "_describe", then_interrupt)
+    # Python's own handler: a Ctrl-C raises KeyboardInterrupt (codesign's handler, once installed by an
+    # earlier main() in this process, would end the test process on a second one)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        for line in proc.stderr:
-            if line.startswith("[1/6]"):
-                proc.send_signal(signal.SIGINT)
-                break
-        proc.stderr.read()
-        assert proc.wait(timeout=120) == 130
+        with pytest.raises(KeyboardInterrupt):
+            explore(out=out, **SLOW, **options)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-
-
-def _finished(out) -> int:
+        signal.signal(signal.SIGINT, previous)
+    monkeypatch.setattr(module, "_describe", describe)
     partial = out.parent / f".{out.name}.codesign-partial"
-    return len([line for line in (partial / POINTS_FILE).read_text().splitlines() if line.strip()])
+    return len((partial / POINTS_FILE).read_text().splitlines())
 
 
-def test_interrupted_under_ray_resumes_locally(ray_head, tmp_path):
+def test_interrupted_under_ray_resumes_locally(ray_head, tmp_path, monkeypatch):
     out = tmp_path / "ex"
-    _interrupt_after_first_point([*SLOW, "--executor", "ray", "--ray-address", ray_head, "--out", str(out)])
-    done = _finished(out)
+    done = _interrupted_run(monkeypatch, out, executor="ray")
     assert 1 <= done < 6
-    resumed = explore(out=out, workers=2, **SLOW_ARGS)
+    resumed = explore(out=out, workers=1, **SLOW)
     assert resumed["computed"] == 6 - done and len(resumed["points"]) == 6
     assert len((out / POINTS_FILE).read_text().splitlines()) == 6
 
 
-def test_interrupted_locally_resumes_under_ray(ray_head, tmp_path):
+def test_interrupted_locally_resumes_under_ray(ray_head, tmp_path, monkeypatch):
     out = tmp_path / "ex"
-    _interrupt_after_first_point([*SLOW, "--workers", "2", "--out", str(out)])
-    done = _finished(out)
-    assert 1 <= done < 6
-    resumed = explore(out=out, executor="ray", **SLOW_ARGS)
-    assert resumed["computed"] == 6 - done and len(resumed["points"]) == 6
+    done = _interrupted_run(monkeypatch, out, workers=1)
+    assert done == 1
+    resumed = explore(out=out, executor="ray", **SLOW)
+    assert resumed["computed"] == 5 and len(resumed["points"]) == 6
     assert len((out / POINTS_FILE).read_text().splitlines()) == 6
 
 
@@ -99,7 +99,7 @@ def test_a_ray_worker_missing_a_tool_is_named(ray_head):
 
 def test_a_ray_without_the_needed_api_is_refused(monkeypatch, tmp_path, capsys):
     monkeypatch.delattr(ray, "cancel")
-    rc = main(["explore", *SLOW, "--executor", "ray", "--out", str(tmp_path / "ex")])
+    rc = main(["explore", *TINY_ARGV, "--executor", "ray", "--out", str(tmp_path / "ex")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err == (f"codesign: error: Ray {ray.__version__} has no ray.cancel, which --executor ray "
                                "needs: pip install -U 'codesign[distributed]'")
@@ -109,7 +109,7 @@ def test_an_unreachable_ray_address_is_one_line_exit_2(tmp_path, capsys):
     with socket.socket() as s:  # a port on this machine that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    rc = main(["explore", *SLOW, "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / "ex")])
+    rc = main(["explore", *TINY_ARGV, "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / "ex")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith(f"codesign: error: --ray-address 127.0.0.1:{port}: no Ray head answers there")
     assert not (tmp_path / "ex").exists()
