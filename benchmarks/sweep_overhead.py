@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import codesign.kan.run  # noqa: F401 - imported (torch with it) before any timing: the forked pool workers inherit it
 from codesign.fpga.explore import explore
 from codesign.sweep import make_executor
 from codesign.sweep.runner import attempt, check_workers
@@ -119,7 +120,8 @@ def report(command: str, sched: list[dict], runs: list[dict], synth: dict | None
         f"## The default explore: 48 points, no --synth ({samples:,} samples a point)",
         "",
         "`codesign explore kan_online` (grid 4,8,16,32 x bits 12,16,20 x hidden 2,4,8,4-4). Wall time includes "
-        "starting the workers; seconds per point are the points' own times (their `seconds` field), averaged.",
+        "starting the workers (for Ray: starting a local Ray and its workers importing codesign, see the start-up "
+        "above); seconds per point are the points' own times (their `seconds` field), averaged.",
         "",
         "| run | points | wall (s) | speed-up over 1 worker | mean seconds per point |",
         "|---|---:|---:|---:|---:|",

@@ -12,15 +12,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from codesign.processes import WorkerPool
 from codesign.sweep.ray_executor import RayExecutor
+from codesign.sweep.runner import worker_count
 from codesign.sweep.tools import worker_report
 
 __all__ = ["EXECUTORS", "LocalExecutor", "RayExecutor", "make_executor"]
-
-
-def _check_workers(workers: int) -> int:
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r}: need at least one worker")
-    return workers
 
 
 class LocalExecutor:
@@ -31,7 +26,7 @@ class LocalExecutor:
     def __init__(self, workers: int = 2, address: str | None = None) -> None:
         if address:
             raise ValueError("--ray-address: only with --executor ray")
-        self.workers = _check_workers(workers)
+        self.workers = worker_count(workers)
         self._pool: WorkerPool | None = None
         self._func: Callable | None = None
 

@@ -17,6 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
+from codesign.sweep.runner import failed_outcome, worker_count
 from codesign.sweep.tools import worker_report
 
 __all__ = ["RayExecutor", "import_ray", "check_address", "REQUIRED_API"]
@@ -92,9 +93,7 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, workers: int = 2, address: str | None = None) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers={workers!r}: need at least one worker")
-        self.workers = workers
+        self.workers = worker_count(workers)
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self._ray = import_ray()
         if self.address:
@@ -151,8 +150,6 @@ class RayExecutor:
 
     def map_unordered(self, func: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """(index, func(item)) as tasks finish; a task Ray lost (its worker died) comes back as a failed point."""
-        from codesign.sweep.runner import failed_outcome
-
         ray = self._ray
         task = ray.remote(num_cpus=1, max_retries=0)(_call)
         func_ref = ray.put(func)
@@ -168,7 +165,10 @@ class RayExecutor:
                     except ray.exceptions.RayError as exc:
                         value = failed_outcome(exc)
                     yield index, value
-        finally:  # Ctrl-C or an error: the points not finished are cancelled, not left running on the cluster
-            for ref in pending:
-                # a running point gets KeyboardInterrupt (its tools are stopped, codesign.processes); the worker stays
-                ray.cancel(ref, force=False)
+        finally:  # Ctrl-C or an error: the points not finished do not go on running on the cluster
+            if not self._started_here:
+                # a Ray this executor did not start lives on: cancel them (a running point gets KeyboardInterrupt,
+                # which stops its tools, and its worker stays). A Ray it started or joined ends the job on
+                # shutdown, which stops them; cancelling first races with that shutdown inside Ray's core.
+                for ref in pending:
+                    ray.cancel(ref, force=False)

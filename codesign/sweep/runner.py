@@ -21,7 +21,14 @@ from codesign.outputs import Progress
 from codesign.processes import ToolError
 from codesign.sweep.resume import append_point, read_points
 
-__all__ = ["SweepResult", "SweepProgress", "attempt", "failed_outcome", "check_workers", "run_sweep"]
+__all__ = ["SweepResult", "SweepProgress", "attempt", "failed_outcome", "worker_count", "check_workers", "run_sweep"]
+
+
+def worker_count(workers: int) -> int:
+    """``workers`` when it is a positive integer, else a one-line error."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r}: need at least one worker")
+    return workers
 
 
 @dataclass
