@@ -114,10 +114,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     print(format_front(result["front"], result["settings"]))
     print(f"{len(result['points'])} points, {len(result['front'])} on the Pareto front; table, PNG and points in {result['out']}")
     if result["failed"]:
-        print(f"codesign: {len(result['failed'])} points failed twice (first: {result['failed'][0]['name']}: "
+        print(f"codesign: error: {len(result['failed'])} points failed twice (first: {result['failed'][0]['name']}: "
               f"{result['failed'][0]['failed']}); their errors are in points.jsonl and a rerun tries them again",
               file=sys.stderr)
-        return 1
+        return 2  # as for a failed tool: the rest is written, the message is one line
     return 0
 
 

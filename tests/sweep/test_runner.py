@@ -99,3 +99,25 @@ def test_the_local_executor_never_imports_ray(tmp_path, monkeypatch):
     result = explore(learner="kan_online", grid=(4,), bits=(12,), hidden=((2,), (4,)), samples=200, workers=2,
                      out=tmp_path / "ex")
     assert result["computed"] == 2 and not result["failed"]
+
+
+def test_explore_with_a_failing_point_writes_the_rest_and_exits_2(tmp_path, monkeypatch, capsys):
+    import codesign.fpga.explore as module
+
+    score = module.score_point
+
+    def fails_on_g8(base, kind, point, **options):
+        if point["grid_size"] == 8:
+            raise RuntimeError("synthesis crashed")
+        return score(base, kind, point, **options)
+
+    monkeypatch.setattr(module, "score_point", fails_on_g8)
+    out = tmp_path / "ex"
+    rc = main(["explore", "kan_online", "--grid", "4,8", "--bits", "12", "--hidden", "2", "--samples", "200",
+               "--workers", "1", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1] == ("codesign: error: 1 points failed twice (first: 2-2-1 12b G8: RuntimeError: synthesis "
+                                   "crashed); their errors are in points.jsonl and a rerun tries them again")
+    records = {r["name"]: r for r in map(json.loads, (out / POINTS_FILE).read_text().splitlines())}
+    assert records["2-2-1 12b G8"]["failed"] == "RuntimeError: synthesis crashed" and "mse" in records["2-2-1 12b G4"]
+    assert "2-2-1 12b G4" in (out / "pareto.md").read_text()
