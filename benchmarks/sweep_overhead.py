@@ -88,6 +88,8 @@ def _same_points(a: list[dict], b: list[dict]) -> bool:
 
 
 def _hms(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -129,7 +131,17 @@ def report(command: str, sched: list[dict], runs: list[dict], synth: dict | None
     for r in runs:
         lines.append(f"| {r['run']} | {r['points']} | {r['wall_s']:g} | {one['wall_s'] / r['wall_s']:.2f}x | "
                      f"{r['s_per_point']:g} |")
-    lines += ["", "Every run's points are identical (every field but the timing), whichever executor ran them.", ""]
+    two_run = next(r for r in runs if r["run"] == "local, 2 workers")
+    slower = two_run["s_per_point"] / one["s_per_point"]
+    reading = "Every run's points are identical (every field but the timing), whichever executor ran them."
+    if one["wall_s"] <= two_run["wall_s"]:
+        reading += (f" With 2 workers a point took {slower:.1f}x as long as with one"
+                    + (" (the two cores were not free for both workers: see the load average)" if slower > 1.3 else "")
+                    + f"; at {one['s_per_point']:g} s a point, starting workers and sharing the cores cost more than "
+                    "the second worker gains on this sweep, and Ray's start-up (a local Ray, its workers importing "
+                    "codesign) is larger still. The pool and Ray pay off when points take seconds or more (--synth, "
+                    "larger --samples) or when a cluster adds cores.")
+    lines += ["", reading, ""]
     lines += ["## Seconds per point per kind, and the default sweeps on 1, 2 and 64 cores", "",
               "| kind | seconds per point (measured) | default sweep | 1 core | 2 cores | 64 cores (projected) |",
               "|---|---:|---|---:|---:|---:|"]

@@ -271,9 +271,8 @@ def _describe(r: dict) -> str:
     if "skipped" in r:
         return f"{r['name']}: skipped: {r['skipped']}"
     source = "synth" if "synth" in r else "estimate"
-    lut = r["synth" if "synth" in r else "estimate"]["lut"]
-    dsp = r["synth" if "synth" in r else "estimate"]["dsp"]
-    return (f"{r['name']}: MSE {r['mse']:.4g}, {lut:,} LUT, {dsp} DSP, {r['ns_per_sample']:g} ns/sample ({source})")
+    cost = r[source]
+    return f"{r['name']}: MSE {r['mse']:.4g}, {cost['lut']:,} LUT, {cost['dsp']} DSP, {r['ns_per_sample']:g} ns/sample ({source})"
 
 
 def explore(
