@@ -108,11 +108,24 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         grid=_int_list("--grid", args.grid) if args.grid else None,
         bits=_int_list("--bits", args.bits) if args.bits else None,
         hidden=hidden, pipelines=[v.strip() for v in args.pipelines.split(",") if v.strip()],
-        samples=args.samples, seed=args.seed, workers=args.workers, force=args.force,
+        samples=args.samples, seed=args.seed, workers=args.workers, force=args.force, synth=args.synth,
+        executor=args.executor, ray_address=args.ray_address,
     )
     print(format_front(result["front"], result["settings"]))
     print(f"{len(result['points'])} points, {len(result['front'])} on the Pareto front; table, PNG and points in {result['out']}")
+    if result["failed"]:
+        print(f"codesign: error: {len(result['failed'])} points failed twice (first: {result['failed'][0]['name']}: "
+              f"{result['failed'][0]['failed']}); their errors are in points.jsonl and a rerun tries them again",
+              file=sys.stderr)
+        return 2  # as for a failed tool: the rest is written, the message is one line
     return 0
+
+
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    """--executor and --ray-address, for every command whose points go through codesign.sweep."""
+    p.add_argument("--executor", default="local",
+                   help="where points run: local worker processes (default) or Ray (pip install 'codesign[distributed]')")
+    p.add_argument("--ray-address", help="Ray cluster to join, HOST:PORT or auto (default: $RAY_ADDRESS, else a local Ray)")
 
 
 def _cmd_boards(args: argparse.Namespace) -> int:
@@ -324,7 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipelines", default="ii1", help="pipelines to estimate each point with: ii1 (default), staged, or ii1,staged")
     p.add_argument("--samples", type=int, default=20_000, help="task samples per point (default 20000)")
     p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
-    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="worker processes (default 2); under --executor ray without an address, the local Ray's CPUs")
+    p.add_argument("--synth", action="store_true",
+                   help="also synthesize every point with Yosys (minutes a point): area and ns/sample from synthesis")
+    _add_executor_options(p)
     p.add_argument("--out", help="output folder (default ./codesign_out/explore_<learner>_<task>); resumes its own run")
     p.add_argument("--force", action="store_true", help="start over in a folder that holds an exploration with other settings")
     p.set_defaults(func=_cmd_explore)

@@ -4,10 +4,13 @@ Every point is scored twice: by the online error of the bit-exact reference on a
 (codesign.kan.run, codesign.tasks: the mean squared error of predict-then-update over the whole
 stream) and by the analytic estimator (codesign.fpga.estimate: resources, cycles, an estimated
 clock). The Pareto front minimizes online error, area (the largest utilization of LUT, FF or DSP
-on the target part) and time per sample (II x estimated period). Points run on ``workers``
-processes (with one worker, in this process); each finished point is appended to ``points.jsonl`` in the output folder, so an
-interrupted run resumes where it stopped. The folder also gets ``pareto.md`` (the front as a
-table), ``pareto.png`` and ``explore.json`` (the settings, which a resumed run must match).
+on the target part) and time per sample (II x estimated period). With ``synth`` each point's RTL
+is also synthesized by Yosys (codesign.fpga.synth) and area and time per sample come from that
+synthesis estimate instead. Points run through the sweep runner (codesign.sweep): on ``workers``
+local processes (with one worker, in this process) or on Ray; each finished point is appended to
+``points.jsonl`` in the output folder, so an interrupted run resumes where it stopped, under
+either executor. The folder also gets ``pareto.md`` (the front as a table), ``pareto.png`` and
+``explore.json`` (the settings, which a resumed run must match).
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ import functools
 import json
 import math
 import shutil
-import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder
-from codesign.processes import WorkerPool
+from codesign.sweep import POINTS_FILE, make_executor, run_sweep
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "sweep_axes", "design_points", "pareto_front", "explore", "format_front"]
 
@@ -32,7 +35,6 @@ DEFAULT_GRID = (4, 8, 16, 32)
 DEFAULT_BITS = (12, 16, 20)
 DEFAULT_HIDDEN = {"kan": ((2,), (4,), (8,), (4, 4)), "mlp": ((8,), (16,), (32,), (16, 16))}
 SETTINGS_FILE = "explore.json"
-POINTS_FILE = "points.jsonl"
 OUTPUT_FILES = (SETTINGS_FILE, POINTS_FILE, "pareto.md", "pareto.png")
 OBJECTIVES = ("mse", "area_percent", "ns_per_sample")
 
@@ -121,8 +123,9 @@ def _stream(task: str, samples: int, seed: int, n_inputs: int):
     return make_stream(task, n_samples=samples, seed=seed, **stream_options(task, n_inputs))
 
 
-def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int) -> dict:
-    """Run the reference learner on the task and the estimator on the target for one point (in a worker process)."""
+def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int,
+                synth: bool = False) -> dict:
+    """Run the reference learner on the task and the estimator (and with ``synth`` Yosys) on the target for one point."""
     from codesign.fpga.estimate import estimate
     from codesign.kan.run import make_learner
     from codesign.kan.spec import spec_from_mapping
@@ -144,9 +147,25 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
         "area_percent": area, "ns_per_sample": est["ii_ns"],
         "estimate": {k: est[k] for k in ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles",
                                           "update_latency_cycles", "ii", "clock_mhz_estimate", "latency_ns")},
-        "seconds": round(time.perf_counter() - started, 3),
     })
+    if synth:
+        result.update(_synth_point(spec, point, target, seed))
+    result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def _synth_point(spec: KANSpec | MLPSpec, point: dict, target: str, seed: int) -> dict:
+    """Emit the point's RTL into a scratch folder and synthesize it: area and time per sample from Yosys."""
+    from codesign.fpga.rtl_emit import emit_rtl
+    from codesign.fpga.synth import SYNTH_FIELDS, run_synth
+
+    with tempfile.TemporaryDirectory(prefix="codesign-explore-") as scratch:
+        emit_rtl(spec, Path(scratch) / "rtl", pipeline=point["pipeline"], seed=seed, force=True, target=target)
+        synth = run_synth(Path(scratch) / "rtl", target)
+    area = max(synth["utilization_percent"][k] for k in ("lut", "ff", "dsp") if k in synth["utilization_percent"])
+    return {"area_percent": area, "ns_per_sample": synth["ii_ns"],
+            "synth": {**{k: synth[k] for k in SYNTH_FIELDS}, "utilization_percent": synth["utilization_percent"],
+                      "ii_ns": synth["ii_ns"], "seconds": synth["seconds"]}}
 
 
 def pareto_front(points: list[dict], objectives: Sequence[str] = OBJECTIVES) -> list[dict]:
@@ -164,23 +183,26 @@ def pareto_front(points: list[dict], objectives: Sequence[str] = OBJECTIVES) -> 
 
 def format_front(front: list[dict], settings: dict) -> str:
     """The Pareto front as a Markdown table."""
+    synth = bool(settings.get("synth"))
+    source = ("Yosys synthesis (codesign.fpga.synth; clock from logic depth, not placed or routed)" if synth else
+              "codesign.fpga.estimate (fitted to Yosys; clock from logic depth)")
     lines = [
         f"# Pareto front: {settings['learner']} on {settings['task']}, target {settings['target']}",
         "",
         f"Online error: mean squared error of the bit-exact reference over {settings['samples']:,} samples "
-        f"(seed {settings['seed']}). Resources, clock and time per sample: ESTIMATES of codesign.fpga.estimate "
-        "(fitted to Yosys; clock from logic depth); cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP "
-        "utilization.",
+        f"(seed {settings['seed']}). Resources, clock and time per sample: ESTIMATES of {source}; "
+        "cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP utilization.",
         "",
         "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) | clock MHz (est.) | ns/sample (est.) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for p in front:
         e = p["estimate"]
+        r = p["synth"] if synth else e
         lines.append(
-            f"| {p['name']} | {p['parameters']:,} | {p['mse']:.4g} | {p['final_mse']:.4g} | {e['lut']:,} | {e['lutram']:,} | "
-            f"{e['ff']:,} | {e['dsp']:,} | {p['area_percent']:.3g} | {e['latency_cycles']}/{e['update_latency_cycles']}/{e['ii']} | "
-            f"{e['clock_mhz_estimate']:g} | {p['ns_per_sample']:g} |"
+            f"| {p['name']} | {p['parameters']:,} | {p['mse']:.4g} | {p['final_mse']:.4g} | {r['lut']:,} | {r['lutram']:,} | "
+            f"{r['ff']:,} | {r['dsp']:,} | {p['area_percent']:.3g} | {e['latency_cycles']}/{e['update_latency_cycles']}/{e['ii']} | "
+            f"{r['clock_mhz_estimate']:g} | {p['ns_per_sample']:g} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -226,8 +248,8 @@ def _read_settings(folder: Path) -> dict | None:
         return None
 
 
-def _open_folder(out: Path, settings: dict, force: bool) -> tuple[OutputFolder, list[dict]]:
-    """The output folder, open, and the points already done with these settings (resume).
+def _open_folder(out: Path, settings: dict, force: bool) -> OutputFolder:
+    """The output folder, open, with the points file of the run it resumes (if any).
 
     Points come from an interrupted run's partial folder, or from a finished run in the folder
     itself; a finished run with other settings is replaced only with force.
@@ -241,34 +263,16 @@ def _open_folder(out: Path, settings: dict, force: bool) -> tuple[OutputFolder, 
     if finished and (out / POINTS_FILE).is_file():
         shutil.copyfile(out / POINTS_FILE, work / POINTS_FILE)
     (work / SETTINGS_FILE).write_text(json.dumps(settings, indent=1) + "\n")
-    return folder, _read_points(work / POINTS_FILE)
+    return folder
 
 
-def _read_points(path: Path) -> list[dict]:
-    """The finished points; a line cut short by an interruption is dropped (that point runs again)."""
-    points, complete = [], True
-    if path.is_file():
-        text = path.read_text()
-        for line in text.splitlines():
-            try:
-                points.append(json.loads(line))
-            except json.JSONDecodeError:
-                complete = False
-        if not complete or (text and not text.endswith("\n")):
-            path.write_text("".join(json.dumps(p) + "\n" for p in points))
-    return points
-
-
-def _collect(finished: Iterator[dict], log, done: dict, total: int, n_todo: int, started: float) -> None:
-    """Append each finished point to the points file as it arrives, with a progress line on stderr."""
-    for k, r in enumerate(finished, 1):
-        log.write(json.dumps(r) + "\n")
-        log.flush()
-        done[r["name"]] = r
-        elapsed = time.perf_counter() - started
-        what = (f"skipped: {r['skipped']}" if "skipped" in r else
-                f"MSE {r['mse']:.4g}, {r['estimate']['lut']:,} LUT, {r['estimate']['dsp']} DSP, {r['ns_per_sample']:g} ns/sample")
-        print(f"[{len(done)}/{total}] {r['name']}: {what} (eta {elapsed / k * (n_todo - k):.0f} s)", file=sys.stderr, flush=True)
+def _describe(r: dict) -> str:
+    """A finished point's progress text."""
+    if "skipped" in r:
+        return f"{r['name']}: skipped: {r['skipped']}"
+    source = "synth" if "synth" in r else "estimate"
+    cost = r[source]
+    return f"{r['name']}: MSE {r['mse']:.4g}, {cost['lut']:,} LUT, {cost['dsp']} DSP, {r['ns_per_sample']:g} ns/sample ({source})"
 
 
 def explore(
@@ -285,8 +289,15 @@ def explore(
     seed: int = 0,
     workers: int = 2,
     force: bool = False,
+    synth: bool = False,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
-    """Sweep, score, resume, and write the Pareto front (table, PNG); returns the points and the front."""
+    """Sweep, score, resume, and write the Pareto front (table, PNG); returns the points, the front and the counts.
+
+    ``executor`` is ``local`` (``workers`` processes) or ``ray`` (``ray_address``, else RAY_ADDRESS,
+    else a local Ray with ``workers`` CPUs); the points and the resume file are the same under both.
+    """
     from codesign.config import LEARNERS
     from codesign.fpga.boards import find_board
     from codesign.kan.run import task_spec
@@ -294,8 +305,7 @@ def explore(
 
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r}: need at least one worker")
+    runner = make_executor(executor, workers, ray_address)  # a bad executor, Ray or address fails here, before any work
     board = find_board(target)
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
@@ -309,25 +319,22 @@ def explore(
     points = design_points(base, grid, bits, hidden, pipelines)
     settings = {"learner": learner, "target": board.name, "task": task, "samples": samples, "seed": seed,
                 "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
+    if synth:  # a run without synthesis does not resume one with it, nor the reverse
+        settings["synth"] = True
     out = Path(out)
-    folder, previous = _open_folder(out, settings, force)
-    done = {p["name"]: p for p in previous}
-    todo = [p for p in points if p["name"] not in done]
-    if done:
-        print(f"explore: resuming, {len(done)} of {len(points)} points already done in {out}", file=sys.stderr)
-    started = time.perf_counter()
-    score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples, seed=seed)
+    score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples,
+                              seed=seed, synth=synth)
+    with runner:  # joined (a Ray cluster) before the folder is touched, so a failed connection leaves nothing
+        folder = _open_folder(out, settings, force)
+        # Ctrl-C: the points written so far stay in points.jsonl, the workers are stopped, a rerun resumes
+        sweep = run_sweep(score, points, folder.work / POINTS_FILE, runner, tools=("Yosys",) if synth else (),
+                          describe=_describe, label="explore")
+    done = sweep.records
     work = folder.work
-    with open(work / POINTS_FILE, "a") as log:
-        if todo and workers == 1:  # no worker processes to start: run here, one point after another
-            _collect(map(score, todo), log, done, len(points), len(todo), started)
-        elif todo:
-            # Ctrl-C: the points written so far stay in points.jsonl, the workers are stopped, a rerun resumes
-            with WorkerPool(score, min(workers, len(todo))) as pool:
-                _collect((r for _, r in pool.map_unordered(todo)), log, done, len(points), len(todo), started)
     results = [done[p["name"]] for p in points if p["name"] in done]
     front = pareto_front(results)
     (work / "pareto.md").write_text(format_front(front, settings))
     _plot(results, front, work / "pareto.png", settings)
     folder.commit()
-    return {"points": results, "front": front, "out": str(out), "settings": settings}
+    return {"points": results, "front": front, "out": str(out), "settings": settings, "computed": sweep.computed,
+            "failed": list(sweep.failed.values())}

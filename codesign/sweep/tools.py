@@ -1,0 +1,58 @@
+"""The external tools a sweep's points need, and the check each worker runs before any point is sent to it.
+
+A check finds a tool the way the point will (the same finder functions), so a worker that passes
+it runs the point with the same tool; one that fails it names the tool and how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Callable, Sequence
+
+__all__ = ["TOOLS", "missing_tools", "worker_report"]
+
+
+def _yosys() -> None:
+    from codesign.fpga.synth import find_yosys
+
+    find_yosys()
+
+
+def _gxx() -> None:
+    from codesign.fpga.csim import find_compiler
+
+    find_compiler()
+
+
+def _verilator() -> None:
+    from codesign.fpga.simulator import verilator_setup
+
+    verilator_setup()
+
+
+# The tool's name (as a user knows it) and the function that finds it or raises with the fix.
+TOOLS: dict[str, Callable[[], None]] = {"Yosys": _yosys, "g++": _gxx, "Verilator": _verilator}
+
+
+def missing_tools(tools: Sequence[str]) -> dict[str, str]:
+    """{tool: why it is not usable here} for each of ``tools`` this process cannot find (empty: all found)."""
+    from codesign.errors import one_line_error
+
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown tool {unknown[0]!r}: choose from {', '.join(TOOLS)}")
+    missing = {}
+    for tool in tools:
+        try:
+            TOOLS[tool]()
+        except (OSError, ValueError, ImportError) as exc:
+            missing[tool] = one_line_error(exc) or str(exc)
+    return missing
+
+
+def worker_report(tools: Sequence[str]) -> dict:
+    """What a worker tells the runner before it gets work: its host, its codesign version, the tools it lacks."""
+    from codesign import __version__
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "codesign": __version__, "missing": missing_tools(tools)}
