@@ -127,7 +127,8 @@ def _pipeline_json(pipeline) -> object:
 
 def _key(row: dict, target: str) -> str:
     spec = row["spec"]
-    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": _pipeline_json(row["pipeline"]), "target": target}, sort_keys=True)
+    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
+                       "target": target}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -170,7 +171,8 @@ def synthesize(row: dict, work: Path, target: str) -> dict:
         "name": row["name"], "key": key, "emitted": _folder_hash(folder), "target": target,
         "kind": manifest["kind"], "spec": row["spec"].to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
         "manifest_pipeline": manifest["pipeline"],
-        "synth": {k: synth[k] for k in (*RESOURCES, "uram", "clock_mhz_estimate", "period_ns_estimate", "critical_path", "tool", "seconds")},
+        "synth": {k: synth[k] for k in (*RESOURCES, "uram", "clock_mhz_estimate", "period_ns_estimate", "critical_path", "tool",
+                                        "seconds")},
         "seconds": round(time.perf_counter() - started, 1),
     }
     work.mkdir(parents=True, exist_ok=True)
@@ -232,7 +234,8 @@ PRIOR = {
             "mlp_control": 20.0, "mlp_mux": 0.5},
     "ff": {"registers": 1.0},
     "period_ns": {"constant": 1.0, "kan_multiply": 3.0, "kan_adder_levels": 1.0, "kan_cast": 1.0, "kan_scale": 1.0,
-                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
+                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0,
+                  "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
 }
 PRIOR_WEIGHT = 0.1
 

@@ -107,7 +107,8 @@ def main() -> int:
         init_cos = embedding_similarity(reference, student, tok, test).mean_cosine
         evaluated = {0: held_out_loss(student)} if args.eval_every else {}
 
-        def on_step(step: int, loss: float) -> None:
+        # this run's student and scores are bound as defaults, not looked up from the loop at call time
+        def on_step(step: int, loss: float, student: torch.nn.Module = student, evaluated: dict = evaluated) -> None:
             if args.eval_every and (step + 1) % args.eval_every == 0:
                 evaluated[step + 1] = held_out_loss(student)
 

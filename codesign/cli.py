@@ -397,8 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--method", default="dwp", help="standard, noise or dwp (default dwp)")
     t.add_argument("--dataset", default="digits", help="digits or mnist5k (default digits)")
     t.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
-    t.add_argument("--out", required=True, help="output folder for model.pt (new or empty; an earlier `cim train` result there needs --force)")
-    t.add_argument("--force", action="store_true", help="replace an earlier `cim train` result in --out (the model and the plots made from it)")
+    t.add_argument("--out", required=True,
+                   help="output folder for model.pt (new or empty; an earlier `cim train` result there needs --force)")
+    t.add_argument("--force", action="store_true",
+                   help="replace an earlier `cim train` result in --out (the model and the plots made from it)")
     t.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
     t.add_argument("--batch", type=int, default=64, help="mini-batch size (default 64)")
     t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (default 2e-3)")

@@ -2,8 +2,8 @@
 
 kernel="auto" runs the Triton kernel for float16/bfloat16 inputs on a CUDA GPU of compute
 capability >= 8.0 with Triton installed (and on CPU tensors when TRITON_INTERPRET=1 was set before
-the kernels were imported: the interpreter runs them, so a test sees the path a GPU takes), and falls back to the torch reference elsewhere with one
-warning per reason; kernel="triton" insists (ValueError where it cannot run; on CPU tensors it runs
+the kernels were imported: the interpreter runs them, so a test sees the path a GPU takes), and falls back to
+the torch reference elsewhere with one warning per reason; kernel="triton" insists (ValueError where it cannot run; on CPU tensors it runs
 Triton's interpreter when TRITON_INTERPRET=1 was set before the kernels were imported, which is how
 the tests check the kernels without a GPU); kernel="torch" is the reference.
 

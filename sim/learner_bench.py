@@ -327,7 +327,8 @@ async def learner_stream(dut):
             state_values += want.size
             state_mismatches += int(np.count_nonzero(got != want))
             for idx in np.argwhere(got != want)[: 10 - len(state_diff)]:
-                state_diff.append({"layer": layer, "index": [int(v) for v in idx], "rtl": int(got[tuple(idx)]), "reference": int(want[tuple(idx)])})
+                state_diff.append({"layer": layer, "index": [int(v) for v in idx], "rtl": int(got[tuple(idx)]),
+                                   "reference": int(want[tuple(idx)])})
 
     pred_lat = [events.pred_cycle[k] - events.accept_cycle[k] for k in events.pred_cycle]
     done_lat = [events.done_cycle[k] - events.accept_cycle[k] for k in events.done_cycle]

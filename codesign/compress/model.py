@@ -6,9 +6,9 @@
     with swapped(model, replacements): ...            # codesign.llm.swap; or replace_modules to keep them
     with swapped(model, replacements): save_compressed(model, out_dir)   # codesign.compress.checkpoint
 
-Methods: int (symmetric, clipped), int-asym (min-max with zero point), kmeans (1..8 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
-given bits + rank-R correction) and lowrank (Swift-SVD factors with the memory of B bits per weight,
-see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
+Methods: int (symmetric, clipped), int-asym (min-max with zero point), kmeans (1..8 bits), vq (2 bits),
+qer-plain / qer-scaled / srr (k-means base of the given bits + rank-R correction) and lowrank (Swift-SVD factors
+with the memory of B bits per weight, see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
 are trained by codesign.compress.pipeline (they need the model's data) and exported to the same
 formats. Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors, bias).
 """

@@ -41,8 +41,8 @@ from codesign.compress.model import (
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
 from codesign.outputs import OutputFolder
 
-__all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
-           "distillation_objective", "compress_model"]
+__all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate",
+           "reference_metric", "distillation_objective", "compress_model"]
 
 MODELS = ("minilm", "gemma3-270m")
 _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:layers|layer)\.(\d+)\.")

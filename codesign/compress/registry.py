@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-__all__ = ["Quantizer", "register_quantizer", "register_qat_grid", "qat_grids", "quantizer_for", "quantizer_names", "quantize", "needs_covariance",
-           "config_to_dict", "config_from_dict"]
+__all__ = ["Quantizer", "register_quantizer", "register_qat_grid", "qat_grids", "quantizer_for", "quantizer_names", "quantize",
+           "needs_covariance", "config_to_dict", "config_from_dict"]
 
 # modules whose handlers register themselves on import (kept light: imported on first dispatch)
 _BUILTIN = ("integer", "kmeans", "vq", "qer", "gptq", "qat")

@@ -194,7 +194,7 @@ def test_qat_through_compress_model_trains_exports_and_reloads(tmp_path, minilm)
     assert report["qat_losses"][-1] < report["qat_losses"][0]
     assert 0 < report["metric"]["cosine_mean"] < 1 and 2 < report["bits_per_weight"] < 2.5
     model, tok = minilm
-    for name, module in replacements.items():
+    for module in replacements.values():
         assert module.qweight.method == "kmeans-qat" and module.qweight.bits == 2
         assert len(torch.unique(module.qweight.codebook)) <= 4
     loaded = load_compressed(tmp_path / "qat")
