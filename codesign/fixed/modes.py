@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeVar
 
 __all__ = ["QMode", "OMode"]
+
+
+_Mode = TypeVar("_Mode", bound=IntEnum)
 
 
 class QMode(IntEnum):
@@ -38,7 +42,7 @@ class OMode(IntEnum):
         return _coerce(cls, value)
 
 
-def _coerce(cls: type[IntEnum], value: object) -> IntEnum:
+def _coerce(cls: type[_Mode], value: object) -> _Mode:
     # The enum values follow ap_decl.h so that they can be handed to C++ unchanged.
     if isinstance(value, cls):
         return value

@@ -9,6 +9,8 @@ on an ``ap_fixed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -176,7 +178,7 @@ class FixedArray:
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __getitem__(self, index: object) -> "FixedArray":
+    def __getitem__(self, index: Any) -> "FixedArray":  # any numpy index
         return FixedArray(self.raw[index], self.type)
 
     def __add__(self, other: "FixedArray") -> "FixedArray":
