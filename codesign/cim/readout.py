@@ -170,6 +170,7 @@ class CrossbarReadout:
         held as integer codes; full scale × code unit is re-applied after the ADC (the code unit in digital_scale).
         """
         conv = self.converter
+        full_scale: Tensor | float
         if conv.input_range is None:
             full_scale = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
             if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
@@ -210,7 +211,9 @@ class CrossbarReadout:
         x = x.to(flat_w.dtype).contiguous()
         ideal = self.converter.is_ideal
         fuse_bias = bias is not None and gr.out_padded == gr.out_features
-        y, biased = None, False
+        y: Tensor | None = None
+        biased = False
+        full_scale: Tensor | float
         for i, r in enumerate(self._row_plan(batch, state, x)):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
             if ideal:
@@ -235,9 +238,11 @@ class CrossbarReadout:
                 y = part if y is None else y.add_(part)
             elif y is None:  # p is a workspace: the result is a fresh tensor
                 biased = fuse_bias
-                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased else torch.mul(r.one_tile, r.column_scale)
+                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased and bias is not None \
+                    else torch.mul(r.one_tile, r.column_scale)
             else:
                 y.addcmul_(r.one_tile, r.column_scale)
+        assert y is not None  # a layer has at least one segment
         if bias is not None and not biased:
             y = y.add_(bias) if fuse_bias else y[..., : gr.out_features] + bias
         elif gr.out_padded != gr.out_features:
@@ -288,6 +293,7 @@ class CrossbarReadout:
         flat_w, gen, variance = state.weights, state.generators, state.variance
         x = x.to(flat_w.dtype)
         codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
+        full_scale: Tensor | float
         if self.converter.is_ideal:
             full_scale = 1.0
             codes.view(x.shape).copy_(x)
