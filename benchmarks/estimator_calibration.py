@@ -26,8 +26,8 @@ import platform
 import re
 import shlex
 import statistics
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 

@@ -24,12 +24,11 @@ sentences:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
-
-import dataclasses
 
 import torch
 
@@ -62,7 +61,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, required=True, help="curves and final metrics (appended per run)")
     args = parser.parse_args()
 
-    from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, swapped, wiki_sentences
+    from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, wiki_sentences
 
     teacher, tok = load_minilm()
     train = wiki_sentences("train", (args.steps + 1) * args.batch)

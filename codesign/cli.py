@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 import traceback
-from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from codesign import __version__
 from codesign.errors import one_line_error
@@ -27,7 +28,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_config(spec: "KANSpec | MLPSpec", command: str) -> int:
+def _print_config(spec: KANSpec | MLPSpec, command: str) -> int:
     """Print the effective config (TOML) of a command; it loads back with --config to the same spec."""
     from codesign.config import config_toml
 
@@ -67,7 +68,6 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from codesign.fpga.build import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
-
     from codesign.fpga.pipeline import parse_pipeline
 
     board = find_board(args.target)
@@ -207,8 +207,7 @@ def _cmd_cim_energy(args: argparse.Namespace) -> int:
     import torch
 
     from codesign.cim.config import CIMConfig, ConverterConfig, TileConfig
-    from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck
-    from codesign.cim.energy import sensitivity, sensitivity_table
+    from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck, sensitivity, sensitivity_table
     from codesign.cim.workloads import build_model, layer_workloads
 
     model, sample_shape = build_model(args.model)

@@ -61,11 +61,11 @@ class Ports:
             if needed not in by_name:
                 raise ValueError(f"the manifest has no port {needed!r}")
         self.dut = dut
-        self.clk = getattr(dut, "ap_clk")
-        self.rst = getattr(dut, "ap_rst")
-        self.start = getattr(dut, "ap_start")
-        self.done = getattr(dut, "ap_done")
-        self.ready = getattr(dut, "ap_ready")
+        self.clk = dut.ap_clk
+        self.rst = dut.ap_rst
+        self.start = dut.ap_start
+        self.done = dut.ap_done
+        self.ready = dut.ap_ready
         self.x, self.y, self.train = dut.x, dut.y, dut.train
         self.y_hat = dut.y_hat
         self.x_vld = getattr(dut, by_name["x"]["valid"]) if "valid" in by_name["x"] else None

@@ -1,4 +1,4 @@
-"""Suite-wide set-up: Triton kernels run in the interpreter on CPU tensors; tiers; global RNGs seeded per test; the packaged LLMs as fixtures.
+"""Suite-wide set-up: Triton in the interpreter on CPU tensors; tiers; global RNGs seeded per test; the packaged LLMs as fixtures.
 
 Triton decides interpreter-or-compiler when a kernel is defined, so the switch is set here,
 before any test module imports codesign.kernels. CODESIGN_TEST_GPU=1 runs them compiled on a GPU.

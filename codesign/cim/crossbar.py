@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -220,7 +220,7 @@ class Crossbar(nn.Module):
     # --- programming -------------------------------------------------------------------
 
     @torch.no_grad()
-    def program(self, weight: Tensor, seed: int, n_chips: int = 1, first_chip: int = 0, layer_id: int = 0) -> "Crossbar":
+    def program(self, weight: Tensor, seed: int, n_chips: int = 1, first_chip: int = 0, layer_id: int = 0) -> Crossbar:
         """Program C chips with this weight: draw every per-device random value once, then drift_to(0)."""
         seed = check_seed(seed)
         layer_id = check_seed(layer_id, "layer_id")
@@ -386,7 +386,7 @@ class Crossbar(nn.Module):
         return y[:, : self.grid.out_features].abs().sum(dim=1)
 
     @torch.no_grad()
-    def drift_to(self, t_seconds: float) -> "Crossbar":
+    def drift_to(self, t_seconds: float) -> Crossbar:
         """Let every chip age to t_seconds after programming (drift, compensation, read-noise level).
 
         The read-noise level is computed here once the chip has been read (its per-device coefficients

@@ -23,7 +23,7 @@ class QMode(IntEnum):
     AP_TRN_ZERO = 6  # truncate toward zero
 
     @classmethod
-    def coerce(cls, value: "QMode | int | str") -> "QMode":
+    def coerce(cls, value: QMode | int | str) -> QMode:
         """Return ``value`` as a QMode, accepting a member, its int value or its name."""
         return _coerce(cls, value)
 
@@ -37,7 +37,7 @@ class OMode(IntEnum):
     AP_WRAP = 3  # keep the low W bits (two's complement); the default
 
     @classmethod
-    def coerce(cls, value: "OMode | int | str") -> "OMode":
+    def coerce(cls, value: OMode | int | str) -> OMode:
         """Return ``value`` as an OMode, accepting a member, its int value or its name."""
         return _coerce(cls, value)
 

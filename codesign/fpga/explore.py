@@ -19,8 +19,9 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder
@@ -172,7 +173,8 @@ def format_front(front: list[dict], settings: dict) -> str:
         "(fitted to Yosys; clock from logic depth); cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP "
         "utilization.",
         "",
-        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) | clock MHz (est.) | ns/sample (est.) |",
+        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) "
+        "| clock MHz (est.) | ns/sample (est.) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for p in front:
