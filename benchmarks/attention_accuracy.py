@@ -17,7 +17,6 @@ Needs the llm extra (pip install 'codesign[llm]'); prints markdown tables and wr
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 

@@ -46,8 +46,6 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from codesign.cim.dwp.data import load_dataset
 from codesign.cim.dwp.evaluate import (
     DRIFT_TIMES,
@@ -57,6 +55,8 @@ from codesign.cim.dwp.evaluate import (
 )
 from codesign.cim.dwp.training import TrainConfig, accuracy, train
 from codesign.cim.dwp.weighting import MEASURES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 METHODS = ("standard", "noise", "dwp")
 
@@ -351,7 +351,10 @@ def main() -> int:
     torch.set_num_threads(1)
     out = Path(args.out)
     start = time.time()
-    log = lambda msg: print(f"[{time.time() - start:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    def log(msg: str) -> None:
+        print(f"[{time.time() - start:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
     if args.merge:
         parts = [pickle.loads(Path(p).read_bytes()) for p in args.merge]
     else:
@@ -370,7 +373,8 @@ def main() -> int:
             log(f"saved {args.save}")
             return 0
         parts = [res]
-    merged: dict = {"knobs": None, "hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
+    merged: dict = {"knobs": None, "hwa": [], "seeded": [], "ablation": [], "grid": [], "timing": [], "drift": {},
+                    "mismatch_curves": {}, "drift_curves": {}}
     for part in parts:
         merged["seeded"] += part.get("seeded", [])
         merged["hwa"] += part.get("hwa", [])

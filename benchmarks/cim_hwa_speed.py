@@ -58,10 +58,8 @@ def main() -> int:
         F.cross_entropy(model(x), y).backward()
         opt.step()
 
-    results = {}
-    for name, config in CHIPS.items():
-        twin = chip_twin(model, config)
-
+    def hwa_step(twin: torch.nn.Module):
+        """One hardware-aware training step on `twin`, a fresh chip each call (bound here, not to a loop variable)."""
         def hwa() -> None:
             program_model(twin, next(counter))  # a new chip from the current weights, every step
             if args.t:
@@ -69,7 +67,11 @@ def main() -> int:
             opt.zero_grad(set_to_none=True)
             F.cross_entropy(twin(x), y).backward()
             opt.step()
+        return hwa
 
+    results = {}
+    for name, config in CHIPS.items():
+        hwa = hwa_step(chip_twin(model, config))
         for step in (plain, hwa):  # warm-up
             _block(step, 3)
         plain_times, hwa_times = [], []

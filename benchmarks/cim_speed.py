@@ -23,6 +23,7 @@ Needs scikit-learn (pip install scikit-learn). A section of the output file that
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -108,9 +109,10 @@ def _forward_cost_rows(reps: int, threads: int, rows: list[str], ratios: dict) -
             drift_model(cim, DAY)
             x = torch.rand(batch, *shape)
             n = reps if name.startswith("mlp") else max(BLOCKS, reps // 5)
+            plain_call, cim_call = functools.partial(model, x), functools.partial(cim, x)
             if mode == "per_time" and batch == 64:  # a model's first timing in a process runs slow: discard it
-                interleaved(lambda: model(x), lambda: cim(x), n)
-            t_plain, t_cim, c_plain, c_cim = interleaved(lambda: model(x), lambda: cim(x), n)
+                interleaved(plain_call, cim_call, n)
+            t_plain, t_cim, c_plain, c_cim = interleaved(plain_call, cim_call, n)
             rows.append(f"| {threads} | {name} | {batch} | {mode} | {t_plain * 1e3:.2f} | {t_cim * 1e3:.2f} | "
                         f"{t_cim / t_plain:.2f} | {c_plain * 1e3:.2f} | {c_cim * 1e3:.2f} | {c_cim / c_plain:.2f} |")
             ratios[(threads, name, batch, mode)] = (t_cim / t_plain, c_cim / c_plain)
@@ -184,11 +186,12 @@ def programming(reps: int, thread_counts: list[int]) -> list[str]:
         times: list[list[tuple[float, float]]] = [[] for _ in steps]
         for _ in range(reps):
             xb = Crossbar(4096, 4096, CIMConfig(device="pcm"))
+            steps_of_chip = (functools.partial(xb.program, w, seed=0), functools.partial(xb.drift_to, YEAR),
+                             functools.partial(xb, x), functools.partial(xb.drift_to, DAY))
             with torch.no_grad():
-                for k, f in enumerate((lambda: xb.program(w, seed=0), lambda: xb.drift_to(YEAR), lambda: xb(x),
-                                       lambda: xb.drift_to(DAY))):
-                    times[k].append(_timed(f))
-            del xb
+                for k, step in enumerate(steps_of_chip):
+                    times[k].append(_timed(step))
+            del xb, steps_of_chip, step  # free the 4096x4096 chip before the next one is made
         for label, ts in zip(steps, times):
             wall, cpu = statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)
             rows.append(f"| {threads} | {label} | {wall:.2f} | {cpu:.2f} |")

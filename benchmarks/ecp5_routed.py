@@ -28,15 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from estimator_calibration import _folder_hash  # the same RTL-folder hash decides what to redo
+
 from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import estimate
 from codesign.fpga.pnr import run_pnr
-from codesign.fpga.rtl_emit import emit_rtl
-from codesign.fpga.rtl_emit import load_rtl_manifest
+from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.synth import netlist_top, run_synth
 from codesign.fpga.timing_estimate import ECP5_ASSUMPTIONS, ECP5_DELAYS, critical_path
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision
-from estimator_calibration import _folder_hash  # the same RTL-folder hash decides what to redo
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "lfe5u-85f"

@@ -26,8 +26,8 @@ import platform
 import re
 import shlex
 import statistics
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,7 +127,8 @@ def _pipeline_json(pipeline) -> object:
 
 def _key(row: dict, target: str) -> str:
     spec = row["spec"]
-    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": _pipeline_json(row["pipeline"]), "target": target}, sort_keys=True)
+    text = json.dumps({"kind": type(spec).__name__, "spec": spec.to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
+                       "target": target}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -170,7 +171,8 @@ def synthesize(row: dict, work: Path, target: str) -> dict:
         "name": row["name"], "key": key, "emitted": _folder_hash(folder), "target": target,
         "kind": manifest["kind"], "spec": row["spec"].to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
         "manifest_pipeline": manifest["pipeline"],
-        "synth": {k: synth[k] for k in (*RESOURCES, "uram", "clock_mhz_estimate", "period_ns_estimate", "critical_path", "tool", "seconds")},
+        "synth": {k: synth[k] for k in (*RESOURCES, "uram", "clock_mhz_estimate", "period_ns_estimate", "critical_path", "tool",
+                                        "seconds")},
         "seconds": round(time.perf_counter() - started, 1),
     }
     work.mkdir(parents=True, exist_ok=True)
@@ -232,7 +234,8 @@ PRIOR = {
             "mlp_control": 20.0, "mlp_mux": 0.5},
     "ff": {"registers": 1.0},
     "period_ns": {"constant": 1.0, "kan_multiply": 3.0, "kan_adder_levels": 1.0, "kan_cast": 1.0, "kan_scale": 1.0,
-                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0, "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
+                  "kan_multiply_registered": 1.5, "kan_grid": 1.0, "kan_rom": 1.5, "kan_memory": 1.0, "mlp_multiply": 3.0,
+                  "mlp_adder_levels": 1.0, "mlp_cast": 1.0},
 }
 PRIOR_WEIGHT = 0.1
 
@@ -387,8 +390,9 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
         "registers, control — each with a coefficient fitted by non-negative least squares (weakly pulled to a",
         "physical prior) on the sweep below. The reference is Yosys `synth_xilinx` (cell counts, not Vivado's); the clock",
         "reference is itself an ESTIMATE from logic depth (codesign/fpga/timing_estimate.py), so the",
-        "estimator's clock is an estimate of an estimate. Cycles come from the pipeline mask",
-        "(codesign.fpga.pipeline.pipeline_timing: II = stages less the overlapped front) and must equal the RTL manifest's and the co-simulation's exactly.",
+        "estimator's clock is an estimate of an estimate. Cycles come from the placement",
+        "(codesign.fpga.pipeline.pipeline_timing: II = stages less the overlapped front) and must equal the RTL",
+        "manifest's and the co-simulation's exactly.",
         "",
         fit_note,
         "",

@@ -14,6 +14,7 @@ Without a CUDA GPU (or without Triton) it prints why and exits 0: then nothing i
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -98,14 +99,15 @@ def main() -> int:
         if problems:
             print(f"context {n}: kernels disagree with their references: {'; '.join(problems)}", file=sys.stderr)
             return 1
-        sdpa = bench_us(lambda: torch.nn.functional.scaled_dot_product_attention(
-            q[:, :, None], k, v, scale=scale, enable_gqa=True))
-        flash = bench_us(lambda: flash_decode(q, k, v, lengths, scale=scale))
+        # functools.partial binds this context's tensors now, not the loop variables at call time
+        sdpa = bench_us(functools.partial(torch.nn.functional.scaled_dot_product_attention,
+                                          q[:, :, None], k, v, scale=scale, enable_gqa=True))
+        flash = bench_us(functools.partial(flash_decode, q, k, v, lengths, scale=scale))
         dense = min(sdpa, flash)
         cells = [f"{sdpa:.1f}", f"{flash:.1f}"]
         for variant, ratio in (("systematic", 16), ("systematic", 8), ("stratified", 16), ("multinomial", 16)):
             samples = torch.full((args.batch,), n // ratio, dtype=torch.int32, device=device)
-            t = bench_us(lambda: santa_decode(q, k, v, lengths, samples, variant=variant, seed=1, scale=scale))
+            t = bench_us(functools.partial(santa_decode, q, k, v, lengths, samples, variant=variant, seed=1, scale=scale))
             cells.append(f"{t:.1f} ({dense / t:.2f}x)")
         positions = torch.arange(n, device=device, dtype=torch.int32)[None].expand(args.batch, n).contiguous()
         for mode, bits in (("pre", 16), ("post", 16), ("post", 8)):
@@ -119,8 +121,8 @@ def main() -> int:
             if error > 1e-2:
                 print(f"context {n}: low-rank kernel ({mode}, {bits} bits) relative error {error:.2e}", file=sys.stderr)
                 return 1
-            t = bench_us(lambda: lowrank_decode(
-                q, cache.key_codes, cache.key_scale, cache.value_codes, cache.value_scale, cache.positions,
+            t = bench_us(functools.partial(
+                lowrank_decode, q, cache.key_codes, cache.key_scale, cache.value_codes, cache.value_scale, cache.positions,
                 key_up, value_up, freq, lengths, bits=bits, group_size=cache.group_size, rope=mode == "pre",
                 scale=scale))
             cells.append(f"{t:.1f} ({dense / t:.2f}x)")

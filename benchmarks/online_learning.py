@@ -151,8 +151,9 @@ def write_table(rows, args, elapsed: float) -> None:
             f"| {r['task']} | {r['model']} | {r['params']} | {r['lr']} | {r['precision']} | {r['mse']:.3e} | "
             f"{r['final_mse']:.3e} | {rec} | {r['never']} | {acc} |"
         )
-    lines += ["", "## KAN vs MLP (lower running mse wins)", "", "| precision | " + " | ".join(sorted({r['task'] for r in rows})) + " | KAN wins |", "|---|" + "---|" * (len({r['task'] for r in rows}) + 1)]
     tasks = sorted({r["task"] for r in rows})
+    lines += ["", "## KAN vs MLP (lower running mse wins)", "", "| precision | " + " | ".join(tasks) + " | KAN wins |",
+              "|---|" + "---|" * (len(tasks) + 1)]
     for p in [precision_name(p) for p in PRECISIONS]:
         cells, wins = [], 0
         for t in tasks:

@@ -98,7 +98,8 @@ def render(rows: list[dict], command: str, repeats: int, load: tuple[float, floa
         "initial coefficients and the online error). Overhead = profile / plain (median of the rounds); the target is at most "
         f"{TARGET:g}x.",
         "",
-        "| learner | task | widths | signals | samples | plain (ms) | kernel (ms) | instrumented (ms) | profile (ms) | instrumented / kernel | profile / plain |",
+        "| learner | task | widths | signals | samples | plain (ms) | kernel (ms) | instrumented (ms) | profile (ms) "
+        "| instrumented / kernel | profile / plain |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:

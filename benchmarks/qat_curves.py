@@ -24,12 +24,11 @@ sentences:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
-
-import dataclasses
 
 import torch
 
@@ -62,7 +61,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, required=True, help="curves and final metrics (appended per run)")
     args = parser.parse_args()
 
-    from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, swapped, wiki_sentences
+    from codesign.llm import embedding_similarity, load_minilm, sentence_embeddings, wiki_sentences
 
     teacher, tok = load_minilm()
     train = wiki_sentences("train", (args.steps + 1) * args.batch)
@@ -107,7 +106,8 @@ def main() -> int:
         init_cos = embedding_similarity(reference, student, tok, test).mean_cosine
         evaluated = {0: held_out_loss(student)} if args.eval_every else {}
 
-        def on_step(step: int, loss: float) -> None:
+        # this run's student and scores are bound as defaults, not looked up from the loop at call time
+        def on_step(step: int, loss: float, student: torch.nn.Module = student, evaluated: dict = evaluated) -> None:
             if args.eval_every and (step + 1) % args.eval_every == 0:
                 evaluated[step + 1] = held_out_loss(student)
 

@@ -42,7 +42,8 @@ def main(argv=None) -> int:
         lines.append(f"| {kind}{extra} | {spec.widths} | {spec.num_parameters} | {len(stream):,} | {dt:.3f} | {len(stream) / dt:,.0f} |")
     header = (
         f"Measured by `python benchmarks/reference_speed.py` on {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}; task `{args.task}`, predict-then-update with training on every sample."
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; task `{args.task}`, predict-then-update with training "
+        "on every sample."
     )
     text = header + "\n\n" + "\n".join(lines) + "\n"
     print(text)

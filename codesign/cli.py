@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 import traceback
-from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from codesign import __version__
 from codesign.errors import one_line_error
@@ -27,7 +28,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_config(spec: "KANSpec | MLPSpec", command: str) -> int:
+def _print_config(spec: KANSpec | MLPSpec, command: str) -> int:
     """Print the effective config (TOML) of a command; it loads back with --config to the same spec."""
     from codesign.config import config_toml
 
@@ -67,7 +68,6 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from codesign.fpga.build import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
-
     from codesign.fpga.pipeline import parse_pipeline
 
     board = find_board(args.target)
@@ -220,8 +220,7 @@ def _cmd_cim_energy(args: argparse.Namespace) -> int:
     import torch
 
     from codesign.cim.config import CIMConfig, ConverterConfig, TileConfig
-    from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck
-    from codesign.cim.energy import sensitivity, sensitivity_table
+    from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck, sensitivity, sensitivity_table
     from codesign.cim.workloads import build_model, layer_workloads
 
     model, sample_shape = build_model(args.model)
@@ -414,8 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--method", default="dwp", help="standard, noise or dwp (default dwp)")
     t.add_argument("--dataset", default="digits", help="digits or mnist5k (default digits)")
     t.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
-    t.add_argument("--out", required=True, help="output folder for model.pt (new or empty; an earlier `cim train` result there needs --force)")
-    t.add_argument("--force", action="store_true", help="replace an earlier `cim train` result in --out (the model and the plots made from it)")
+    t.add_argument("--out", required=True,
+                   help="output folder for model.pt (new or empty; an earlier `cim train` result there needs --force)")
+    t.add_argument("--force", action="store_true",
+                   help="replace an earlier `cim train` result in --out (the model and the plots made from it)")
     t.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
     t.add_argument("--batch", type=int, default=64, help="mini-batch size (default 64)")
     t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (default 2e-3)")

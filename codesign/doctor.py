@@ -15,9 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from codesign.processes import ToolError, run_tool
 
@@ -141,7 +141,8 @@ def _check_csim() -> Check:
         cxx, headers = find_compiler(), find_ap_types()
     except ValueError as exc:
         return Check("C-simulation (g++ + ap_fixed.h)", False, str(exc), "apt-get install g++; pip install hls4ml")
-    src = '#include "ap_fixed.h"\n#include <cstdio>\nint main(){ap_fixed<8,3,AP_RND,AP_SAT> a=3.3;std::printf("%d\\n",(int)a.range(7,0));}\n'
+    src = ('#include "ap_fixed.h"\n#include <cstdio>\n'
+           'int main(){ap_fixed<8,3,AP_RND,AP_SAT> a=3.3;std::printf("%d\\n",(int)a.range(7,0));}\n')
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "t.cpp").write_text(src)
         out = _run([cxx, "-O0", "-std=c++14", f"-I{headers}", "t.cpp", "-o", "t"], cwd=tmp, timeout=120)
@@ -220,7 +221,8 @@ def _check_gpu(versions: dict[str, str | None]) -> Check:
 
     if not torch.cuda.is_available():
         build = "CPU build of torch" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}, no GPU visible"
-        return Check(name, False, f"no GPU: {build}; kernels fall back to torch", "run on a machine with an NVIDIA GPU and a CUDA build of torch")
+        return Check(name, False, f"no GPU: {build}; kernels fall back to torch",
+                     "run on a machine with an NVIDIA GPU and a CUDA build of torch")
     if versions["triton"] is None:
         return Check(name, False, f"GPU {torch.cuda.get_device_name()} but no triton", "pip install 'codesign[gpu]'")
     return Check(name, True, f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}, triton {versions['triton']}")
@@ -245,8 +247,9 @@ def feature_checks(versions: dict[str, str | None]) -> list[Check]:
 def known_bad(versions: dict[str, str | None]) -> list[Check]:
     """Combinations known not to work, each with its fix."""
     bad = []
-    if sys.version_info < (3, 10):
-        bad.append(Check("python", False, f"Python {platform.python_version()} is older than 3.10", "use Python 3.10+"))
+    # a source tree can be run without pip, which is what enforces requires-python
+    if sys.version_info < (3, 11):  # noqa: UP036
+        bad.append(Check("python", False, f"Python {platform.python_version()} is older than 3.11", "use Python 3.11+"))
     torch_v = versions.get("torch") or ""
     if "+cu" in torch_v:
         import torch

@@ -15,9 +15,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, TextIO
 
 __all__ = ["MANIFEST_NAME", "OutputFolder", "OutputFile", "read_manifest", "relocate_paths", "Progress"]
 

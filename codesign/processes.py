@@ -22,9 +22,10 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any
 
 __all__ = ["ToolError", "run_tool", "run_tools", "WorkerPool", "install_interrupt_handlers", "kill_children",
            "STOP_GRACE_SECONDS"]
@@ -238,7 +239,7 @@ class WorkerPool:
         self._procs: list[multiprocessing.process.BaseProcess] = []
         self._conns: list[multiprocessing.connection.Connection] = []
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         ctx = multiprocessing.get_context()
         try:
             with _signals_blocked():  # a Ctrl-C while a worker starts reaches it only once it ignores Ctrl-C

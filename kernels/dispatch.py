@@ -2,8 +2,8 @@
 
 kernel="auto" runs the Triton kernel for float16/bfloat16 inputs on a CUDA GPU of compute
 capability >= 8.0 with Triton installed (and on CPU tensors when TRITON_INTERPRET=1 was set before
-the kernels were imported: the interpreter runs them, so a test sees the path a GPU takes), and falls back to the torch reference elsewhere with one
-warning per reason; kernel="triton" insists (ValueError where it cannot run; on CPU tensors it runs
+the kernels were imported: the interpreter runs them, so a test sees the path a GPU takes), and falls back to
+the torch reference elsewhere with one warning per reason; kernel="triton" insists (ValueError where it cannot run; on CPU tensors it runs
 Triton's interpreter when TRITON_INTERPRET=1 was set before the kernels were imported, which is how
 the tests check the kernels without a GPU); kernel="torch" is the reference.
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
@@ -34,7 +35,7 @@ MIN_CAPABILITY = (8, 0)
 T = TypeVar("T")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _warn_once(what: str, reason: str) -> None:
     warnings.warn(f"codesign: using the torch reference {what}: {reason}", RuntimeWarning, stacklevel=5)
 
@@ -55,7 +56,7 @@ def _kernels_interpreted() -> bool:
     return is_interpreted(lut_matmul.lut_gemm_kernel)
 
 
-def unsupported_reason(x: torch.Tensor) -> Optional[str]:
+def unsupported_reason(x: torch.Tensor) -> str | None:
     """Why the Triton kernels cannot run on x here, or None when they can."""
     if x.dtype not in (torch.float16, torch.bfloat16):  # first: no Triton import for a float32 model
         return f"dtype {x.dtype} (the kernels take float16 or bfloat16)"
@@ -113,7 +114,7 @@ def run_kernel_or_reference(
         return run_reference()
 
 
-def split_k_chunk(n_keys: int, programs_per_chunk: int, block_n: int, chunk: Optional[int]) -> tuple[int, int]:
+def split_k_chunk(n_keys: int, programs_per_chunk: int, block_n: int, chunk: int | None) -> tuple[int, int]:
     """(chunk, n_chunks) for split-K decode: enough chunks to fill a large GPU, each a multiple of block_n.
 
     programs_per_chunk is the number of programs one chunk index launches (batch × KV heads).

@@ -18,8 +18,6 @@ times the same scales.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import triton
 import triton.language as tl
@@ -139,13 +137,13 @@ def _pow2(value: int, least: int = 16) -> int:
 def lowrank_decode(
     q: torch.Tensor,
     key_codes: torch.Tensor,
-    key_scale: Optional[torch.Tensor],
+    key_scale: torch.Tensor | None,
     value_codes: torch.Tensor,
-    value_scale: Optional[torch.Tensor],
+    value_scale: torch.Tensor | None,
     positions: torch.Tensor,
     key_up: torch.Tensor,
     value_up: torch.Tensor,
-    inv_freq: Optional[torch.Tensor],
+    inv_freq: torch.Tensor | None,
     lengths: torch.Tensor,
     *,
     bits: int,
@@ -153,7 +151,7 @@ def lowrank_decode(
     rope: bool,
     scale: float,
     block_n: int = 32,
-    chunk: Optional[int] = None,
+    chunk: int | None = None,
 ) -> torch.Tensor:
     """out [B, Hq, D] in q's dtype; shapes validated by codesign.attention.lowrank_kv."""
     bsz, hq, dim = q.shape

@@ -15,8 +15,6 @@ the K loop that streams the codes, and L is applied once per output tile.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import triton
 import triton.language as tl
@@ -176,7 +174,7 @@ def is_interpreted() -> bool:
     return _is_interpreted(lut_gemm_kernel)
 
 
-def _check(t: torch.Tensor, name: str, dtypes: tuple[torch.dtype, ...], shape: Optional[tuple[int, ...]] = None):
+def _check(t: torch.Tensor, name: str, dtypes: tuple[torch.dtype, ...], shape: tuple[int, ...] | None = None):
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dtype not in dtypes:
@@ -202,8 +200,8 @@ def lut_matmul(
     bits: int,
     group_size: int,
     table_mode: int,
-    lowrank: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
-    config: Optional[KernelConfig] = None,
+    lowrank: tuple[torch.Tensor, torch.Tensor] | None = None,
+    config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """y [M, N] = x [M, K] W^T (+ (x R^T) L^T) in x's dtype; W given by codes, scales and table."""
     if not 1 <= bits <= 8:

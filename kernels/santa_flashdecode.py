@@ -7,8 +7,6 @@ softmax and writes (max, Σexp, Σ p v); the launcher combines the chunks.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import triton
 import triton.language as tl
@@ -71,7 +69,7 @@ def flash_decode_kernel(
 
 def flash_decode(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor, *, scale: float,
-    block_n: int = 64, chunk: Optional[int] = None,
+    block_n: int = 64, chunk: int | None = None,
 ) -> torch.Tensor:
     """softmax(scale q Kᵀ) V: q [B, Hq, D] contiguous, k/v [B, Hkv, N, D] with the same strides, lengths int32 [B]."""
     bsz, hq, dim = q.shape

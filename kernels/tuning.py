@@ -13,10 +13,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 __all__ = [
     "GEMV_MAX_M",
@@ -169,7 +169,7 @@ def read_tuned(path: Path) -> dict[str, KernelConfig]:
     return _read_tuned(str(path), mtime)
 
 
-def lookup_config(problem: Problem, device_name: Optional[str]) -> KernelConfig:
+def lookup_config(problem: Problem, device_name: str | None) -> KernelConfig:
     """The tuned configuration of this problem on this GPU model if cached and valid, else the heuristic."""
     if device_name:
         tuned = read_tuned(cache_file(device_name)).get(problem.cache_key())
@@ -199,7 +199,7 @@ def autotune(
     budget_s: float = 20.0,
     reps: int = 10,
     synchronize: Callable[[], None] = lambda: None,
-    candidates: Optional[Iterable[KernelConfig]] = None,
+    candidates: Iterable[KernelConfig] | None = None,
 ) -> KernelConfig:
     """Time the problem's pruned candidates (heuristic first) until budget_s is spent; cache and return the best.
 
@@ -210,7 +210,7 @@ def autotune(
         raise ValueError(f"autotune budget must be positive, got {budget_s}")
     pool = [heuristic_config(problem), *(candidates if candidates is not None else search_space()[problem.kind])]
     deadline = time.perf_counter() + budget_s
-    best: Optional[tuple[float, KernelConfig]] = None
+    best: tuple[float, KernelConfig] | None = None
     for config in prune_configs(pool, problem):
         if best is not None and time.perf_counter() > deadline:
             break

@@ -9,8 +9,6 @@ byte-table path of lut_matmul. (Decoding from the sign bits with the affine map 
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from codesign.kernels.lut_matmul import BYTE_TABLE, lut_matmul
@@ -26,8 +24,8 @@ def vq_matmul(
     codebook: torch.Tensor,
     *,
     group_size: int,
-    lowrank: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
-    config: Optional[KernelConfig] = None,
+    lowrank: tuple[torch.Tensor, torch.Tensor] | None = None,
+    config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """y [M, N] = x W^T with W[n, 4j:4j+4] = scales[n, 4j // group] * codebook[codes[n, j]]."""
     if codebook.dim() != 2 or tuple(codebook.shape) != (256, 4):

@@ -61,11 +61,11 @@ class Ports:
             if needed not in by_name:
                 raise ValueError(f"the manifest has no port {needed!r}")
         self.dut = dut
-        self.clk = getattr(dut, "ap_clk")
-        self.rst = getattr(dut, "ap_rst")
-        self.start = getattr(dut, "ap_start")
-        self.done = getattr(dut, "ap_done")
-        self.ready = getattr(dut, "ap_ready")
+        self.clk = dut.ap_clk
+        self.rst = dut.ap_rst
+        self.start = dut.ap_start
+        self.done = dut.ap_done
+        self.ready = dut.ap_ready
         self.x, self.y, self.train = dut.x, dut.y, dut.train
         self.y_hat = dut.y_hat
         self.x_vld = getattr(dut, by_name["x"]["valid"]) if "valid" in by_name["x"] else None
@@ -327,7 +327,8 @@ async def learner_stream(dut):
             state_values += want.size
             state_mismatches += int(np.count_nonzero(got != want))
             for idx in np.argwhere(got != want)[: 10 - len(state_diff)]:
-                state_diff.append({"layer": layer, "index": [int(v) for v in idx], "rtl": int(got[tuple(idx)]), "reference": int(want[tuple(idx)])})
+                state_diff.append({"layer": layer, "index": [int(v) for v in idx], "rtl": int(got[tuple(idx)]),
+                                   "reference": int(want[tuple(idx)])})
 
     pred_lat = [events.pred_cycle[k] - events.accept_cycle[k] for k in events.pred_cycle]
     done_lat = [events.done_cycle[k] - events.accept_cycle[k] for k in events.done_cycle]

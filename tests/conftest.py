@@ -1,10 +1,12 @@
-"""Suite-wide set-up: Triton kernels run in the interpreter on CPU tensors; the packaged LLMs as fixtures.
+"""Suite-wide set-up: Triton in the interpreter on CPU tensors; tiers; global RNGs seeded per test; the packaged LLMs as fixtures.
 
 Triton decides interpreter-or-compiler when a kernel is defined, so the switch is set here,
 before any test module imports codesign.kernels. CODESIGN_TEST_GPU=1 runs them compiled on a GPU.
 """
 
 import os
+import random
+import sys
 
 if os.environ.get("CODESIGN_TEST_GPU") != "1":
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -35,6 +37,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for tier in _tiers(item):
             item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(autouse=True)
+def _seeded_global_generators() -> None:
+    """Every test starts from the same global RNG state (torch, numpy, random), whatever ran before it.
+
+    Tests draw from their own seeded generators; this keeps a test that reaches a global one (directly or
+    inside a library) independent of the order and the subset of tests run.
+    """
+    random.seed(0)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(0)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(0)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ chosen by the rule of codesign.kernels.dispatch. codesign.attention.gemma drops 
 Results and protocols: docs/attention.md.
 """
 
+from codesign.attention import lowrank_kv as _lowrank_kv
+from codesign.attention import santa as _santa
 from codesign.attention.lowrank_kv import (
     LATENT_BITS,
     LATENT_GROUP,
@@ -36,8 +38,6 @@ from codesign.attention.santa import (
     santa_masked_attention,
     santa_reference,
 )
-from codesign.attention import lowrank_kv as _lowrank_kv
-from codesign.attention import santa as _santa
 from codesign.kernels.dispatch import KERNELS, reset_fallback_warnings
 
 __all__ = [

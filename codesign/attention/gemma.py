@@ -17,7 +17,7 @@ be: SANTA samples per query row, the low-rank core attends to reconstructed late
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -55,7 +55,7 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos[:, None] + rotated * sin[:, None]
 
 
-def _visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: Optional[int], mask: Optional[torch.Tensor]) -> torch.Tensor:
+def _visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None, mask: torch.Tensor | None) -> torch.Tensor:
     """[B, 1, T, N] bool: causal (and sliding-window) visibility, intersected with the model's mask if it fits."""
     diff = q_pos[:, None, :, None] - k_pos[:, None, None, :]
     visible = diff >= 0
@@ -74,7 +74,7 @@ def _dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, visible: torch.Ten
     return torch.einsum("bhtn,bhnd->bhtd", probs, v.repeat_interleave(group, dim=1))
 
 
-def _decode_window(visible: torch.Tensor) -> Optional[int]:
+def _decode_window(visible: torch.Tensor) -> int | None:
     """For one query row per sequence whose visible keys are the same contiguous suffix: its start, else None."""
     if visible.shape[2] != 1:
         return None
@@ -88,7 +88,7 @@ def _decode_window(visible: torch.Tensor) -> Optional[int]:
 class ExactCore:
     """Softmax attention over rotated keys, as transformers computes it (the reference of the other cores)."""
 
-    def attend(self, block: "GemmaAttention", q, k, v, cos, sin, key_pos, q_pos, mask, cache):
+    def attend(self, block: GemmaAttention, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
         """[B, Hq, T, D] attention output."""
         k = apply_rope(k, cos, sin)
         if cache is not None:

@@ -23,13 +23,13 @@ every spectrum has its min_rank. A keep fraction f keeps round(f x total channel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
 
 import torch
 
-from codesign.kernels.dispatch import run_kernel_or_reference
 from codesign.attention.validate import check_heads, check_lengths, check_query
+from codesign.kernels.dispatch import run_kernel_or_reference
 
 __all__ = [
     "ROPE_MODES",
@@ -97,7 +97,7 @@ class SecondMoment:
     """Running uncentred second moment E[x xᵀ] per head of [..., heads, tokens, D] activations (float64)."""
 
     def __init__(self) -> None:
-        self.total: Optional[torch.Tensor] = None
+        self.total: torch.Tensor | None = None
         self.count = 0
 
     def add(self, x: torch.Tensor) -> None:
@@ -189,7 +189,7 @@ def fit_projection(
 
 def quantize_latent(
     latent: torch.Tensor, bits: int, group_size: int = LATENT_GROUP
-) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(codes, scales [..., ceil(R / group_size)]): symmetric absmax per token and group of latent channels.
 
     int8 codes, or int4 packed two per byte (offset 8, even channel in the low nibble); bits=16
@@ -218,7 +218,7 @@ def quantize_latent(
 
 
 def dequantize_latent(
-    codes: torch.Tensor, scale: Optional[torch.Tensor], bits: int, width: int, group_size: int = LATENT_GROUP
+    codes: torch.Tensor, scale: torch.Tensor | None, bits: int, width: int, group_size: int = LATENT_GROUP
 ) -> torch.Tensor:
     """float32 latent [..., width] from quantize_latent's output."""
     if bits == 16:
@@ -246,9 +246,9 @@ class LatentKVCache:
     """A latent KV cache: codes [B, Hkv, N, R or R/2], scales [B, Hkv, N, R / group] (None at 16 bits), key positions [B, N]."""
 
     key_codes: torch.Tensor
-    key_scale: Optional[torch.Tensor]
+    key_scale: torch.Tensor | None
     value_codes: torch.Tensor
-    value_scale: Optional[torch.Tensor]
+    value_scale: torch.Tensor | None
     positions: torch.Tensor
     bits: int
     group_size: int = LATENT_GROUP
@@ -280,7 +280,7 @@ def encode_kv(
     return LatentKVCache(key_codes, key_scale, value_codes, value_scale, positions.to(torch.int32), bits, group_size)
 
 
-def _check_decode(q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: Optional[torch.Tensor]):
+def _check_decode(q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: torch.Tensor | None):
     bsz, hq, dim = check_query(q)
     if not isinstance(cache, LatentKVCache):
         raise ValueError(f"cache must be a LatentKVCache, got {type(cache).__name__}")
@@ -299,8 +299,8 @@ def _check_decode(q: torch.Tensor, cache: LatentKVCache, projection: KVProjectio
 
 
 def lowrank_decode_reference(
-    q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: Optional[torch.Tensor] = None,
-    lengths: Optional[Union[torch.Tensor, Sequence[int]]] = None, scale: Optional[float] = None,
+    q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: torch.Tensor | None = None,
+    lengths: torch.Tensor | Sequence[int] | None = None, scale: float | None = None,
 ) -> torch.Tensor:
     """Torch reference: reconstruct K̂ (rotated at its positions in 'pre' mode) and V̂, then exact attention; q is rotated."""
     bsz, hq, hkv, n_keys, dim = _check_decode(q, cache, projection, inv_freq)
@@ -323,9 +323,9 @@ def lowrank_decode_reference(
 
 
 def lowrank_decode_attention(
-    q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: Optional[torch.Tensor] = None,
-    lengths: Optional[Union[torch.Tensor, Sequence[int]]] = None, *, scale: Optional[float] = None,
-    kernel: str = "auto", block_n: int = 32, chunk: Optional[int] = None,
+    q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: torch.Tensor | None = None,
+    lengths: torch.Tensor | Sequence[int] | None = None, *, scale: float | None = None,
+    kernel: str = "auto", block_n: int = 32, chunk: int | None = None,
 ) -> torch.Tensor:
     """Decode attention on a latent cache: q [B, Hq, D] (RoPE applied), lengths[b] valid keys per sequence."""
     bsz, hq, hkv, n_keys, dim = _check_decode(q, cache, projection, inv_freq)

@@ -18,13 +18,13 @@ boundary, which then moves to the neighbouring key.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 
-from codesign.kernels.dispatch import run_kernel_or_reference
 from codesign.attention.philox import philox_uniform
 from codesign.attention.validate import check_heads, check_lengths, check_query, check_samples
+from codesign.kernels.dispatch import run_kernel_or_reference
 
 __all__ = [
     "VARIANTS",
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 VARIANTS = ("multinomial", "stratified", "systematic")
-Samples = Union[int, torch.Tensor, Sequence[int]]
+Samples = int | torch.Tensor | Sequence[int]
 
 
 def _check_variant(variant: str) -> None:
@@ -104,7 +104,7 @@ def _probs(q: torch.Tensor, k: torch.Tensor, lengths: torch.Tensor, scale: float
 
 def decode_attention_reference(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-    lengths: Optional[Union[torch.Tensor, Sequence[int]]] = None, scale: Optional[float] = None,
+    lengths: torch.Tensor | Sequence[int] | None = None, scale: float | None = None,
 ) -> torch.Tensor:
     """Exact decode attention softmax(scale q·Kᵀ) V over each sequence's first lengths[b] keys, in q's dtype."""
     bsz, hq, hkv, n_keys, dim = _check_cache(q, k, v)
@@ -117,9 +117,9 @@ def decode_attention_reference(
 
 def santa_reference(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_samples: Samples,
-    lengths: Optional[Union[torch.Tensor, Sequence[int]]] = None,
-    variant: str = "systematic", seed: int = 0, scale: Optional[float] = None, return_counts: bool = False,
-) -> Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    lengths: torch.Tensor | Sequence[int] | None = None,
+    variant: str = "systematic", seed: int = 0, scale: float | None = None, return_counts: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The torch reference of santa_attention: same Philox draws, CDF in float64."""
     _check_variant(variant)
     bsz, hq, hkv, n_keys, dim = _check_cache(q, k, v)
@@ -140,10 +140,10 @@ def santa_reference(
 
 def santa_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_samples: Samples,
-    lengths: Optional[Union[torch.Tensor, Sequence[int]]] = None,
-    *, variant: str = "systematic", seed: int = 0, scale: Optional[float] = None, kernel: str = "auto",
-    block_n: int = 64, chunk: Optional[int] = None, return_counts: bool = False,
-) -> Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    lengths: torch.Tensor | Sequence[int] | None = None,
+    *, variant: str = "systematic", seed: int = 0, scale: float | None = None, kernel: str = "auto",
+    block_n: int = 64, chunk: int | None = None, return_counts: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """SANTA decode attention: q [B, Hq, D], k/v cache [B, Hkv, N, D], S samples per query head.
 
     lengths[b] keys of sequence b are valid (ragged batches); n_samples is one S or one per
@@ -177,7 +177,7 @@ def santa_attention(
 
 def santa_masked_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, visible: torch.Tensor, ratio: float,
-    variant: str = "systematic", generator: Optional[torch.Generator] = None, scale: Optional[float] = None,
+    variant: str = "systematic", generator: torch.Generator | None = None, scale: float | None = None,
 ) -> torch.Tensor:
     """Every query row as a SANTA decode step over its visible keys, with S = ceil(n_visible / ratio).
 

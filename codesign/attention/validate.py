@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 
@@ -34,7 +34,7 @@ def check_heads(query_heads: int, kv_heads: int) -> int:
     return query_heads // kv_heads
 
 
-def check_lengths(lengths: Optional[Union[torch.Tensor, Sequence[int]]], batch: int, capacity: int) -> torch.Tensor:
+def check_lengths(lengths: torch.Tensor | Sequence[int] | None, batch: int, capacity: int) -> torch.Tensor:
     """Per-sequence key counts as int64 [batch], each in 1..capacity (None: every sequence is full)."""
     if lengths is None:
         return torch.full((batch,), capacity, dtype=torch.int64)
@@ -49,7 +49,7 @@ def check_lengths(lengths: Optional[Union[torch.Tensor, Sequence[int]]], batch: 
     return lengths
 
 
-def check_samples(n_samples: Union[int, torch.Tensor, Sequence[int]], lengths: torch.Tensor) -> torch.Tensor:
+def check_samples(n_samples: int | torch.Tensor | Sequence[int], lengths: torch.Tensor) -> torch.Tensor:
     """Samples per sequence as int64 [batch], each in 1..n (its number of keys)."""
     batch = lengths.shape[0]
     if isinstance(n_samples, bool):

@@ -7,6 +7,7 @@ weight realizations for noise-aware training (:mod:`.perturb`), and the energy e
 (:mod:`.energy`).
 """
 
+from codesign.cim.calibration import calibrate_input_ranges
 from codesign.cim.config import (
     CIMConfig,
     ConverterConfig,
@@ -32,7 +33,6 @@ from codesign.cim.layers import (
     program_model,
 )
 from codesign.cim.perturb import sample_weights
-from codesign.cim.calibration import calibrate_input_ranges
 
 __all__ = [
     "CIMConfig",

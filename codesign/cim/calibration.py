@@ -25,9 +25,7 @@ _QUANTILE_MAX = 1 << 24  # torch.quantile's input limit: larger inputs are subsa
 def set_input_range(layer: nn.Module, input_range: float | None) -> None:
     """Give one CIM layer a fixed DAC full scale (None: per-vector scaling again)."""
     crossbar = layer.crossbar
-    converter = dataclasses.replace(crossbar.config.converter, input_range=input_range)
-    crossbar.config = crossbar.config.replace(converter=converter)
-    crossbar._row_plan_cache = None  # the read plan holds the DAC's workspaces of the old mode
+    crossbar.set_converter(dataclasses.replace(crossbar.config.converter, input_range=input_range))
 
 
 @torch.no_grad()

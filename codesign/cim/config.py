@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any
 
 __all__ = [
     "IdealConfig",
@@ -152,7 +153,7 @@ class MismatchConfig:
             raise ValueError(f"kind={self.kind!r}: unknown mismatch kind, choose one of {', '.join(MISMATCH_KINDS)}")
 
 
-DeviceConfig = Union[IdealConfig, PCMConfig, RRAMConfig, MismatchConfig]
+DeviceConfig = IdealConfig | PCMConfig | RRAMConfig | MismatchConfig
 DEVICE_CONFIGS: dict[str, type] = {
     "ideal": IdealConfig,
     "pcm": PCMConfig,
@@ -222,7 +223,7 @@ class ConverterConfig:
         _check_number(self.adc_noise, "adc_noise", 0.0, 1e9)
 
     @classmethod
-    def ideal(cls) -> "ConverterConfig":
+    def ideal(cls) -> ConverterConfig:
         """Infinite-resolution, noise-free converters."""
         return cls(dac_bits=None, adc_bits=None, adc_noise=0.0)
 
@@ -326,12 +327,12 @@ class CIMConfig:
         return self.device.name
 
     @classmethod
-    def ideal(cls, tile: TileConfig | None = None, exact: bool = False) -> "CIMConfig":
+    def ideal(cls, tile: TileConfig | None = None, exact: bool = False) -> CIMConfig:
         """Every noise off and ideal converters: the exact matmul on tiles (to round-off), or with exact=True
         F.linear / F.conv2d bit for bit."""
         return cls(device="ideal", converter=ConverterConfig.ideal(), tile=tile or TileConfig(), exact=exact)
 
-    def replace(self, **changes: Any) -> "CIMConfig":
+    def replace(self, **changes: Any) -> CIMConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 

@@ -8,7 +8,8 @@ Mapping (docs/cim.md, "Mapping"):
   [−1, 1], and stored on pairs G+ = g_max·max(w, 0), G− = g_max·max(−w, 0).
 - A tile reads (G+ − G−)/g_max times the DAC-converted inputs; each column's partial sum
   goes through the ADC; partial sums of the row tiles are rescaled (tile scale, input
-  scale, drift-compensation factor) and accumulated digitally (the read: readout.py).
+  scale, drift-compensation factor) and accumulated digitally (the read: readout.py, which the
+  Crossbar owns and hands the chips' state of every read; the tile layout: tiles.py).
 - Read noise: by default (``read_noise="per_time"``) one draw per device per chip and inference
   time, the 1/f fluctuation accumulated up to t (Joshi et al. 2020 / aihwkit): every read at that
   time sees it, a later ``drift_to`` draws anew, and the draw is a function of (seed, layer, chip,
@@ -43,18 +44,17 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from codesign.cim.config import CIMConfig
-from codesign.cim.converters import max_code
+from codesign.cim.config import CIMConfig, ConverterConfig
 from codesign.cim.devices import DeviceState, apply_faults, draw_faults, make_device
-from codesign.cim.readout import CrossbarReadout
+from codesign.cim.readout import CrossbarReadout, ReadState
+from codesign.cim.tiles import Segment, TileGrid, segment_block, segments_of
 
 __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_seed", "check_seed", "check_time"]
 
@@ -84,55 +84,6 @@ def check_time(t_seconds: object) -> float:
     if not math.isfinite(t) or t < 0:
         raise ValueError(f"t_seconds={t_seconds!r}: time must be finite and >= 0 seconds")
     return t
-
-
-@dataclass(frozen=True)
-class TileGrid:
-    """How an (out_features, in_features) weight is cut into rows × cols tiles.
-
-    ``rows``/``cols`` are the stored part of a tile: the configured tile size, clipped to the
-    layer (a 64×10 layer on a 256×256 tile occupies 64 rows and 10 columns of it).
-    """
-
-    in_features: int
-    out_features: int
-    rows: int
-    cols: int
-
-    @property
-    def n_row_tiles(self) -> int:
-        """Tiles along the inputs (their partial sums are accumulated digitally)."""
-        return -(-self.in_features // self.rows)
-
-    @property
-    def n_col_tiles(self) -> int:
-        """Tiles along the outputs."""
-        return -(-self.out_features // self.cols)
-
-    @property
-    def in_padded(self) -> int:
-        """Inputs rounded up to whole tiles."""
-        return self.n_row_tiles * self.rows
-
-    @property
-    def out_padded(self) -> int:
-        """Outputs rounded up to whole tiles."""
-        return self.n_col_tiles * self.cols
-
-    @property
-    def n_tiles(self) -> int:
-        """Tiles per chip for this layer."""
-        return self.n_row_tiles * self.n_col_tiles
-
-    @property
-    def tile_shape(self) -> tuple[int, int, int]:
-        """Shape (n_row_tiles, out_padded, rows) of one chip's weights on whole tiles (tile_weights)."""
-        return self.n_row_tiles, self.out_padded, self.rows
-
-    @property
-    def last_rows(self) -> int:
-        """Rows of the last row tile that hold weights (rows when in_features fills whole tiles)."""
-        return self.in_features - (self.n_row_tiles - 1) * self.rows
 
 
 def tile_weights(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
@@ -166,28 +117,6 @@ def ir_drop_factor(normalized: Tensor, ir_drop: float, physical_rows: int) -> Te
     return 1.0 - ir_drop * load * profile
 
 
-class _Segment(NamedTuple):
-    """Row tiles of one height: tiles n, rows r, first input, and offset/size in one chip's N devices."""
-
-    tiles: int
-    rows: int
-    first_input: int
-    offset: int
-    size: int
-
-
-def _segments(grid: TileGrid) -> tuple[_Segment, ...]:
-    """The full row tiles and, if in_features is not a multiple of rows, the used part of the last one."""
-    full = grid.n_row_tiles if grid.last_rows == grid.rows else grid.n_row_tiles - 1
-    segments, offset = [], 0
-    for tiles, rows, first in ((full, grid.rows, 0), (grid.n_row_tiles - full, grid.last_rows, full * grid.rows)):
-        if tiles:
-            size = tiles * grid.out_padded * rows
-            segments.append(_Segment(tiles, rows, first, offset, size))
-            offset += size
-    return tuple(segments)
-
-
 def _parts(n_elements: int) -> Iterator[slice]:
     """Slices of about _CHUNK elements covering n_elements."""
     for s in range(0, n_elements, _CHUNK):
@@ -210,7 +139,7 @@ def _shift(part: slice, offset: int) -> slice:
     return slice(part.start + offset, part.stop + offset)
 
 
-class Crossbar(CrossbarReadout, nn.Module):
+class Crossbar(nn.Module):
     """The analog part of one layer on C simulated chips: program, drift, read (readout.py; the bias is digital)."""
 
     def __init__(self, in_features: int, out_features: int, config: CIMConfig) -> None:
@@ -224,16 +153,14 @@ class Crossbar(CrossbarReadout, nn.Module):
         # A layer smaller than a tile uses part of it: store (and simulate) only that part.
         rows, cols = min(config.tile.rows, in_features), min(config.tile.cols, out_features)
         self.grid = TileGrid(in_features, out_features, rows, cols)
-        self.segments = _segments(self.grid)
+        self.segments = segments_of(self.grid)
         self.n_devices = self.grid.out_padded * in_features  # device pairs per chip
         self.device_model = make_device(config.device)
+        self.readout = CrossbarReadout(self.grid, self.segments, config.converter)
         # w_eff and read_std are kept in ADC steps (DAC code units / ADC step, a constant of the converters),
         # so the partial sums of a read come out of the matmul ready for the ADC's rounding
-        conv = config.converter
-        self._dac_max = max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1
-        self._adc_max = max_code(conv.adc_bits) if conv.adc_bits is not None else 1
-        self._code_unit = 1.0 / self._dac_max  # one DAC code's share of the full scale
-        self._adc_step = conv.adc_range / self._adc_max / self._code_unit if conv.adc_bits is not None else 1.0
+        self._adc_step = self.readout.steps.adc_step
+        self._code_unit = self.readout.steps.code_unit
         self.n_chips = 0
         self.t_seconds = 0.0
         self._read_seed = 0
@@ -245,8 +172,6 @@ class Crossbar(CrossbarReadout, nn.Module):
         self._chip_read_seeds: list[int] = []
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
-        self._scratch: dict[str, Tensor] = {}  # workspaces of the forward pass, reused between calls
-        self._row_plan_cache: tuple | None = None  # (batch key, weights read, digital_scale, segment reads)
         for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
@@ -267,14 +192,14 @@ class Crossbar(CrossbarReadout, nn.Module):
             parts.append(tiled[..., first_tile: first_tile + seg.tiles, :, : seg.rows].reshape(*tiled.shape[:-3], -1))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
-    def _seg(self, flat: Tensor, seg: _Segment) -> Tensor:
+    def _seg(self, flat: Tensor, seg: Segment) -> Tensor:
         """One segment of a per-device array (..., C·N): a (..., C, size) view."""
         c = self.n_chips
         return flat[..., c * seg.offset: c * (seg.offset + seg.size)].view(*flat.shape[:-1], c, seg.size)
 
-    def _seg_tiles(self, flat: Tensor, seg: _Segment) -> Tensor:
+    def _seg_tiles(self, flat: Tensor, seg: Segment) -> Tensor:
         """One segment of a (C·N,) array as its contiguous (C, tiles, out_padded, rows) block."""
-        return self._seg(flat, seg).view(self.n_chips, seg.tiles, self.grid.out_padded, seg.rows)
+        return segment_block(flat, seg, self.n_chips, self.grid.out_padded)
 
     def _to_matrix(self, flat: Tensor) -> Tensor:
         """A per-device array (..., C·N) -> (..., C, out_features, in_features)."""
@@ -286,7 +211,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         m = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-1)
         return m[..., : gr.out_features, :]
 
-    def _walk(self) -> Iterator[tuple[_Segment, slice, slice]]:
+    def _walk(self) -> Iterator[tuple[Segment, slice, slice]]:
         """(segment, chip slice, element slice within the segment) chunks covering every stored device."""
         for seg in self.segments:
             for chips, part in _blocks(self.n_chips, seg.size):
@@ -295,7 +220,7 @@ class Crossbar(CrossbarReadout, nn.Module):
     # --- programming -------------------------------------------------------------------
 
     @torch.no_grad()
-    def program(self, weight: Tensor, seed: int, n_chips: int = 1, first_chip: int = 0, layer_id: int = 0) -> "Crossbar":
+    def program(self, weight: Tensor, seed: int, n_chips: int = 1, first_chip: int = 0, layer_id: int = 0) -> Crossbar:
         """Program C chips with this weight: draw every per-device random value once, then drift_to(0)."""
         seed = check_seed(seed)
         layer_id = check_seed(layer_id, "layer_id")
@@ -344,8 +269,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         self.w_eff = self.read_std = self.read_var = self.w_read = None
         self.read_q = self.reference = self.out_scale = self.digital_scale = None
         self._realized_t = self._read_std_t = self._probe_t = self._w_read_t = None
-        self._scratch.clear()
-        self._row_plan_cache = None
+        self.readout.clear()
         self._realize(0.0)
         if self.config.drift_compensation != "none":
             self.reference = self._probe()
@@ -369,7 +293,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         for p, value in params.items():
             setattr(self, f"param_{p}", value)
 
-    def _state(self, seg: _Segment, chips: slice, part: slice) -> DeviceState:
+    def _state(self, seg: Segment, chips: slice, part: slice) -> DeviceState:
         params = {}
         for p in self.device_model.param_names:
             value = getattr(self, f"param_{p}")
@@ -377,7 +301,7 @@ class Crossbar(CrossbarReadout, nn.Module):
                 params[p] = self._seg(value, seg)[:, chips, part]
         return DeviceState(g=self._seg(self.g_prog, seg)[:, chips, part], params=params)
 
-    def _conductance(self, state: DeviceState, seg: _Segment, chips: slice, part: slice, t: float) -> Tensor:
+    def _conductance(self, state: DeviceState, seg: Segment, chips: slice, part: slice, t: float) -> Tensor:
         g = self.device_model.conductance(state, t)
         if self.fault_code is not None:
             g = apply_faults(g, self._seg(self.fault_code, seg)[:, chips, part], self.device_model.g_max_us)
@@ -462,7 +386,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         return y[:, : self.grid.out_features].abs().sum(dim=1)
 
     @torch.no_grad()
-    def drift_to(self, t_seconds: float) -> "Crossbar":
+    def drift_to(self, t_seconds: float) -> Crossbar:
         """Let every chip age to t_seconds after programming (drift, compensation, read-noise level).
 
         The read-noise level is computed here once the chip has been read (its per-device coefficients
@@ -498,30 +422,108 @@ class Crossbar(CrossbarReadout, nn.Module):
         g = torch.where(negative, g.flip(0), g)  # orient back: index 0 is G+
         return self._to_matrix(g).transpose(0, 1)
 
-    # --- the weights a read sees (the read itself: readout.py) --------------------------
+    # --- reading: the checks and the chips' state here, the converters and GEMMs in readout.py --------
+
+    def forward(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
+        """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation, + bias."""
+        gr = self.grid
+        if x.dim() != 2 or x.shape[1] != gr.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
+        self.readout.check_bias(bias)
+        if torch.is_grad_enabled():  # inference only: no gradients through the converters
+            with torch.no_grad():
+                return self._read_rows(x, bias)
+        return self._read_rows(x, bias)
+
+    def forward_columns(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
+                        vector_amax: Tensor | None = None) -> Tensor:
+        """y (C, out, *vectors) for x (C, *rows, *vectors): every chip's input vectors stored as columns.
+
+        The first row_dims axes after the chip axis hold the in_features inputs of a vector (e.g. C_in, k_h,
+        k_w of a convolution window) and the rest index the vectors (e.g. batch, H_out, W_out); x may be
+        any strided view, such as the overlapping windows of a padded image, and is read in place. On a
+        layer of one row tile the result is stored with the first vector axis outermost after the chips,
+        so y.transpose(1, 2) is contiguous. vector_amax (C, *vectors), max |x| over each vector, may be
+        given when the caller has it cheaper (a convolution: a windowed max of the channel max); the DAC
+        then clamps it in place. Same arithmetic as forward; a layer of several row tiles goes through the
+        row layout.
+        """
+        gr = self.grid
+        vectors = tuple(x.shape[1 + row_dims:])
+        if row_dims < 1 or x.dim() < 2 + row_dims or math.prod(x.shape[1: 1 + row_dims]) != gr.in_features:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected (chips, rows, vectors...) with "
+                             f"{row_dims} row axes holding {gr.in_features} inputs")
+        self._require_programmed()
+        chips = self.n_chips
+        if x.shape[0] != chips:
+            raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
+        self.readout.check_bias(bias)
+        if math.prod(vectors) == 0:  # an empty batch: nothing to read (and no noise drawn)
+            return x.new_zeros((chips, gr.out_features, *vectors))
+        with torch.no_grad():
+            if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
+                order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))
+                y = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias)
+                y = y.view(chips, *vectors, gr.out_features)
+                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1))
+            return self.readout.read_columns(x, row_dims, bias, vector_amax, self._read_state(x.device))
+
+    def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
+        self.chip_batch(x.shape[0])
+        return self.readout.read_rows(x, bias, self._read_state(x.device))
+
+    def chip_batch(self, n_rows: int) -> int:
+        """Inputs per chip in a chip-major batch of n_rows (a one-line error if not programmed or not a multiple)."""
+        self._require_programmed()
+        if n_rows % self.n_chips:
+            raise ValueError(
+                f"batch of {n_rows} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
+            )
+        return n_rows // self.n_chips
+
+    @property
+    def uses_vector_amax(self) -> bool:
+        """True when forward_columns can use a caller's max |x| per vector (readout.CrossbarReadout.uses_vector_amax)."""
+        return self.readout.uses_vector_amax
+
+    def set_converter(self, converter: ConverterConfig) -> None:
+        """Read with another converter configuration of the same resolution (e.g. a calibrated input range)."""
+        self.readout.set_converter(converter)
+        self.config = self.config.replace(converter=converter)
+
+    def _read_state(self, device: torch.device) -> ReadState:
+        """What this read sees of the chips now: the weights read, per-input variance, generators, digital scale."""
+        noisy = self.device_model.has_read_noise or self.config.converter.adc_noise > 0
+        generators = self._generators(device) if noisy else None
+        per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
+        weights = self._read_weights(generators)
+        variance = self._read_variance() if per_input else None
+        return ReadState(self.n_chips, weights, variance, generators, self.digital_scale)
 
     def _require_programmed(self) -> None:
         if self.n_chips == 0:
             raise ValueError("the CIM layer is not programmed: call program(seed) first")
 
-    def _generator(self, device: torch.device) -> torch.Generator:
-        gen = self._read_generator
-        if gen is None or gen.device != device:
+    def _generators(self, device: torch.device) -> tuple[torch.Generator, torch.Generator]:
+        """The read-noise generator of these chips and its companion stream (readout.CrossbarReadout.randn)."""
+        gen, second = self._read_generator, self._read_generator_2
+        if gen is None or second is None or gen.device != device:
             gen = torch.Generator(device=device)
             gen.manual_seed(self._read_seed)
-            self._read_generator = gen
-            self._read_generator_2 = torch.Generator(device=device)
-            self._read_generator_2.manual_seed(derive_seed(self._read_seed, 2))
-        return gen
+            second = torch.Generator(device=device)
+            second.manual_seed(derive_seed(self._read_seed, 2))
+            self._read_generator, self._read_generator_2 = gen, second
+        return gen, second
 
-    def _read_weights(self, gen: torch.Generator | None) -> Tensor:
+    def _read_weights(self, generators: tuple[torch.Generator, torch.Generator] | None) -> Tensor:
         """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
         std = self._current_read_std()
         if std is None or self.config.read_noise == "per_input":
             return self.w_eff
         if self.config.read_noise == "per_time":
             return self._time_read_weights(std)
-        noise = self._randn("noisy_weights", tuple(self.w_eff.shape), self.w_eff, gen)
+        assert generators is not None  # read noise makes the read noisy: _read_state drew the generators
+        noise = self.readout.randn("noisy_weights", tuple(self.w_eff.shape), self.w_eff, generators)
         return torch.addcmul(self.w_eff, std, noise, out=noise)  # one pass: w + σ·ε
 
     def _time_read_weights(self, std: Tensor) -> Tensor:
@@ -582,7 +584,7 @@ class Crossbar(CrossbarReadout, nn.Module):
         if std is not None and self.config.read_noise == "per_time":
             w = self._time_read_weights(std)  # the realization every read at this time sees
         elif std is not None:
-            gen = self._generator(w.device)
+            gen, _ = self._generators(w.device)
             w = torch.addcmul(w, std, torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype))
         gr, blocks = self.grid, []
         for seg in self.segments:

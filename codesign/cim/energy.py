@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from codesign.cim.config import CIMConfig, PCMConfig, RRAMConfig
 from codesign.cim.crossbar import TileGrid
@@ -109,7 +109,7 @@ class EnergyConstants:
         31.2e-12, "J", 15.6e-12, 62.4e-12,
         "HBM2 access energy 3.9 pJ/bit (O'Connor et al., 'Fine-grained DRAM', MICRO 2017)")
 
-    def replace(self, **values: float) -> "EnergyConstants":
+    def replace(self, **values: float) -> EnergyConstants:
         """A copy with some constants' values changed (their ranges and sources kept)."""
         changes = {}
         for name, value in values.items():

@@ -12,7 +12,7 @@ Monte-Carlo (C chips, optionally in chunks that give the same chips).
 from __future__ import annotations
 
 import copy
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -44,12 +44,12 @@ class _CIMLayer(nn.Module):
     def _weight_matrix(self) -> Tensor:
         return self.weight.detach().reshape(self.weight.shape[0], -1)
 
-    def program(self, seed: int, n_chips: int = 1, first_chip: int = 0) -> "_CIMLayer":
+    def program(self, seed: int, n_chips: int = 1, first_chip: int = 0) -> _CIMLayer:
         """Program n_chips chips (chip k seeded by (seed, layer_id, first_chip + k)); same seed, same chips."""
         self.crossbar.program(self._weight_matrix(), seed, n_chips=n_chips, first_chip=first_chip, layer_id=self.layer_id)
         return self
 
-    def drift_to(self, t_seconds: float) -> "_CIMLayer":
+    def drift_to(self, t_seconds: float) -> _CIMLayer:
         """Age the programmed chips to t_seconds after programming."""
         self.crossbar.drift_to(t_seconds)
         return self
@@ -79,7 +79,7 @@ class CIMLinear(_CIMLayer):
         self.crossbar = Crossbar(in_features, out_features, config)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, config: CIMConfig, layer_id: int = 0) -> "CIMLinear":
+    def from_linear(cls, linear: nn.Linear, config: CIMConfig, layer_id: int = 0) -> CIMLinear:
         """A CIM copy of an nn.Linear (weights copied; not yet programmed)."""
         layer = cls(linear.in_features, linear.out_features, linear.bias is not None, config, layer_id)
         layer.to(device=linear.weight.device, dtype=linear.weight.dtype)
@@ -164,7 +164,7 @@ class CIMConv2d(_CIMLayer):
         self.crossbar = Crossbar(fan_in, out_channels, config)
 
     @classmethod
-    def from_conv(cls, conv: nn.Conv2d, config: CIMConfig, layer_id: int = 0) -> "CIMConv2d":
+    def from_conv(cls, conv: nn.Conv2d, config: CIMConfig, layer_id: int = 0) -> CIMConv2d:
         """A CIM copy of an nn.Conv2d (groups=1, zero padding; weights copied; not yet programmed)."""
         if conv.groups != 1:
             raise ValueError(f"Conv2d with groups={conv.groups}: only groups=1 maps onto a crossbar here")

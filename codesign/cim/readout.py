@@ -1,9 +1,10 @@
 """Reading a programmed crossbar: DAC, tile GEMMs, per-input read noise, ADC, digital accumulation.
 
-:class:`CrossbarReadout` is the read half of :class:`~codesign.cim.crossbar.Crossbar`, which programs and
-ages the devices and provides the weights a read sees at the current time (``_read_weights``: w_eff in ADC
-steps plus the read noise of ``per_time`` or ``per_call``) and the digital column scale (``digital_scale``:
-tile scale × drift compensation × code unit × ADC step).
+:class:`CrossbarReadout` is the converters and GEMMs of one layer; the :class:`~codesign.cim.crossbar.Crossbar`
+that owns it programs and ages the devices and hands every read a :class:`ReadState`: the weights the read
+sees at the current time (w_eff in ADC steps plus the read noise of ``per_time`` or ``per_call``), the
+per-input read variance, the read-noise generators and the digital column scale (tile scale × drift
+compensation × code unit × ADC step). This module imports nothing of the crossbar but its tile layout.
 
 - Row layout (``forward``): every input vector is a row. A plan prepared once per batch size and weight
   state holds, per segment of equal row tiles, the (C, tiles, B, rows) view of the input, the workspaces,
@@ -19,17 +20,17 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from codesign.cim.config import CIMConfig
-    from codesign.cim.crossbar import TileGrid, _Segment
-    from codesign.cim.devices import DeviceModel
+from codesign.cim.config import ConverterConfig
+from codesign.cim.converters import max_code
+from codesign.cim.tiles import Segment, TileGrid, segment_block
 
-__all__ = ["CrossbarReadout"]
+__all__ = ["ConverterSteps", "ReadState", "CrossbarReadout"]
 
 _SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
 _DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
@@ -43,10 +44,39 @@ def _draw_pool() -> ThreadPoolExecutor:
     return _DRAW_POOL
 
 
+@dataclass(frozen=True)
+class ConverterSteps:
+    """The converters' integer scales: K of the DAC and of the ADC, one DAC code, one ADC step in DAC codes."""
+
+    dac_max: int  # K of the DAC (1 without quantization)
+    adc_max: int  # K of the ADC (1 without quantization)
+    code_unit: float  # 1/K of the DAC: one code's share of the full scale
+    adc_step: float  # one ADC step in DAC code units
+
+    @classmethod
+    def of(cls, conv: ConverterConfig) -> ConverterSteps:
+        """The steps of a converter configuration."""
+        dac_max = max_code(conv.dac_bits) if conv.dac_bits is not None and not conv.is_ideal else 1
+        adc_max = max_code(conv.adc_bits) if conv.adc_bits is not None else 1
+        code_unit = 1.0 / dac_max
+        adc_step = conv.adc_range / adc_max / code_unit if conv.adc_bits is not None else 1.0
+        return cls(dac_max, adc_max, code_unit, adc_step)
+
+
+class ReadState(NamedTuple):
+    """What one read needs of the programmed chips at the current time (made by Crossbar for every call)."""
+
+    n_chips: int
+    weights: Tensor  # the weights this call reads (C·N), ADC steps: w_eff plus per_time or per_call read noise
+    variance: Tensor | None  # per_input read noise: read_std² (C·N); None otherwise
+    generators: tuple[torch.Generator, torch.Generator] | None  # the read-noise streams; None when nothing is drawn
+    digital_scale: Tensor  # (C, n_row_tiles, out_padded)
+
+
 class _RowRead(NamedTuple):
     """One segment's row read prepared for a batch size: its input view, workspaces, weights and column scales."""
 
-    segment: _Segment
+    segment: Segment
     input_stride: tuple[int, int, int, int]  # strides of the (C, tiles, B, rows) view of the (C·B, in) input
     codes: Tensor  # DAC codes (C, tiles, B, rows)
     amax: Tensor  # the DAC full scale per vector (C, tiles, B, 1)
@@ -60,68 +90,34 @@ class _RowRead(NamedTuple):
 
 
 class CrossbarReadout:
-    """forward and forward_columns of a Crossbar, on the state the Crossbar keeps (annotated here) and its
-    methods _require_programmed, _generator, _read_weights, _current_read_std, _read_variance, _seg_tiles."""
+    """The read of one crossbar layer: DAC, GEMMs, read noise per input, ADC, digital rescale and accumulation.
 
-    config: CIMConfig
-    grid: TileGrid
-    segments: tuple[_Segment, ...]
-    device_model: DeviceModel
-    n_chips: int
-    w_eff: Tensor  # effective weights (C·N), ADC steps
-    digital_scale: Tensor  # (C, n_row_tiles, out_padded)
-    _dac_max: int  # K of the DAC (1 without quantization)
-    _adc_max: int  # K of the ADC (1 without quantization)
-    _code_unit: float  # 1/K of the DAC
-    _adc_step: float  # one ADC step in DAC code units
-    _scratch: dict[str, Tensor]
-    _row_plan_cache: tuple | None
-    _read_generator: torch.Generator | None
-    _read_generator_2: torch.Generator | None
+    Holds what does not change between reads (the tile layout, the converters) and the workspaces and read
+    plan it reuses between calls; everything that depends on the chips' state comes in a ReadState.
+    """
 
-    def forward(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
-        """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation, + bias."""
-        gr = self.grid
-        if x.dim() != 2 or x.shape[1] != gr.in_features:
-            raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
-        self._check_bias(bias)
-        if torch.is_grad_enabled():  # inference only: no gradients through the converters
-            with torch.no_grad():
-                return self._read_rows(x, bias)
-        return self._read_rows(x, bias)
+    def __init__(self, grid: TileGrid, segments: tuple[Segment, ...], converter: ConverterConfig) -> None:
+        self.grid = grid
+        self.segments = segments
+        self.converter = converter
+        self.steps = ConverterSteps.of(converter)
+        self._scratch: dict[str, Tensor] = {}  # workspaces of the read, reused between calls
+        self._row_plan_cache: tuple | None = None  # (batch key, weights read, digital_scale, segment reads)
 
-    def forward_columns(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
-                        vector_amax: Tensor | None = None) -> Tensor:
-        """y (C, out, *vectors) for x (C, *rows, *vectors): every chip's input vectors stored as columns.
+    def set_converter(self, converter: ConverterConfig) -> None:
+        """Read with another converter configuration of the same resolution (e.g. a calibrated input range)."""
+        if ConverterSteps.of(converter) != self.steps:
+            raise ValueError("a converter of another resolution needs a new Crossbar")
+        self.converter = converter
+        self._row_plan_cache = None  # the read plan holds the DAC's workspaces of the old mode
 
-        The first row_dims axes after the chip axis hold the in_features inputs of a vector (e.g. C_in, k_h,
-        k_w of a convolution window) and the rest index the vectors (e.g. batch, H_out, W_out); x may be
-        any strided view, such as the overlapping windows of a padded image, and is read in place. On a
-        layer of one row tile the result is stored with the first vector axis outermost after the chips,
-        so y.transpose(1, 2) is contiguous. vector_amax (C, *vectors), max |x| over each vector, may be given when the caller has
-        it cheaper (a convolution: a windowed max of the channel max); the DAC then clamps it in place.
-        Same arithmetic as forward; a layer of several row tiles goes through the row layout.
-        """
-        gr, chips = self.grid, self.n_chips
-        vectors = tuple(x.shape[1 + row_dims:])
-        if row_dims < 1 or x.dim() < 2 + row_dims or math.prod(x.shape[1: 1 + row_dims]) != gr.in_features:
-            raise ValueError(f"input of shape {tuple(x.shape)}: expected (chips, rows, vectors...) with "
-                             f"{row_dims} row axes holding {gr.in_features} inputs")
-        self._require_programmed()
-        if x.shape[0] != chips:
-            raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
-        self._check_bias(bias)
-        if math.prod(vectors) == 0:  # an empty batch: nothing to read (and no noise drawn)
-            return x.new_zeros((chips, gr.out_features, *vectors))
-        with torch.no_grad():
-            if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
-                order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))
-                y = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias)
-                y = y.view(chips, *vectors, gr.out_features)
-                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1))
-            return self._read_columns(x, row_dims, bias, vector_amax)
+    def clear(self) -> None:
+        """Forget the workspaces and the read plan (the chips were programmed anew)."""
+        self._scratch.clear()
+        self._row_plan_cache = None
 
-    def _check_bias(self, bias: Tensor | None) -> None:
+    def check_bias(self, bias: Tensor | None) -> None:
+        """A one-line ValueError unless bias is None or of shape (out_features,)."""
         if bias is not None and tuple(bias.shape) != (self.grid.out_features,):
             raise ValueError(f"bias of shape {tuple(bias.shape)}: expected ({self.grid.out_features},)")
 
@@ -132,20 +128,22 @@ class CrossbarReadout:
             buf = self._scratch[name] = torch.empty(shape, dtype=like.dtype, device=like.device)
         return buf
 
-    def _randn(self, name: str, shape: tuple[int, ...], like: Tensor, gen: torch.Generator) -> Tensor:
+    def randn(self, name: str, shape: tuple[int, ...], like: Tensor,
+              generators: tuple[torch.Generator, torch.Generator]) -> Tensor:
         """Standard-normal draws into a reused workspace, in the working dtype.
 
         torch draws normals on one core; a large draw is split in two halves from two fixed streams
-        (gen and its companion), drawn concurrently when torch may use more than one thread. The
-        split depends on the size only, so the values do not depend on the number of threads.
+        (the read generator and its companion), drawn concurrently when torch may use more than one
+        thread. The split depends on the size only, so the values do not depend on the number of threads.
         """
         buf = self._workspace(name, shape, like)
         flat = buf.view(-1)
         n = flat.numel()
-        if n < _SPLIT_DRAW or gen is not self._read_generator:
+        gen, second = generators
+        if n < _SPLIT_DRAW:
             torch.randn((n,), generator=gen, out=flat)
             return buf
-        half, second = n // 2, self._read_generator_2
+        half = n // 2
         if torch.get_num_threads() > 1 and buf.device.type == "cpu":
             pending = _draw_pool().submit(torch.randn, (n - half,), generator=second, out=flat[half:])
             torch.randn((half,), generator=gen, out=flat[:half])
@@ -155,20 +153,11 @@ class CrossbarReadout:
             torch.randn((n - half,), generator=second, out=flat[half:])
         return buf
 
-    def chip_batch(self, n_rows: int) -> int:
-        """Inputs per chip in a chip-major batch of n_rows (a one-line error if not programmed or not a multiple)."""
-        self._require_programmed()
-        if n_rows % self.n_chips:
-            raise ValueError(
-                f"batch of {n_rows} rows is not a multiple of n_chips={self.n_chips}: give each chip its block (chip_inputs)"
-            )
-        return n_rows // self.n_chips
-
     @property
     def uses_vector_amax(self) -> bool:
         """True when forward_columns can use a caller's max |x| per vector: the DAC scales every vector by its
         own max |x| (no fixed input range) and the layer is one row tile (a vector is not split)."""
-        conv = self.config.converter
+        conv = self.converter
         return not conv.is_ideal and conv.input_range is None and self.grid.n_row_tiles == 1
 
     def _dac(self, x: Tensor, dim: int | tuple[int, ...], codes: Tensor, amax: Tensor,
@@ -180,7 +169,8 @@ class CrossbarReadout:
         Inputs are scaled to [-1, 1] (by each vector's max |x|, or the fixed range) and, with a finite resolution,
         held as integer codes; full scale × code unit is re-applied after the ADC (the code unit in digital_scale).
         """
-        conv = self.config.converter
+        conv = self.converter
+        full_scale: Tensor | float
         if conv.input_range is None:
             full_scale = amax if measured else torch.amax(torch.abs(x, out=codes), dim=dim, keepdim=True, out=amax)
             if conv.adc_noise > 0:  # an all-zero vector keeps scale 1 (its ADC noise is rescaled by it)
@@ -192,41 +182,39 @@ class CrossbarReadout:
         if conv.dac_bits is None:
             torch.div(x, full_scale, out=codes)
         else:  # x·(K/full scale), rounded: exact at the ties of dyadic inputs such as k/16 on a full scale of 1
-            k = self._dac_max
+            k = self.steps.dac_max
             to_codes = k / full_scale if isinstance(full_scale, float) else full_scale.reciprocal().mul_(k)
             torch.mul(x, to_codes, out=codes).round_()
         if conv.input_range is not None:
-            codes.clamp_(-self._dac_max, self._dac_max)
+            codes.clamp_(-self.steps.dac_max, self.steps.dac_max)
         return full_scale
 
-    def _adc(self, p: Tensor, gen: torch.Generator | None, name: str) -> None:
+    def _adc(self, p: Tensor, generators: tuple[torch.Generator, torch.Generator] | None, name: str) -> None:
         """ADC noise and quantization of partial sums p (in ADC steps) in place."""
-        conv = self.config.converter
+        conv, steps = self.converter, self.steps
         if conv.adc_noise > 0:
-            noise = self._randn(name, tuple(p.shape), p, gen)
-            p.add_(noise, alpha=conv.adc_noise / self._code_unit / self._adc_step)
+            assert generators is not None  # ADC noise makes the read noisy: the Crossbar gives the generators
+            noise = self.randn(name, tuple(p.shape), p, generators)
+            p.add_(noise, alpha=conv.adc_noise / steps.code_unit / steps.adc_step)
         if conv.adc_bits is not None:
-            p.round_().clamp_(-self._adc_max, self._adc_max)
+            p.round_().clamp_(-steps.adc_max, steps.adc_max)
 
-    def _read_setup(self, device: torch.device) -> tuple[Tensor, torch.Generator | None, bool]:
-        """What every read starts from: the weights this call reads, the generator of its draws (None when
-        it draws nothing) and whether each input vector gets its own read noise (per_input)."""
-        noisy = self.device_model.has_read_noise or self.config.converter.adc_noise > 0
-        gen = self._generator(device) if noisy else None
-        per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
-        return self._read_weights(gen), gen, per_input
+    def read_rows(self, x: Tensor, bias: Tensor | None, state: ReadState) -> Tensor:
+        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded).
 
-    def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
-        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded)."""
-        gr, cfg = self.grid, self.config
-        chips, batch = self.n_chips, self.chip_batch(x.shape[0])
+        x (C·B, in), chip-major, with B = chip_batch rows per chip (checked by the caller); y (C·B, out).
+        """
+        gr, chips = self.grid, state.n_chips
+        batch = x.shape[0] // chips
         out_dtype = x.dtype
-        x = x.to(self.w_eff.dtype).contiguous()
-        flat_w, gen, per_input = self._read_setup(x.device)
-        ideal = cfg.converter.is_ideal
+        flat_w, gen, variance = state.weights, state.generators, state.variance
+        x = x.to(flat_w.dtype).contiguous()
+        ideal = self.converter.is_ideal
         fuse_bias = bias is not None and gr.out_padded == gr.out_features
-        y, biased = None, False
-        for i, r in enumerate(self._row_plan(batch, flat_w, x)):
+        y: Tensor | None = None
+        biased = False
+        full_scale: Tensor | float
+        for i, r in enumerate(self._row_plan(batch, state, x)):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
             if ideal:
                 full_scale, codes = 1.0, xt
@@ -235,11 +223,12 @@ class CrossbarReadout:
                 full_scale, codes, source = self._dac(xt, -1, r.codes, r.amax), r.codes, r.matmul_in
             (torch.mm if r.single else torch.bmm)(source, r.weights, out=r.matmul_out)  # in ADC steps
             p = r.partial
-            if per_input:
-                var = self._seg_tiles(self._read_variance(), r.segment)
+            if variance is not None:
+                assert gen is not None  # per_input read noise: the Crossbar gives the generators
+                var = segment_block(variance, r.segment, chips, gr.out_padded)
                 sq = torch.mul(codes, codes, out=self._workspace(f"dac_sq{i}", tuple(r.codes.shape), x))
                 std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
-                p.addcmul_(std.sqrt_(), self._randn(f"noise{i}", tuple(p.shape), p, gen))
+                p.addcmul_(std.sqrt_(), self.randn(f"noise{i}", tuple(p.shape), p, gen))
             self._adc(p, gen, f"adc_noise{i}")
             # digital: input full scale per vector; code unit × ADC step, tile scale and drift compensation per column
             if isinstance(full_scale, Tensor) or full_scale != 1.0:
@@ -249,9 +238,11 @@ class CrossbarReadout:
                 y = part if y is None else y.add_(part)
             elif y is None:  # p is a workspace: the result is a fresh tensor
                 biased = fuse_bias
-                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased else torch.mul(r.one_tile, r.column_scale)
+                y = torch.addcmul(bias, r.one_tile, r.column_scale) if biased and bias is not None \
+                    else torch.mul(r.one_tile, r.column_scale)
             else:
                 y.addcmul_(r.one_tile, r.column_scale)
+        assert y is not None  # a layer has at least one segment
         if bias is not None and not biased:
             y = y.add_(bias) if fuse_bias else y[..., : gr.out_features] + bias
         elif gr.out_padded != gr.out_features:
@@ -259,17 +250,18 @@ class CrossbarReadout:
         y = y.reshape(chips * batch, gr.out_features)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 
-    def _row_plan(self, batch: int, flat_w: Tensor, like: Tensor) -> tuple[_RowRead, ...]:
+    def _row_plan(self, batch: int, state: ReadState, like: Tensor) -> tuple[_RowRead, ...]:
         """Every segment's row read for this batch size; kept while the weights read and digital_scale are the same."""
-        key = (batch, like.dtype, like.device)
+        flat_w, digital_scale = state.weights, state.digital_scale
+        key = (batch, state.n_chips, like.dtype, like.device)
         cached = self._row_plan_cache
-        if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is self.digital_scale:
+        if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is digital_scale:
             return cached[3]
-        gr, chips, reads = self.grid, self.n_chips, []
+        gr, chips, reads = self.grid, state.n_chips, []
         for i, seg in enumerate(self.segments):
-            w = self._seg_tiles(flat_w, seg)  # (C, tiles, out_padded, rows)
+            w = segment_block(flat_w, seg, chips, gr.out_padded)  # (C, tiles, out_padded, rows)
             first_tile = seg.first_input // gr.rows
-            scale = self.digital_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            scale = digital_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
             codes = self._workspace(f"codes{i}", (chips, seg.tiles, batch, seg.rows), like)
             partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), like)
             single = chips * seg.tiles == 1  # one matrix: a plain GEMM has less overhead than a batch of one
@@ -288,18 +280,21 @@ class CrossbarReadout:
                 column_scale=scale[:, 0] if seg.tiles == 1 else scale,
             ))
         plan = tuple(reads)
-        self._row_plan_cache = (key, flat_w, self.digital_scale, plan)
+        self._row_plan_cache = (key, flat_w, digital_scale, plan)
         return plan
 
-    def _read_columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None) -> Tensor:
-        """Column layout (one row tile): codes (C, rows, M) for the M vectors of x, y = W @ codes per chip."""
-        gr, cfg, chips = self.grid, self.config, self.n_chips
+    def read_columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None,
+                     state: ReadState) -> Tensor:
+        """Column layout (one row tile): codes (C, rows, M) for the M vectors of x (C, *rows, *vectors), y = W @ codes
+        per chip, returned as (C, out, *vectors) (see Crossbar.forward_columns)."""
+        gr, chips = self.grid, state.n_chips
         vectors = tuple(x.shape[1 + row_dims:])
         m, out_dtype = math.prod(vectors), x.dtype
-        x = x.to(self.w_eff.dtype)
-        flat_w, gen, per_input = self._read_setup(x.device)
+        flat_w, gen, variance = state.weights, state.generators, state.variance
+        x = x.to(flat_w.dtype)
         codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
-        if cfg.converter.is_ideal:
+        full_scale: Tensor | float
+        if self.converter.is_ideal:
             full_scale = 1.0
             codes.view(x.shape).copy_(x)
         else:
@@ -314,11 +309,12 @@ class CrossbarReadout:
             torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
         else:
             torch.bmm(flat_w.view(chips, gr.out_padded, gr.rows), codes, out=p)  # in ADC steps
-        if per_input:
-            var = self._read_variance().view(chips, gr.out_padded, gr.rows)
+        if variance is not None:
+            assert gen is not None  # per_input read noise: the Crossbar gives the generators
+            var = variance.view(chips, gr.out_padded, gr.rows)
             sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
             std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
-            p.addcmul_(std.sqrt_(), self._randn("noise_columns", tuple(p.shape), p, gen))
+            p.addcmul_(std.sqrt_(), self.randn("noise_columns", tuple(p.shape), p, gen))
         self._adc(p, gen, "adc_noise_columns")
         if isinstance(full_scale, Tensor):  # the input full scale per vector
             p.mul_(full_scale.view(chips, 1, m))
@@ -329,7 +325,7 @@ class CrossbarReadout:
         first = vectors[0] if vectors else 1
         y = torch.empty((chips, first, gr.out_padded, m // first), dtype=x.dtype, device=x.device)
         p4 = p.view(chips, gr.out_padded, first, m // first)
-        scale = self.digital_scale[:, 0].view(chips, gr.out_padded, 1, 1)
+        scale = state.digital_scale[:, 0].view(chips, gr.out_padded, 1, 1)
         if bias is not None and gr.out_padded == gr.out_features:
             torch.addcmul(bias.view(-1, 1, 1), p4, scale, out=y.transpose(1, 2))
         else:

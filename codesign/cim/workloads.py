@@ -20,7 +20,6 @@ from torch import Tensor, nn
 
 from codesign.cim.crossbar import TileGrid, tile_weights
 from codesign.cim.layers import CIMConv2d, CIMLinear
-
 from codesign.limits import check_fits_in_memory
 
 __all__ = ["LayerWorkload", "layer_workloads", "build_model", "BUILTIN_MODELS"]

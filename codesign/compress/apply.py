@@ -14,7 +14,8 @@ tensor batch, a dict of keyword inputs, or an iterable of those (tuples are pass
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Callable, Iterable, Optional, Union
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -23,7 +24,7 @@ from codesign.compress.registry import needs_covariance, quantizer_for
 
 __all__ = ["quantize_", "select_linears"]
 
-Filter = Union[None, str, Callable[[str, torch.nn.Module], bool]]
+Filter = None | str | Callable[[str, torch.nn.Module], bool]
 
 
 def _shared_weights(model: torch.nn.Module) -> set[int]:

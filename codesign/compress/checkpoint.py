@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, Optional
 
 import torch
 
@@ -54,7 +54,7 @@ def _layer_record(module: torch.nn.Module) -> dict:
     return {"module": "lowrank", "bias": bias}
 
 
-def save_compressed(model: torch.nn.Module, out: Path | str, meta: Optional[Mapping] = None, *,
+def save_compressed(model: torch.nn.Module, out: Path | str, meta: Mapping | None = None, *,
                     force: bool = False) -> Path:
     """Save the model to the folder `out` (codesign's output-folder policy: force replaces an earlier save only)."""
     from codesign.outputs import OutputFolder  # noqa: PLC0415
@@ -65,7 +65,7 @@ def save_compressed(model: torch.nn.Module, out: Path | str, meta: Optional[Mapp
     return folder.target
 
 
-def write_compressed(model: torch.nn.Module, out: Path | str, meta: Optional[Mapping] = None) -> Path:
+def write_compressed(model: torch.nn.Module, out: Path | str, meta: Mapping | None = None) -> Path:
     """Write model.safetensors, compressed.json (format, version, class, layer layouts, `meta`) and config.json into out."""
     out = Path(out)
     layers = compressed_layers(model)
@@ -152,7 +152,7 @@ def _build_layer(name: str, record: dict, tensors: Mapping[str, torch.Tensor]) -
     raise ValueError(f"unknown module kind {record.get('module')!r} for layer {name}")
 
 
-def load_compressed(out: Path | str, model: Optional[torch.nn.Module] = None) -> torch.nn.Module:
+def load_compressed(out: Path | str, model: torch.nn.Module | None = None) -> torch.nn.Module:
     """The model saved in out, in eval mode: a transformers model is rebuilt from config.json; any other needs `model`.
 
     model: the uncompressed module of the same architecture; its compressed layers are replaced and

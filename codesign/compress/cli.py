@@ -126,8 +126,9 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                               description=_DESCRIPTION)
     p.add_argument("model", help="minilm, gemma3-270m, or a local transformers model folder")
     p.add_argument("--method", required=True,
-                   help="int (symmetric, clipped), int-asym (min-max with zero point, round to nearest), kmeans, vq (2-bit), qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B "
-                        "bits); QAT: kmeans-qat, int-qat, lcqat-vq (2-bit)")
+                   help="int (symmetric, clipped), int-asym (min-max with zero point, round to nearest), kmeans, vq (2-bit), "
+                        "qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B bits); "
+                        "QAT: kmeans-qat, int-qat, lcqat-vq (2-bit)")
     p.add_argument("--bits", required=True, type=int, help="1..8 (vq and lcqat-vq: 2)")
     p.add_argument("--rank", type=int, default=None, help="rank of the Q + L R correction (qer-*, srr; default 32)")
     p.add_argument("--group-size", type=int, default=64,
@@ -141,7 +142,8 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--act-order", action="store_true",
                    help="with --error-feedback: quantize columns by decreasing activation energy (scalar grids)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
-    p.add_argument("--force", action="store_true", help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")
     p.add_argument("--blocks", type=_block_list, default=None,
                    help="compress only the linears of these transformer blocks, e.g. 0,8,17 (default: all)")
     p.add_argument("--layers", type=_pattern_list, default=None,

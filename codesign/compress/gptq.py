@@ -14,7 +14,7 @@ so the stored format and the kernels are the base's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import torch
 
@@ -127,7 +127,7 @@ class _VQColumns:
 
 @register_quantizer("gptq", ErrorFeedbackConfig, covariance=True)
 def quantize_error_feedback(weight: torch.Tensor, config: ErrorFeedbackConfig,
-                            covariance: Optional[torch.Tensor]) -> ScalarQuantizedWeight | VQWeight:
+                            covariance: torch.Tensor | None) -> ScalarQuantizedWeight | VQWeight:
     """Quantize W[N, K] on the base config's grid with codes chosen by error feedback under E[x xᵀ] [K, K]."""
     check_weight(weight)
     n, k = weight.shape

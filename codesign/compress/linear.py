@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -24,7 +24,7 @@ class QuantizedLinear(torch.nn.Module):
     of the storage format and stay as they are under .to(dtype) / .half() (the bias follows the model).
     """
 
-    def __init__(self, weight: QuantizedWeight, bias: Optional[torch.Tensor] = None, kernel: str = "auto") -> None:
+    def __init__(self, weight: QuantizedWeight, bias: torch.Tensor | None = None, kernel: str = "auto") -> None:
         super().__init__()
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}: choose one of {', '.join(KERNELS)}")
@@ -58,9 +58,9 @@ class QuantizedLinear(torch.nn.Module):
         cls,
         linear: torch.nn.Linear,
         config: CompressConfig,
-        covariance: Optional[torch.Tensor] = None,
+        covariance: torch.Tensor | None = None,
         kernel: str = "auto",
-    ) -> "QuantizedLinear":
+    ) -> QuantizedLinear:
         """Quantize an nn.Linear's weight; its bias is kept as is."""
         weight = quantize(linear.weight.detach().float().contiguous(), config, covariance)
         return cls(weight, linear.bias, kernel)

@@ -14,7 +14,7 @@ normalized to mean 1), scaled so the total fits the budget and clipped to 1..min
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -24,7 +24,7 @@ __all__ = ["LowRankLinear", "output_spectrum", "effective_rank", "allocate_ranks
 class LowRankLinear(torch.nn.Module):
     """y = (x R^T) L^T + b with L [N, r] and R [r, K] stored in fp16."""
 
-    def __init__(self, left: torch.Tensor, right: torch.Tensor, bias: Optional[torch.Tensor] = None) -> None:
+    def __init__(self, left: torch.Tensor, right: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         super().__init__()
         if left.dim() != 2 or right.dim() != 2 or left.shape[1] != right.shape[0]:
             raise ValueError(f"factors must be [N, r] and [r, K], got {tuple(left.shape)} and {tuple(right.shape)}")
@@ -108,7 +108,7 @@ def swift_svd_compress(
     output_cov: Mapping[str, torch.Tensor],
     importance: Mapping[str, float],
     bits: float,
-    progress: Optional[Callable[[int, int, str], None]] = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, LowRankLinear]:
     """LowRankLinear for every layer, ranks allocated for a memory budget of `bits` bits per weight."""
     if not 0 < bits < 16:

@@ -6,9 +6,9 @@
     with swapped(model, replacements): ...            # codesign.llm.swap; or replace_modules to keep them
     with swapped(model, replacements): save_compressed(model, out_dir)   # codesign.compress.checkpoint
 
-Methods: int (symmetric, clipped), int-asym (min-max with zero point), kmeans (1..8 bits), vq (2 bits), qer-plain / qer-scaled / srr (k-means base of the
-given bits + rank-R correction) and lowrank (Swift-SVD factors with the memory of B bits per weight,
-see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
+Methods: int (symmetric, clipped), int-asym (min-max with zero point), kmeans (1..8 bits), vq (2 bits),
+qer-plain / qer-scaled / srr (k-means base of the given bits + rank-R correction) and lowrank (Swift-SVD factors
+with the memory of B bits per weight, see lowrank.py); the QAT methods kmeans-qat, int-qat and lcqat-vq (2 bits), optionally with WinQ,
 are trained by codesign.compress.pipeline (they need the model's data) and exported to the same
 formats. Sizes count stored bytes (packed codes, fp16 scales, codebooks, factors, bias).
 """
@@ -18,18 +18,18 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable, Mapping, Optional
 
 import torch
 
 from codesign.compress.gptq import ErrorFeedbackConfig
-from codesign.compress.registry import config_from_dict, needs_covariance
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
 from codesign.compress.metrics import activation_error, relative_error
 from codesign.compress.qat import QATConfig
 from codesign.compress.qer import QERConfig
+from codesign.compress.registry import config_from_dict, needs_covariance
 
 __all__ = [
     "METHODS",
@@ -66,10 +66,10 @@ class MethodSpec:
 
     method: str
     bits: int
-    rank: Optional[int] = None
+    rank: int | None = None
     group_size: int = 64
-    steps: Optional[int] = None
-    lr: Optional[float] = None
+    steps: int | None = None
+    lr: float | None = None
     winq: bool = False
     error_feedback: bool = False
     act_order: bool = False
@@ -195,11 +195,11 @@ class LayerReport:
     bytes: int
     fp16_bytes: int
     relative_error: float
-    activation_error: Optional[float]
+    activation_error: float | None
     seconds: float
 
 
-def _linear_names(model: torch.nn.Module, names: Optional[Iterable[str]]) -> list[str]:
+def _linear_names(model: torch.nn.Module, names: Iterable[str] | None) -> list[str]:
     if names is not None:
         return list(names)
     return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
@@ -286,9 +286,9 @@ def _bias_bytes(module: torch.nn.Module) -> int:
 def compress_linears(
     model: torch.nn.Module,
     spec: MethodSpec,
-    stats: Optional[CalibrationStats] = None,
-    names: Optional[Iterable[str]] = None,
-    progress: Optional[Callable[[int, int, str], None]] = None,
+    stats: CalibrationStats | None = None,
+    names: Iterable[str] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[dict[str, torch.nn.Module], list[LayerReport]]:
     """Compressed replacements for the named linears (default: all), and one LayerReport per layer."""
     if spec.is_qat:
@@ -326,7 +326,7 @@ def compress_linears(
 def layer_reports(
     linears: Mapping[str, torch.nn.Linear],
     built: Mapping[str, tuple[torch.nn.Module, float]],
-    stats: Optional[CalibrationStats] = None,
+    stats: CalibrationStats | None = None,
 ) -> list[LayerReport]:
     """One LayerReport per compressed layer (built: name -> (module, seconds)) against its original linear."""
     reports = []

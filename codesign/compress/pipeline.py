@@ -23,9 +23,9 @@ import functools
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -41,8 +41,8 @@ from codesign.compress.model import (
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
 from codesign.outputs import OutputFolder
 
-__all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
-           "distillation_objective", "compress_model"]
+__all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate",
+           "reference_metric", "distillation_objective", "compress_model"]
 
 MODELS = ("minilm", "gemma3-270m")
 _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:layers|layer)\.(\d+)\.")
@@ -61,7 +61,7 @@ class Budget:
     qat_tokens: int = 128
 
 
-def _local_folder(name: str) -> Optional[Path]:
+def _local_folder(name: str) -> Path | None:
     """The folder of a local transformers model (save_pretrained output: config.json and a tokenizer), else None."""
     path = Path(name)
     return path if name not in MODELS and (path / "config.json").is_file() else None
@@ -117,7 +117,7 @@ def n_blocks(model: torch.nn.Module) -> int:
 
 
 def linear_names(
-    name: str, model: torch.nn.Module, blocks: Optional[Sequence[int]] = None, layers: Optional[Sequence[str]] = None
+    name: str, model: torch.nn.Module, blocks: Sequence[int] | None = None, layers: Sequence[str] | None = None
 ) -> list[str]:
     """The linears a method replaces: every nn.Linear except lm_head, narrowed to `blocks` and to `layers` patterns."""
     from codesign.llm import linear_replacements
@@ -272,14 +272,14 @@ def _train_and_export(name: str, model: torch.nn.Module, tokenizer, spec: Method
 def compress_model(
     name: str,
     spec: MethodSpec,
-    out: Optional[Path | str] = None,
+    out: Path | str | None = None,
     force: bool = False,
     budget: Budget = Budget(),
-    progress: Optional[Callable[[int, int, str], None]] = _print_progress,
+    progress: Callable[[int, int, str], None] | None = _print_progress,
     evaluate_metric: bool = True,
-    blocks: Optional[Sequence[int]] = None,
-    stats: Optional[CalibrationStats] = None,
-    layers: Optional[Sequence[str]] = None,
+    blocks: Sequence[int] | None = None,
+    stats: CalibrationStats | None = None,
+    layers: Sequence[str] | None = None,
 ) -> tuple[dict, dict[str, torch.nn.Module]]:
     """Compress every linear (or those of `blocks` / matching `layers`); returns (report, replacements); saves to `out`.
 

@@ -24,8 +24,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
 
 import torch
 
@@ -33,8 +33,8 @@ from codesign.compress.formats import pack_codes
 from codesign.compress.integer import IntConfig, quantize_int, uniform_codebook
 from codesign.compress.kmeans import group_absmax, lloyd_max, nearest_level
 from codesign.compress.linear import QuantizedLinear
-from codesign.compress.registry import qat_grids, register_qat_grid, register_quantizer
 from codesign.compress.qtensor import VQ_CODE_BITS, VQ_DIM, ScalarQuantizedWeight, VQWeight, vq_sign_table
+from codesign.compress.registry import qat_grids, register_qat_grid, register_quantizer
 from codesign.compress.vq import VQConfig, _encode, quantize_vq, vq_training_weight
 
 __all__ = ["QAT_QUANTIZERS", "QATConfig", "QATLinear", "qat_model", "train_qat", "distillation_loss"]
@@ -85,33 +85,33 @@ class _ScalarGrid:
     """Per-group absmax scales and a codebook (fp16-representable); STE to W."""
 
     method = "scalar-qat"
-    fixed_bits: Optional[int] = None  # any width
+    fixed_bits: int | None = None  # any width
     group_multiple = 1
 
-    def __init__(self, layer: "QATLinear") -> None:
+    def __init__(self, layer: QATLinear) -> None:
         c = layer.config
         layer.register_buffer("codebook", uniform_codebook(c.bits).half().float())  # the stored codebook is fp16
         layer.register_buffer("clip", None)  # int: the clip ratio per group
 
-    def group_scales(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+    def group_scales(self, layer: QATLinear, weight: torch.Tensor) -> torch.Tensor:
         """[N, K / group_size] fp16-representable scales: the group absmax (times the clip ratio for int)."""
         amax = group_absmax(weight.detach(), layer.config.group_size)
         return amax.float() if layer.clip is None else (amax.float() * layer.clip).half().float()
 
-    def units(self, layer: "QATLinear", weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def units(self, layer: QATLinear, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         scale = self.group_scales(layer, weight)
         return (weight.detach() / scale.repeat_interleave(layer.config.group_size, 1)).reshape(1, -1), scale
 
-    def quantized(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+    def quantized(self, layer: QATLinear, weight: torch.Tensor) -> torch.Tensor:
         units, scale = self.units(layer, weight)
         codes = nearest_level(units, layer.codebook[None])
         q = layer.codebook[codes].view_as(weight) * scale.repeat_interleave(layer.config.group_size, 1)
         return q + (weight - weight.detach())  # value exactly Q(W) (w - w.detach() is 0), gradient 1
 
-    def refit(self, layer: "QATLinear") -> None:
+    def refit(self, layer: QATLinear) -> None:
         pass
 
-    def export(self, layer: "QATLinear") -> ScalarQuantizedWeight:
+    def export(self, layer: QATLinear) -> ScalarQuantizedWeight:
         c, (n, k) = layer.config, layer.weight.shape
         units, scale = self.units(layer, layer.weight)
         codes = nearest_level(units, layer.codebook[None]).view(n, k).to(torch.uint8)
@@ -125,12 +125,12 @@ class _KMeansGrid(_ScalarGrid):
 
     method = "kmeans-qat"
 
-    def __init__(self, layer: "QATLinear") -> None:
+    def __init__(self, layer: QATLinear) -> None:
         super().__init__(layer)
         self.fitted = False
         self.refit(layer)
 
-    def refit(self, layer: "QATLinear") -> None:
+    def refit(self, layer: QATLinear) -> None:
         units, _ = self.units(layer, layer.weight)
         book = lloyd_max(units, layer.codebook.numel(), iterations=10,
                          init=layer.codebook[None] if self.fitted else None)[0]
@@ -144,7 +144,7 @@ class _IntGrid(_ScalarGrid):
 
     method = "int-qat"
 
-    def __init__(self, layer: "QATLinear") -> None:
+    def __init__(self, layer: QATLinear) -> None:
         super().__init__(layer)
         c = layer.config
         start = quantize_int(layer.weight.detach(), IntConfig(c.bits, c.group_size))
@@ -159,7 +159,7 @@ class _VQGrid:
     fixed_bits = 2
     group_multiple = VQ_DIM
 
-    def __init__(self, layer: "QATLinear") -> None:
+    def __init__(self, layer: QATLinear) -> None:
         c = layer.config
         start = quantize_vq(layer.weight.detach(), VQConfig(group_size=c.group_size))
         layer.basis = torch.nn.Parameter(start.basis.clone())
@@ -169,13 +169,13 @@ class _VQGrid:
         if c.refit_every == 0:  # the codes stay: W would only matter to a re-encoding
             layer.weight.requires_grad_(False)
 
-    def quantized(self, layer: "QATLinear", weight: torch.Tensor) -> torch.Tensor:
+    def quantized(self, layer: QATLinear, weight: torch.Tensor) -> torch.Tensor:
         s = layer.scales
         s = s + (s.detach().half().float() - s.detach())  # fp16 scales as stored, straight-through
         q = vq_training_weight(layer.signs, layer.basis, layer.offset, s, layer.config.group_size)
         return q + (weight - weight.detach())
 
-    def refit(self, layer: "QATLinear") -> None:
+    def refit(self, layer: QATLinear) -> None:
         """Nearest codeword of every 4-weight vector of W / s."""
         n, k = layer.weight.shape
         scale = layer.scales.detach().clamp(min=1e-8).repeat_interleave(layer.config.group_size, 1)
@@ -184,7 +184,7 @@ class _VQGrid:
         codes = _encode(units, table @ layer.basis.T + layer.offset)
         layer.signs.copy_(table[codes].view(n, k // VQ_DIM, 8))
 
-    def export(self, layer: "QATLinear") -> VQWeight:
+    def export(self, layer: QATLinear) -> VQWeight:
         n, k = layer.weight.shape
         bit_values = 1 << torch.arange(VQ_CODE_BITS, device=layer.signs.device)
         codes = ((layer.signs > 0).long() * bit_values).sum(dim=-1).to(torch.uint8)
@@ -211,7 +211,7 @@ class QATLinear(torch.nn.Module):
         with torch.no_grad():
             self.grid = grid(self)
 
-    def quantized(self, weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def quantized(self, weight: torch.Tensor | None = None) -> torch.Tensor:
         """Q(W) with gradients: STE to W (and exact to A, mu, s for vq)."""
         return self.grid.quantized(self, self.weight if weight is None else weight)
 
@@ -242,7 +242,7 @@ class QATLinear(torch.nn.Module):
         self.weight.copy_((1 - a) * self.weight + a * self.quantized())
 
 
-def qat_model(model: torch.nn.Module, config: QATConfig, names: Optional[Iterable[str]] = None) -> torch.nn.Module:
+def qat_model(model: torch.nn.Module, config: QATConfig, names: Iterable[str] | None = None) -> torch.nn.Module:
     """A deep copy of model with the named (default: all) nn.Linear replaced by QATLinear; only those train."""
     student = copy.deepcopy(model)
     student.requires_grad_(False)
@@ -267,7 +267,7 @@ def train_qat(
     loss_fn: Callable[[torch.nn.Module, int], torch.Tensor],
     steps: int,
     lr: float = 1e-4,
-    on_step: Optional[Callable[[int, float], None]] = None,
+    on_step: Callable[[int, float], None] | None = None,
     dropout: bool = False,
 ) -> list[float]:
     """Adam on the student's trainable parameters for `steps` steps; refits/resets on their schedules; losses.

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any
 
 import torch
 
@@ -43,7 +43,7 @@ class QERConfig:
     rank: int = 32
     base: Any = field(default_factory=lambda: KMeansConfig(bits=3))
     scaling: str = "full"
-    preserved_rank: Optional[int] = None
+    preserved_rank: int | None = None
     damping: float = 0.01
 
     def __post_init__(self) -> None:
@@ -93,19 +93,19 @@ def choose_preserved_rank(weight_spectrum: torch.Tensor, error_spectrum: torch.T
     return int(score.argmin())
 
 
-def _top_factors(matrix: torch.Tensor, s_inv: Optional[torch.Tensor], rank: int):
+def _top_factors(matrix: torch.Tensor, s_inv: torch.Tensor | None, rank: int):
     u, sig, vh = torch.linalg.svd(matrix, full_matrices=False)
     left = u[:, :rank] * sig[:rank]
     right = vh[:rank] if s_inv is None else vh[:rank] @ s_inv
     return left, right, sig
 
 
-def _scaled_norm(diff: torch.Tensor, s: Optional[torch.Tensor]) -> float:
+def _scaled_norm(diff: torch.Tensor, s: torch.Tensor | None) -> float:
     return float((diff if s is None else diff @ s).norm())
 
 
 def _srr(w: torch.Tensor, config: QERConfig, s: torch.Tensor, s_inv: torch.Tensor, k: int,
-         covariance: Optional[torch.Tensor]):
+         covariance: torch.Tensor | None):
     """Preserve rank k of W S, quantize the rest, reconstruct its error with rank r - k."""
     keep_l, keep_r, _ = _top_factors(w @ s, s_inv, k)
     residual = w - keep_l @ keep_r
@@ -127,7 +127,7 @@ def _pack(base, left, right, k: int, method: str) -> LowRankQuantizedWeight:
 @register_quantizer("qer", QERConfig, covariance=lambda config: config.method != "plain" or needs_covariance(config.base),
                     takes_covariance=True)
 def quantize_qer(
-    weight: torch.Tensor, config: QERConfig = QERConfig(), covariance: Optional[torch.Tensor] = None
+    weight: torch.Tensor, config: QERConfig = QERConfig(), covariance: torch.Tensor | None = None
 ) -> LowRankQuantizedWeight:
     """Quantize W[N, K] as Q + L R; scaled and srr need the activations' second moment [K, K]."""
     check_weight(weight)
@@ -135,8 +135,8 @@ def quantize_qer(
     if config.rank > min(n, k_in):
         raise ValueError(f"rank {config.rank} is larger than the layer allows (min(N, K) = {min(n, k_in)})")
     w = weight.double()
-    s: Union[torch.Tensor, None] = None
-    s_inv: Union[torch.Tensor, None] = None
+    s: torch.Tensor | None = None
+    s_inv: torch.Tensor | None = None
     if config.method != "plain":
         if covariance is None:
             raise ValueError(f"QER method {config.method!r} needs calibration activations (a covariance)")

@@ -8,7 +8,6 @@ figure measures the format as stored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
 
 import torch
 
@@ -66,7 +65,7 @@ class ScalarQuantizedWeight:
     group_size: int
     shape: tuple[int, int]
     method: str
-    zeros: Optional[torch.Tensor] = None
+    zeros: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
@@ -113,7 +112,7 @@ class ScalarQuantizedWeight:
         scales = self.scales.float().repeat_interleave(self.group_size, dim=1)
         return values * scales
 
-    def zero_offsets(self) -> Optional[torch.Tensor]:
+    def zero_offsets(self) -> torch.Tensor | None:
         """[N, K / group_size] float32 zero point × scale per group (what the zero points subtract), or None."""
         return None if self.zeros is None else self.zeros.float() * self.scales.float()
 
@@ -201,7 +200,7 @@ class VQWeight:
 class LowRankQuantizedWeight:
     """W ≈ Q + L @ R with Q quantized; the first `preserved_rank` columns of L are kept before quantizing (SRR)."""
 
-    base: Union[ScalarQuantizedWeight, VQWeight]
+    base: ScalarQuantizedWeight | VQWeight
     left: torch.Tensor
     right: torch.Tensor
     preserved_rank: int
@@ -235,7 +234,7 @@ class LowRankQuantizedWeight:
         return self.base.nbytes + sum(t.numel() * t.element_size() for t in (self.left, self.right))
 
 
-QuantizedWeight = Union[ScalarQuantizedWeight, VQWeight, LowRankQuantizedWeight]
+QuantizedWeight = ScalarQuantizedWeight | VQWeight | LowRankQuantizedWeight
 
 
 # --- flat form: the stored tensors by name plus a JSON-ready layout (module buffers, safetensors) ------------

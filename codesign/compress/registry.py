@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 
-__all__ = ["Quantizer", "register_quantizer", "register_qat_grid", "qat_grids", "quantizer_for", "quantizer_names", "quantize", "needs_covariance",
-           "config_to_dict", "config_from_dict"]
+__all__ = ["Quantizer", "register_quantizer", "register_qat_grid", "qat_grids", "quantizer_for", "quantizer_names", "quantize",
+           "needs_covariance", "config_to_dict", "config_from_dict"]
 
 # modules whose handlers register themselves on import (kept light: imported on first dispatch)
 _BUILTIN = ("integer", "kmeans", "vq", "qer", "gptq", "qat")
@@ -31,10 +32,10 @@ class Quantizer:
 
     name: str
     config_type: type
-    handler: Optional[Callable[..., Any]]
+    handler: Callable[..., Any] | None
     takes_covariance: bool
     covariance_rule: Callable[[Any], bool]
-    qat_grid: Optional[type] = None  # how QATLinear trains on this quantizer's grid (codesign.compress.qat)
+    qat_grid: type | None = None  # how QATLinear trains on this quantizer's grid (codesign.compress.qat)
 
 
 _BY_TYPE: dict[type, Quantizer] = {}
@@ -42,7 +43,7 @@ _BY_NAME: dict[str, Quantizer] = {}
 
 
 def register_quantizer(name: str, config_type: type, *, covariance: bool | Callable[[Any], bool] = False,
-                       takes_covariance: Optional[bool] = None) -> Callable:
+                       takes_covariance: bool | None = None) -> Callable:
     """Decorator: register handler(weight, config[, covariance]) for config_type under `name`.
 
     covariance: whether (or, as a function of the config, when) the quantizer needs E[x xᵀ];
@@ -51,7 +52,7 @@ def register_quantizer(name: str, config_type: type, *, covariance: bool | Calla
     rule = covariance if callable(covariance) else (lambda config, value=bool(covariance): value)
     takes = bool(covariance) if takes_covariance is None else takes_covariance
 
-    def decorate(handler: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
+    def decorate(handler: Callable[..., Any] | None) -> Callable[..., Any] | None:
         entry = Quantizer(name, config_type, handler, takes, rule,
                           _BY_NAME[name].qat_grid if name in _BY_NAME else None)
         if _BY_NAME.get(name, entry).config_type is not config_type:
@@ -106,7 +107,7 @@ def needs_covariance(config: Any) -> bool:
     return quantizer_for(config).covariance_rule(config)
 
 
-def quantize(weight: torch.Tensor, config: Any, covariance: Optional[torch.Tensor] = None) -> Any:
+def quantize(weight: torch.Tensor, config: Any, covariance: torch.Tensor | None = None) -> Any:
     """Quantize W[N, K] with the quantizer registered for the config's class (covariance: E[x xᵀ], [K, K])."""
     entry = quantizer_for(config)
     if entry.handler is None:

@@ -28,6 +28,10 @@ from numba import njit
 
 from .modes import OMode, QMode
 
+# an integer (a bool) inside numba is an int64 (a bool_); called from Python, the dispatcher takes and returns int (bool)
+Int = int | np.int64
+Bool = bool | np.bool_
+
 __all__ = [
     "MAX_WIDTH",
     "requantize",
@@ -59,7 +63,7 @@ _MIN_NORMAL = 2.2250738585072014e-308  # smallest positive normal double
 
 
 @njit(cache=True)
-def _round_shift(v, shift, qmode):
+def _round_shift(v: Int, shift: int, qmode: int) -> Int:
     """Return ``v / 2**shift`` (shift >= 1) rounded by ``qmode``; valid for any int64 ``v``."""
     # floor quotient ``q``; ``cmp`` compares the dropped remainder with half an LSB (-1/0/+1)
     # and ``nz`` says whether any dropped bit is set.
@@ -91,6 +95,7 @@ def _round_shift(v, shift, qmode):
         nz = True
 
     neg = v < 0
+    inc: Bool  # a local annotation: no bytecode, numba sees the same function
     if qmode == _TRN:
         inc = False
     elif qmode == _TRN_ZERO:
@@ -109,7 +114,7 @@ def _round_shift(v, shift, qmode):
 
 
 @njit(cache=True)
-def _limits(width, signed):
+def _limits(width: int, signed: bool) -> tuple[Int, Int]:
     if signed:
         hi = (_ONE << (width - 1)) - 1
         return -hi - 1, hi
@@ -117,7 +122,7 @@ def _limits(width, signed):
 
 
 @njit(cache=True)
-def _wrap(q, width, signed):
+def _wrap(q: Int, width: int, signed: bool) -> Int:
     """Low ``width`` bits of ``q``, read as two's complement when ``signed``."""
     m = q & ((_ONE << width) - 1)
     if signed and m >= (_ONE << (width - 1)):
@@ -126,7 +131,7 @@ def _wrap(q, width, signed):
 
 
 @njit(cache=True)
-def _saturate(negative, width, signed, omode):
+def _saturate(negative: Bool, width: int, signed: bool, omode: int) -> Int:
     """Result of an out-of-range value of the given sign under a saturating mode."""
     if omode == _SAT_ZERO:
         return np.int64(0)
@@ -141,7 +146,7 @@ def _saturate(negative, width, signed, omode):
 
 
 @njit(cache=True)
-def _overflow(q, width, signed, omode):
+def _overflow(q: Int, width: int, signed: bool, omode: int) -> Int:
     """Bring an exact int64 ``q`` to ``width`` bits by ``omode``."""
     if omode == _WRAP:
         return _wrap(q, width, signed)
@@ -156,7 +161,7 @@ def _overflow(q, width, signed, omode):
 
 
 @njit(cache=True)
-def requantize(v: int, shift: int, width: int, signed: bool, qmode: int, omode: int) -> int:
+def requantize(v: Int, shift: int, width: int, signed: bool, qmode: int, omode: int) -> Int:
     """Assign raw ``v`` (F_in fractional bits) to a type with F_in - ``shift`` fractional bits.
 
     ``shift > 0`` drops ``shift`` low bits, rounding by ``qmode``; ``shift <= 0`` is an exact
@@ -183,7 +188,7 @@ def requantize(v: int, shift: int, width: int, signed: bool, qmode: int, omode: 
 
 
 @njit(cache=True)
-def from_float(x: float, frac: int, width: int, signed: bool, qmode: int, omode: int) -> int:
+def from_float(x: float, frac: int, width: int, signed: bool, qmode: int, omode: int) -> Int:
     """Convert double ``x`` to a raw value with ``frac`` fractional bits, as ``ap_fixed(double)``.
 
     The double is taken as the exact binary number it is and assigned by :func:`requantize`,
@@ -213,7 +218,7 @@ def from_float(x: float, frac: int, width: int, signed: bool, qmode: int, omode:
 
 
 @njit(cache=True)
-def to_float(v: int, frac: int) -> float:
+def to_float(v: Int, frac: int) -> float:
     """Value of raw ``v`` with ``frac`` fractional bits as a double (round half to even)."""
     # int64 -> double rounds to nearest-even; the power-of-two scaling is then exact.
     return math.ldexp(float(v), -frac)

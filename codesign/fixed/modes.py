@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeVar
 
 __all__ = ["QMode", "OMode"]
+
+
+_Mode = TypeVar("_Mode", bound=IntEnum)
 
 
 class QMode(IntEnum):
@@ -19,7 +23,7 @@ class QMode(IntEnum):
     AP_TRN_ZERO = 6  # truncate toward zero
 
     @classmethod
-    def coerce(cls, value: "QMode | int | str") -> "QMode":
+    def coerce(cls, value: QMode | int | str) -> QMode:
         """Return ``value`` as a QMode, accepting a member, its int value or its name."""
         return _coerce(cls, value)
 
@@ -33,12 +37,12 @@ class OMode(IntEnum):
     AP_WRAP = 3  # keep the low W bits (two's complement); the default
 
     @classmethod
-    def coerce(cls, value: "OMode | int | str") -> "OMode":
+    def coerce(cls, value: OMode | int | str) -> OMode:
         """Return ``value`` as an OMode, accepting a member, its int value or its name."""
         return _coerce(cls, value)
 
 
-def _coerce(cls: type[IntEnum], value: object) -> IntEnum:
+def _coerce(cls: type[_Mode], value: object) -> _Mode:
     # The enum values follow ap_decl.h so that they can be handed to C++ unchanged.
     if isinstance(value, cls):
         return value

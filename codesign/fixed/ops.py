@@ -9,6 +9,8 @@ on an ``ap_fixed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -156,7 +158,7 @@ class FixedArray:
         self.type = type
 
     @classmethod
-    def from_float(cls, x: npt.ArrayLike, type: FixedType) -> "FixedArray":
+    def from_float(cls, x: npt.ArrayLike, type: FixedType) -> FixedArray:
         """Quantize doubles to ``type``."""
         return cls(type.quantize(x), type)
 
@@ -164,7 +166,7 @@ class FixedArray:
         """Values as float64."""
         return self.type.to_float(self.raw)
 
-    def cast(self, type: FixedType) -> "FixedArray":
+    def cast(self, type: FixedType) -> FixedArray:
         """Assignment to another type."""
         return FixedArray(type.cast(self.raw, self.type), type)
 
@@ -176,31 +178,31 @@ class FixedArray:
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __getitem__(self, index: object) -> "FixedArray":
+    def __getitem__(self, index: Any) -> FixedArray:  # any numpy index
         return FixedArray(self.raw[index], self.type)
 
-    def __add__(self, other: "FixedArray") -> "FixedArray":
+    def __add__(self, other: FixedArray) -> FixedArray:
         if not isinstance(other, FixedArray):
             return NotImplemented
         return FixedArray(*add(self.raw, self.type, other.raw, other.type))
 
-    def __sub__(self, other: "FixedArray") -> "FixedArray":
+    def __sub__(self, other: FixedArray) -> FixedArray:
         if not isinstance(other, FixedArray):
             return NotImplemented
         return FixedArray(*sub(self.raw, self.type, other.raw, other.type))
 
-    def __mul__(self, other: "FixedArray") -> "FixedArray":
+    def __mul__(self, other: FixedArray) -> FixedArray:
         if not isinstance(other, FixedArray):
             return NotImplemented
         return FixedArray(*mul(self.raw, self.type, other.raw, other.type))
 
-    def __neg__(self) -> "FixedArray":
+    def __neg__(self) -> FixedArray:
         return FixedArray(*neg(self.raw, self.type))
 
-    def __lshift__(self, n: npt.ArrayLike) -> "FixedArray":
+    def __lshift__(self, n: npt.ArrayLike) -> FixedArray:
         return FixedArray(*shift_left(self.raw, self.type, n))
 
-    def __rshift__(self, n: npt.ArrayLike) -> "FixedArray":
+    def __rshift__(self, n: npt.ArrayLike) -> FixedArray:
         return FixedArray(*shift_right(self.raw, self.type, n))
 
     def __repr__(self) -> str:

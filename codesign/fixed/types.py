@@ -99,7 +99,7 @@ class FixedType:
 
     # ----------------------------------------------------------------- text form
     @classmethod
-    def parse(cls, text: str) -> "FixedType":
+    def parse(cls, text: str) -> FixedType:
         """Parse a C++ spelling such as ``ap_fixed<16,6,AP_RND_CONV,AP_SAT>`` or ``ap_uint<8>``."""
         if not isinstance(text, str):
             raise TypeError(f"FixedType.parse expects a str, got {type(text).__name__}")
@@ -152,12 +152,12 @@ class FixedType:
         return f"FixedType.parse({str(self)!r})"
 
     # ----------------------------------------------------------------- variants
-    def replace(self, **changes: Any) -> "FixedType":
+    def replace(self, **changes: Any) -> FixedType:
         """Copy with some fields changed (validated like the constructor)."""
         return dataclasses.replace(self, **changes)
 
     def with_modes(self, qmode: QMode | str | None = None,
-                   omode: OMode | str | None = None) -> "FixedType":
+                   omode: OMode | str | None = None) -> FixedType:
         """Copy with the given quantization and/or overflow mode."""
         return self.replace(qmode=self.qmode if qmode is None else qmode,
                             omode=self.omode if omode is None else omode)
@@ -185,7 +185,7 @@ class FixedType:
         # int64 -> float64 rounds half to even like ap_fixed::to_double; scaling is exact
         return np.ldexp(r.astype(np.float64), -self.frac)
 
-    def cast(self, raw: npt.ArrayLike, from_type: "FixedType") -> np.ndarray:
+    def cast(self, raw: npt.ArrayLike, from_type: FixedType) -> np.ndarray:
         """Raw values of ``T t = s;`` for raw values ``raw`` of ``from_type`` (assignment)."""
         if not isinstance(from_type, FixedType):
             raise TypeError(f"from_type must be a FixedType, got {from_type!r}")

@@ -8,7 +8,6 @@ device's resource counts (LUT, FF, DSP, BRAM36, URAM), with the data sheet they 
 from __future__ import annotations
 
 import re
-
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files

@@ -18,18 +18,17 @@ from typing import TextIO
 
 from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
+from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.fit import FitError, fit_check
-from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
-from codesign.outputs import OutputFolder, Progress, relocate_paths
+from codesign.fpga.pipeline import Pipeline, pipeline_timing
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.pipeline import Pipeline
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
-from codesign.fpga.pipeline import pipeline_timing
 from codesign.fpga.timing import rtl_schedule
 from codesign.kan.spec import KANSpec, MLPSpec
+from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.tasks import check_stream_size, task_options
 
 __all__ = ["build", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]

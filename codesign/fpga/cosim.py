@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

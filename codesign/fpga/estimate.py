@@ -223,7 +223,7 @@ def _read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
 
 
 def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
-    """The prediction register; with more than one stage the sample's input registers and the stage counter; with an overlap the second sample's."""
+    """The prediction register; with more stages the inputs and the stage counter; with an overlap the second sample's."""
     timing = pipeline_timing(spec, pipe)
     stages = timing["stages"]
     bits = spec.n_outputs * spec.act_t.width + 1

@@ -22,8 +22,9 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder
@@ -193,7 +194,8 @@ def format_front(front: list[dict], settings: dict) -> str:
         f"(seed {settings['seed']}). Resources, clock and time per sample: ESTIMATES of {source}; "
         "cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP utilization.",
         "",
-        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) | clock MHz (est.) | ns/sample (est.) |",
+        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) "
+        "| clock MHz (est.) | ns/sample (est.) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for p in front:

@@ -14,8 +14,8 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fpga.intermediates import kan_layer_types
-from codesign.fpga.timing import Timing
 from codesign.fpga.templates import array_initializer, bits_initializer, bits_word_type, join_blocks, render
+from codesign.fpga.timing import Timing
 from codesign.kan.fixed_learner import KANLearner, basis_roms
 from codesign.kan.spec import KANSpec
 

@@ -134,7 +134,8 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     ready = 0
     prediction = 0
     for layer, (n_in, _) in enumerate(shapes):
-        forward = c("scale") + c("grid") + c("decode") + c("read") + c("mult") + _tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round")
+        forward = (c("scale") + c("grid") + c("decode") + c("read") + c("mult") + _tree_regs(n_in * banks, pipe.tree_split)
+                   + c("sum") + c("round"))
         prediction = ready + forward
         ready = prediction + (pipe.phases >> layer & 1)
     grad = ready + c("round") + c("err")

@@ -66,7 +66,8 @@ def format_report(report: dict) -> str:
         f"{c['state_values']:,} final-state mismatches ({c['seconds']:.2f} s)",
         f"  timing      expected latency {report['latency_cycles_expected']} cycles "
         f"({report['latency_ns_expected']:g} ns), prediction after {report['prediction_latency_cycles_expected']}; "
-        f"II target {report['ii_target']}, expected {report['ii_expected']} (HLS schedule: {'the RTL pipeline' if report['timing']['basis'].startswith('the RTL') else 'analytic count'})",
+        f"II target {report['ii_target']}, expected {report['ii_expected']} "
+        f"(HLS schedule: {'the RTL pipeline' if report['timing']['basis'].startswith('the RTL') else 'analytic count'})",
         f"  project     {report['output']}  (run: vitis_hls -f build_prj.tcl)",
     ]
     if "rtl" in report:

@@ -26,11 +26,11 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fixed import FixedType
+from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
 from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.run import make_learner
-from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = [
@@ -139,8 +139,10 @@ def _pack(values: np.ndarray, bits: int) -> int:
 
 def _write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list[str]:
     brom, drom = basis_roms(spec)  # (k+1, 2^A)
-    (folder / "basis.mem").write_text(_hex_words([_pack(brom[:, a], spec.basis_t.width) for a in range(brom.shape[1])], brom.shape[0] * spec.basis_t.width))
-    (folder / "dbasis.mem").write_text(_hex_words([_pack(drom[:, a], spec.dbasis_t.width) for a in range(drom.shape[1])], drom.shape[0] * spec.dbasis_t.width))
+    (folder / "basis.mem").write_text(
+        _hex_words([_pack(brom[:, a], spec.basis_t.width) for a in range(brom.shape[1])], brom.shape[0] * spec.basis_t.width))
+    (folder / "dbasis.mem").write_text(
+        _hex_words([_pack(drom[:, a], spec.dbasis_t.width) for a in range(drom.shape[1])], drom.shape[0] * spec.dbasis_t.width))
     files = ["basis.mem", "dbasis.mem"]
     banks, depth = _bank_geometry(spec)
     w = spec.coef_t.width

@@ -19,8 +19,9 @@ import os
 import shutil
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from codesign.errors import require_module
 from codesign.processes import ToolError, run_tool

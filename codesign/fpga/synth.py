@@ -32,8 +32,9 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.port_registers import harness_source, harness_top

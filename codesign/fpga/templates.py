@@ -9,9 +9,9 @@ an error, not an empty string), and a literal ``$`` is written ``$$``.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Iterable
 from importlib.resources import files
 from importlib.resources.abc import Traversable
-from typing import Callable, Iterable
 
 import numpy as np
 

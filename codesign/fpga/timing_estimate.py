@@ -78,7 +78,7 @@ class DelayModel:
     bram_clk_to_out: float = 2.0
     bram_setup: float = 0.3
 
-    def scaled(self, factor: float) -> "DelayModel":
+    def scaled(self, factor: float) -> DelayModel:
         """Every delay times ``factor``."""
         return DelayModel(**{k: v * factor for k, v in self.__dict__.items()})
 
@@ -203,8 +203,8 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
         elif kind.startswith("DSP48"):
             params = cell.get("parameters", {})
 
-            def reg(key: str) -> bool:
-                value = str(params.get(key, "0"))
+            def reg(key: str) -> bool:  # called only within this iteration, on this cell's params
+                value = str(params.get(key, "0"))  # noqa: B023
                 return int(value, 2) != 0 if re.fullmatch(r"[01]+", value) else value not in ("", "0")
 
             mult_in = [i for q in ("A", "B", "D") for i in ins.get(q, [])]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -76,7 +76,7 @@ def knot_vector(grid_size: int, order: int, lo: float, hi: float) -> np.ndarray:
     return float(lo) + (m - order) * h
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cardinal_fractions(order: int) -> tuple[tuple[Fraction, ...], ...]:
     """Exact power coefficients of the local pieces ``b_j(t)``, row j, column p."""
     k = order

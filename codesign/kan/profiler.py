@@ -167,7 +167,9 @@ class TypeProposal:
     note: str = ""
 
 
-def propose_types(spec: KANSpec | MLPSpec, stream: TaskStream, seed: int = 0, max_rounds: int = 8) -> tuple[KANSpec | MLPSpec, Profile, list[TypeProposal]]:
+def propose_types(
+    spec: KANSpec | MLPSpec, stream: TaskStream, seed: int = 0, max_rounds: int = 8
+) -> tuple[KANSpec | MLPSpec, Profile, list[TypeProposal]]:
     """The narrowest integer bits per type that never overflow on the stream (iterated to a fixed point).
 
     Widening a saturating type changes the trajectory, so the proposal is re-profiled until it

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from codesign.fixed import FixedType, OMode, QMode
 from codesign.kan.spec_fields import (
-    ChoiceRule, GridRangeRule, IntRule, RealRule, TypeRule, WidthsRule, check_fields, plain_value, spec_field,
+    ChoiceRule,
+    GridRangeRule,
+    IntRule,
+    RealRule,
+    TypeRule,
+    WidthsRule,
+    check_fields,
+    plain_value,
+    spec_field,
 )
 
 __all__ = [

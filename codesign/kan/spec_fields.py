@@ -13,8 +13,9 @@ import dataclasses
 import math
 import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from codesign.fixed import FixedType
 

@@ -7,8 +7,8 @@ the model's sentence-transformers setting).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 

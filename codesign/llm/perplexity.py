@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -53,7 +52,7 @@ def perplexity(
     model: torch.nn.Module,
     tokens: torch.Tensor,
     context: int = 512,
-    stride: Optional[int] = None,
+    stride: int | None = None,
     logit_rows: int = 128,
 ) -> PerplexityResult:
     """Perplexity of a transformers causal LM on a 1-D token stream (see the module doc for the protocol)."""

@@ -8,8 +8,8 @@ are the same without the context manager (e.g. to save a compressed model).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import torch
 
@@ -67,7 +67,7 @@ def linear_replacements(
     model: torch.nn.Module,
     make: Callable[[str, torch.nn.Linear], torch.nn.Module],
     exclude: Sequence[str] = ("lm_head",),
-    include: Optional[Callable[[str], bool]] = None,
+    include: Callable[[str], bool] | None = None,
 ) -> dict[str, torch.nn.Module]:
     """make(name, linear) for every nn.Linear whose name is not in `exclude` (and passes `include`)."""
     chosen = {}

@@ -12,8 +12,8 @@ import functools
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 

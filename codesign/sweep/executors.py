@@ -8,7 +8,8 @@ The local executor never imports Ray.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from codesign.processes import WorkerPool
 from codesign.sweep.ray_executor import RayExecutor
@@ -30,7 +31,7 @@ class LocalExecutor:
         self._pool: WorkerPool | None = None
         self._func: Callable | None = None
 
-    def __enter__(self) -> "LocalExecutor":
+    def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

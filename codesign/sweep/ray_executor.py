@@ -14,8 +14,9 @@ import os
 import socket
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from codesign.sweep.runner import failed_outcome, worker_count
 from codesign.sweep.tools import worker_report
@@ -100,7 +101,7 @@ class RayExecutor:
             check_address(self.address)
         self._started_here = False
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         ray = self._ray
         if ray.is_initialized():
             return self

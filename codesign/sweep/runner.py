@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, TextIO
 
 from codesign.outputs import Progress
 from codesign.processes import ToolError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["TOOLS", "missing_tools", "worker_report"]
 

@@ -7,10 +7,10 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+from codesign.limits import check_fits_in_memory
+
 from . import function_tracking, mackey_glass, pendulum_id, qubit_readout
 from .stream import TaskStream
-
-from codesign.limits import check_fits_in_memory
 
 # a generous bound on the bytes one sample costs along a command (stream, stimulus, predictions, state)
 BYTES_PER_SAMPLE = 512

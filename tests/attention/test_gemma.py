@@ -80,14 +80,14 @@ def test_perplexity_with_compressed_attention(gemma, tokens):
     dense = perplexity(model, text, context=128).perplexity
     santa = {}
     for ratio in (2, 8):
-        with swapped(model, cores(model, lambda i: SantaCore(ratio=ratio, seed=i))):
+        with swapped(model, cores(model, lambda i, ratio=ratio: SantaCore(ratio=ratio, seed=i))):
             santa[ratio] = perplexity(model, text, context=128).perplexity
     moments = collect_kv_moments(model, token_stream(tokenizer, "train", 256), context=256)
     ppl = {}
     for keep in (0.75, 0.25):
         projections = fit_gemma_projections(moments, keep)
         assert sum(sum(p.key_ranks) + sum(p.value_ranks) for p in projections) == round(keep * 18 * 2 * 256)
-        with swapped(model, cores(model, lambda i: LowRankCore(projections[i], bits=8))):
+        with swapped(model, cores(model, lambda i, projections=projections: LowRankCore(projections[i], bits=8))):
             ppl[keep] = perplexity(model, text, context=128).perplexity
     # more samples or channels, less loss; with 128-token contexts and 256 calibration tokens the
     # losses are far larger than at the benchmark's budget (docs/attention.md)

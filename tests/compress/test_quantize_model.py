@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from codesign.compress import KMeansConfig, QERConfig, QuantizedLinear, quantize_
-from codesign.compress.checkpoint import compressed_layers, load_compressed, save_compressed
+from codesign.compress.checkpoint import compressed_layers, save_compressed
 
 transformers = pytest.importorskip("transformers")
 

@@ -99,11 +99,11 @@ def test_group_size_reaches_the_stored_format(capsys, tmp_path, minilm):
 
 def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm, capsys):
     # a tiny random Llama saved with a real tokenizer (MiniLM's), as a user's save_pretrained folder
+    import copy
+
     import transformers
 
     from codesign.compress.checkpoint import compressed_layers, load_compressed
-
-    import copy
 
     tokenizer = copy.deepcopy(minilm[1])
     tokenizer.bos_token = "[CLS]"  # the token stream separates articles with BOS

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from codesign.cli import main
-from codesign.compress.lowrank import LowRankLinear
 from codesign.compress.checkpoint import compressed_layers, load_compressed, read_manifest
+from codesign.compress.lowrank import LowRankLinear
 from codesign.compress.model import MethodSpec, compress_linears
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names
 from tests.support import requires_llm

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from codesign.cli import main
+from codesign.compress.checkpoint import compressed_layers, load_compressed, read_manifest, save_compressed
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, allocate_ranks, effective_rank
 from codesign.compress.metrics import activation_error
@@ -15,7 +16,6 @@ from codesign.compress.model import (
     compress_linears,
     effective_weight,
 )
-from codesign.compress.checkpoint import compressed_layers, load_compressed, read_manifest, save_compressed
 from tests.support import requires_llm
 
 BLOCK0 = "encoder.layer.0."
@@ -152,7 +152,7 @@ def test_bad_specs(kwargs, message):
 
 @requires_llm
 def test_cli_end_to_end_saves_a_reloadable_model(tmp_path, minilm, capsys):
-    from codesign.llm import sentence_embeddings, swapped
+    from codesign.llm import sentence_embeddings
 
     out = tmp_path / "kmeans4"
     argv = ["compress", "minilm", "--method", "kmeans", "--bits", "4", "--blocks", "5", "--layers", "*.self.*",
@@ -183,7 +183,7 @@ def test_qat_methods_are_refused_without_their_training_data():
 def test_qat_through_compress_model_trains_exports_and_reloads(tmp_path, minilm):
     # k-means QAT with WinQ on block 0's linears, 4 steps: the exported layers are exactly the trained grid
     from codesign.compress.pipeline import Budget, compress_model
-    from codesign.llm import sentence_embeddings, swapped
+    from codesign.llm import sentence_embeddings
 
     budget = Budget(eval_sentences=16, qat_batch=4)
     spec = MethodSpec("kmeans-qat", 2, steps=4, lr=3e-4, winq=True)
@@ -194,7 +194,7 @@ def test_qat_through_compress_model_trains_exports_and_reloads(tmp_path, minilm)
     assert report["qat_losses"][-1] < report["qat_losses"][0]
     assert 0 < report["metric"]["cosine_mean"] < 1 and 2 < report["bits_per_weight"] < 2.5
     model, tok = minilm
-    for name, module in replacements.items():
+    for module in replacements.values():
         assert module.qweight.method == "kmeans-qat" and module.qweight.bits == 2
         assert len(torch.unique(module.qweight.codebook)) <= 4
     loaded = load_compressed(tmp_path / "qat")

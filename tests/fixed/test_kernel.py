@@ -98,7 +98,7 @@ def test_requantize_matches_exact_model() -> None:
     values = _interesting_ints(rng, 1500)
     modes = [(q, o) for q in QMode for o in OMode]
     checked = 0
-    for i, v in enumerate(values):
+    for v in values:
         for _ in range(4):
             shift = int(rng.choice([rng.integers(-70, 71), rng.integers(-3, 4),
                                     rng.choice([62, 63, 64, 65, 200, -62, -63, -64, -200])]))

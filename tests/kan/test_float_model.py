@@ -11,23 +11,20 @@ import torch
 from scipy.interpolate import BSpline
 
 from codesign.kan.bspline import (
-    bspline_basis_np,
-    cardinal_coefficients,
-    cardinal_derivative_coefficients,
-    knot_vector,
-    locate_np,
-)
-from codesign.kan.bspline import (
     bspline_basis,
+    bspline_basis_np,
     cardinal_basis,
     cardinal_basis_derivative,
     cardinal_basis_derivative_np,
     cardinal_basis_np,
+    cardinal_coefficients,
+    cardinal_derivative_coefficients,
     cox_de_boor,
+    knot_vector,
+    locate_np,
 )
 from codesign.kan.float_model import KAN, MLP, KANLayer
 from codesign.kan.float_online import train_online
-
 from tests.support import one_torch_thread
 
 ORDERS = [1, 2, 3, 4]

@@ -41,7 +41,7 @@ def test_similarity_drops_with_weight_noise_and_recovers_after_the_swap(minilm):
     assert same.n_sentences == 32 and same.mean_cosine == pytest.approx(1.0, abs=1e-6)
     scores = []
     for scale in (0.05, 0.5):
-        with swapped(model, linear_replacements(model, lambda name, linear: Noisy(linear, scale))):
+        with swapped(model, linear_replacements(model, lambda name, linear, scale=scale: Noisy(linear, scale))):
             scores.append(embedding_similarity(reference, model, tokenizer, sentences).mean_cosine)
     assert 1.0 > scores[0] > scores[1]
     assert embedding_similarity(reference, model, tokenizer, sentences).mean_cosine == pytest.approx(1.0, abs=1e-6)

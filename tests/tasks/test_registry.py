@@ -18,7 +18,7 @@ def test_registry_lists_the_four_tasks_with_descriptions():
     tasks = list_tasks()
     assert set(tasks) == {"function_tracking", "qubit_readout", "mackey_glass", "pendulum_id"}
     assert set(tasks) == set(TASKS)
-    for name, text in tasks.items():
+    for text in tasks.values():
         assert isinstance(text, str) and text and "\n" not in text
 
 

@@ -63,6 +63,7 @@ class DeviceModel(ABC):
 
     def draw_params(self, a: Tensor, generator: torch.Generator, out: dict[str, Tensor]) -> None:
         """Draw the per-device time-behaviour parameters into out[name] (2, ...); none by default."""
+        return None
 
     def conductance(self, state: DeviceState, t_s: float) -> Tensor:
         """Conductances (2, ...) in µS at t_s seconds after programming (default: no change)."""
