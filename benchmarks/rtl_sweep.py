@@ -28,7 +28,7 @@ from pathlib import Path
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import run_cosim
-from codesign.fpga.pipeline import FORWARD, Pipeline
+from codesign.fpga.pipeline import FORWARD, Pipeline, parse_pipeline
 from codesign.fpga.synth import run_synth
 from codesign.fpga.timing_estimate import ASSUMPTIONS
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -230,7 +230,8 @@ def _estimator_check(results: list[dict], target: str) -> list[str]:
         spec = r.get("spec_object")
         if spec is None:
             continue
-        e = estimate(spec, target, pipeline=r["pipeline"])
+        pipeline = parse_pipeline(r["pipeline"]) if isinstance(r["pipeline"], str) else r["pipeline"]
+        e = estimate(spec, target, pipeline=pipeline)
         cells = []
         for k in errors:
             actual = r["synth"][k]
@@ -301,15 +302,18 @@ def _targets(by: dict) -> list[str]:
                          f"({'fewer' if k['synth']['dsp'] < m['synth']['dsp'] else 'not fewer'}).")
     lines += [
         "",
-        "Why the clock is met and prediction + update is not: exact predict-then-update keeps one sample in",
-        "flight, so its C cycles are all latency. The chain from a sample's coefficient read to its write is",
-        "about a dozen dependent operations per layer (grid, basis ROM, bank read, multiply, adder tree, cast;",
-        "error; backward multiply, sum and cast; update multiply, difference, cast), and at 250 MHz a stage",
-        "holds about one of them (the rounding half of a cast alone takes about 3.5 of the 4 ns by the",
-        "netlist estimate), so C is about one plus that count. Fewer cycles need cheaper operations on the",
-        "chain (the update's difference and rounding in one adder, adder trees in the DSPs' post-adders), not",
-        "another placement of registers. At II = 1 the whole loop is one clock, for KAN and MLP alike; see",
-        "docs/rtl.md, \"The loop, and what the pipeline can and cannot do\".",
+        "Why the clock is met and prediction + update is not: exact predict-then-update needs the next",
+        "sample's coefficient read after this sample's write, so only layer 0's grid and basis-ROM front (and,",
+        "with FORWARD, its bank read) overlaps the next sample: II = C less that front, and the C cycles from",
+        "input to commit are all latency. The chain from a sample's coefficient read to its write is about a",
+        "dozen dependent operations per layer (bank read, multiply, adder tree, cast; error; backward multiply,",
+        "sum and cast; update multiply, difference, cast), and at 250 MHz a stage holds about one of them, so",
+        "C is about one plus that count. Fewer cycles need cheaper operations on the chain (the update's",
+        "difference and rounding in one adder, adder trees in the DSPs' post-adders), not another placement",
+        "of registers. The auto placement is chosen by the analytic model; where the netlist estimate",
+        "disagrees (a row above under 250 MHz: a wide overflow check after the backward sum at G = 64, which",
+        "the model does not see), `codesign build --synth` says so in its report. At II = 1 the whole loop is",
+        "one clock, for KAN and MLP alike; see docs/rtl.md, \"The loop, and what the pipeline can and cannot do\".",
     ]
     return lines + [""]
 
