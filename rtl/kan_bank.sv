@@ -6,6 +6,8 @@
 // outputs o (coefficient of output o in bits [o*W_COEF +: W_COEF]); the edges of one input
 // share the address because they share the cell. The array maps to distributed RAM (LUTRAM).
 // Reset does not touch it: the learned coefficients survive a reset (as Vitis HLS arrays do).
+// The host port (kan_host.sv) reads the word at host_addr and writes it when host_we; kan_online
+// raises host_we only while no sample is in flight, so it never meets the update's write.
 module kan_bank #(
     parameter int W_WORD = 64,
     parameter int DEPTH  = 3,
@@ -17,7 +19,11 @@ module kan_bank #(
     output logic [W_WORD-1:0] rdata,
     input  logic              we,
     input  logic [W_ADDR-1:0] waddr,
-    input  logic [W_WORD-1:0] wdata
+    input  logic [W_WORD-1:0] wdata,
+    input  logic [W_ADDR-1:0] host_addr,
+    output logic [W_WORD-1:0] host_rdata,
+    input  logic              host_we,
+    input  logic [W_WORD-1:0] host_wdata
 );
   logic [W_WORD-1:0] mem[0:DEPTH-1]  /*verilator public_flat_rd*/;
 
@@ -25,7 +31,9 @@ module kan_bank #(
 
   always_ff @(posedge clk) begin
     if (we) mem[waddr] <= wdata;
+    else if (host_we) mem[host_addr] <= host_wdata;
   end
 
   assign rdata = mem[raddr];
+  assign host_rdata = mem[host_addr];
 endmodule

@@ -54,7 +54,12 @@ module kan_layer #(
     output logic [N_OUT*W_ACT-1:0] y_comb,  // before the REG_F register
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
-    input  logic                  commit
+    input  logic                  commit,
+    // host access to the banks (kan_host.sv): one address for all banks, a write enable per bank
+    input  logic [W_BADDR-1:0]        host_addr,
+    input  logic [N_IN*P-1:0]         host_we,
+    input  logic [N_OUT*W_COEF-1:0]   host_wdata,
+    output logic [N_IN*P*N_OUT*W_COEF-1:0] host_rdata
 );
   localparam int W_WORD = N_OUT * W_COEF;
   localparam int W_INV = $clog2(INV_H + 1);
@@ -100,7 +105,9 @@ module kan_layer #(
           .rdata(rdata[(i*P+b)*W_WORD+:W_WORD]),
           .we(commit && used_h[i*P+b]),
           .waddr(baddr_h[(i*P+b)*W_BADDR+:W_BADDR]),
-          .wdata(wdata[(i*P+b)*W_WORD+:W_WORD])
+          .wdata(wdata[(i*P+b)*W_WORD+:W_WORD]),
+          .host_addr(host_addr), .host_rdata(host_rdata[(i*P+b)*W_WORD+:W_WORD]),
+          .host_we(host_we[i*P+b]), .host_wdata(host_wdata)
       );
     end
   end

@@ -59,7 +59,14 @@ module kan_online #(
     input  logic                   y_ap_vld,
     input  logic                   train,
     output logic [N_OUT*W_ACT-1:0] y_hat,
-    output logic                   y_hat_ap_vld
+    output logic                   y_hat_ap_vld,
+    // host access to the coefficients (kan_host.sv; the bare top ties it off): coef_addr is the
+    // AXI shell's COEF_ADDR (m [7:0], i [15:8], o [23:16], layer [27:24]); a write takes effect
+    // only while no sample is in flight (ap_idle and no ap_start), the shell waits for that
+    input  logic [27:0]            coef_addr,
+    input  logic                   coef_we,
+    input  logic [W_COEF-1:0]      coef_wdata,
+    output logic [W_COEF-1:0]      coef_rdata
 );
   `include "mem_names.svh"
 
@@ -144,6 +151,9 @@ module kan_online #(
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
+  logic [N_LAYERS*W_COEF-1:0] coef_rdata_l;  // layer l's host read (0 unless the address names it)
+  logic coef_we_idle;
+  assign coef_we_idle = coef_we && !busy && !accept && !ap_rst;
 
   for (genvar l = 0; l < N_LAYERS; l++) begin : g_layer
     localparam int NI = WIDTHS[16*l+:16];
@@ -171,6 +181,15 @@ module kan_online #(
         .clk(ap_clk), .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
     );
 
+    logic [W_BADDR-1:0] host_addr;
+    logic [NI*P-1:0] host_we;
+    logic [NO*W_COEF-1:0] host_wdata;
+    logic [NI*P*NO*W_COEF-1:0] host_rdata;
+    kan_host #(.N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH), .N_COEF(G + K), .W_COEF(W_COEF)) u_host (
+        .sel(coef_addr[27:24] == 4'(l)), .o(coef_addr[23:16]), .i(coef_addr[15:8]), .m(coef_addr[7:0]),
+        .we(coef_we_idle), .wdata(coef_wdata), .rdata(coef_rdata_l[l*W_COEF+:W_COEF]),
+        .bank_addr(host_addr), .bank_we(host_we), .bank_wdata(host_wdata), .bank_rdata(host_rdata)
+    );
     kan_layer #(
         .N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH),
         .W_ACT(W_ACT), .F_ACT(F_ACT), .Q_ACT(Q_ACT), .O_ACT(O_ACT),
@@ -192,11 +211,17 @@ module kan_online #(
         .y_comb(y_comb),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
-        .commit(commit)
+        .commit(commit),
+        .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
     );
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
     end
+  end
+
+  always_comb begin
+    coef_rdata = '0;
+    for (int l = 0; l < N_LAYERS; l++) coef_rdata = coef_rdata | coef_rdata_l[l*W_COEF+:W_COEF];
   end
 
   // §4: the error at the output is the gradient of the last layer

@@ -13,6 +13,10 @@
 // Stream words and registers: codesign/fpga/axi.py (and the build's axi_registers.md). The
 // train flag of a sample is ANDed with CTRL.TRAIN_ENABLE when it is accepted.
 //
+// Coefficient access (COEF_ADDR / COEF_DATA): a read or write of COEF_DATA waits (its address
+// handshake is held off) until no sample is in flight, and while it waits the slave stream
+// accepts nothing, so the access never meets a sample's read or update of the banks.
+//
 // aresetn (synchronous, active low) resets the registers and counters, drops a sample whose
 // update is not committed and a prediction not yet taken; the learned state is kept.
 module learner_axi #(
@@ -20,7 +24,10 @@ module learner_axi #(
     parameter int N_OUT = 1,
     parameter int W_ACT = 16,
     parameter int F_ACT = 10,
-    parameter int ADDR_WIDTH = 5,  // AXI4-Lite address bits (the low 5 are decoded)
+    parameter int W_COEF = 16,
+    parameter int F_COEF = 10,
+    parameter int HAS_COEF = 1,    // 0: the learner has no coefficient port (COEF_DATA reads 0)
+    parameter int ADDR_WIDTH = 6,  // AXI4-Lite address bits (the low 6 are decoded)
     parameter int W_S = (((N_IN + N_OUT) * W_ACT + 1 + 7) / 8) * 8,  // derived, do not set
     parameter int W_M = ((N_OUT * W_ACT + 7) / 8) * 8                // derived, do not set
 ) (
@@ -64,7 +71,11 @@ module learner_axi #(
     output logic [N_OUT*W_ACT-1:0] core_y,
     output logic                   core_train,
     input  logic [N_OUT*W_ACT-1:0] core_y_hat,
-    input  logic                   core_y_hat_vld
+    input  logic                   core_y_hat_vld,
+    output logic [27:0]            core_coef_addr,
+    output logic                   core_coef_we,
+    output logic [W_COEF-1:0]      core_coef_wdata,
+    input  logic [W_COEF-1:0]      core_coef_rdata
 );
   `include "learner_axi_regs.svh"
 
@@ -79,8 +90,9 @@ module learner_axi #(
   assign m_axis_tvalid = !rst && (core_y_hat_vld || out_held);
   assign m_axis_tdata = W_M'(core_y_hat);
   assign out_free = !m_axis_tvalid || m_axis_tready;
-  assign core_start = s_axis_tvalid && out_free;
-  assign s_axis_tready = core_ready && out_free;
+  logic coef_wait;  // a COEF_DATA access is presented: hold the slave stream until it is done
+  assign core_start = s_axis_tvalid && out_free && !coef_wait;
+  assign s_axis_tready = core_ready && out_free && !coef_wait;
   assign core_x = s_axis_tdata[0+:N_IN*W_ACT];
   assign core_y = s_axis_tdata[N_IN*W_ACT+:N_OUT*W_ACT];
   assign core_train = s_axis_tdata[(N_IN+N_OUT)*W_ACT] && train_enable;
@@ -110,9 +122,16 @@ module learner_axi #(
   end
 
   // write channel: address and data taken together, one response outstanding
-  logic [REG_ADDR_BITS-1:0] waddr;
+  logic [REG_ADDR_BITS-1:0] waddr, raddr;
+  logic coef_write, coef_read, coef_ready;
+  logic [27:0] coef_addr;
   assign waddr = s_axi_awaddr[REG_ADDR_BITS-1:0];
-  assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid;
+  assign raddr = s_axi_araddr[REG_ADDR_BITS-1:0];
+  assign coef_write = s_axi_awvalid && s_axi_wvalid && waddr == REG_COEF_DATA;
+  assign coef_read = s_axi_arvalid && raddr == REG_COEF_DATA;
+  assign coef_wait = coef_write || coef_read;
+  assign coef_ready = core_idle;  // the stream is held while coef_wait, so idle stays idle
+  assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid && (!coef_write || coef_ready);
   assign s_axi_wready = s_axi_awready;
   assign s_axi_bresp = 2'b00;
   assign clear = s_axi_awready && waddr == REG_CTRL && s_axi_wstrb[0] && s_axi_wdata[CTRL_CLEAR_COUNTERS_LSB];
@@ -120,17 +139,22 @@ module learner_axi #(
     if (rst) begin
       s_axi_bvalid <= 1'b0;
       train_enable <= 1'b1;
+      coef_addr <= '0;
     end else begin
       if (s_axi_awready) s_axi_bvalid <= 1'b1;
       else if (s_axi_bready) s_axi_bvalid <= 1'b0;
       if (s_axi_awready && waddr == REG_CTRL && s_axi_wstrb[0]) train_enable <= s_axi_wdata[CTRL_TRAIN_ENABLE_LSB];
+      if (s_axi_awready && waddr == REG_COEF_ADDR && &s_axi_wstrb) coef_addr <= s_axi_wdata[27:0];
     end
   end
+  assign core_coef_addr = coef_addr;
+  assign core_coef_we = HAS_COEF != 0 && s_axi_awready && coef_write && &s_axi_wstrb;
+  assign core_coef_wdata = s_axi_wdata[W_COEF-1:0];
 
   // read channel: the word is latched at the address handshake
   logic [31:0] rword;
   always_comb begin
-    case (s_axi_araddr[REG_ADDR_BITS-1:0])
+    case (raddr)
       REG_ID: rword = SHELL_ID;
       REG_CTRL: rword = 32'(train_enable) << CTRL_TRAIN_ENABLE_LSB;
       REG_STATUS: rword = (32'(core_idle) << STATUS_IDLE_LSB) | (32'(m_axis_tvalid) << STATUS_OUT_VALID_LSB)
@@ -141,10 +165,14 @@ module learner_axi #(
       REG_GEOMETRY: rword = (32'(N_IN) << GEOMETRY_N_IN_LSB) | (32'(N_OUT) << GEOMETRY_N_OUT_LSB)
                           | (32'(W_ACT) << GEOMETRY_W_ACT_LSB) | (32'(F_ACT & 8'hFF) << GEOMETRY_F_ACT_LSB);
       REG_TDATA: rword = (32'(W_S) << TDATA_S_WIDTH_LSB) | (32'(W_M) << TDATA_M_WIDTH_LSB);
+      REG_COEF_ADDR: rword = 32'(coef_addr);
+      REG_COEF_DATA: rword = (HAS_COEF != 0) ? 32'($signed(core_coef_rdata)) : '0;
+      REG_COEF_FORMAT: rword = (32'(W_COEF & 8'hFF) << COEF_FORMAT_W_COEF_LSB) | (32'(F_COEF & 8'hFF) << COEF_FORMAT_F_COEF_LSB)
+                             | (32'(HAS_COEF != 0) << COEF_FORMAT_HAS_COEF_LSB);
       default: rword = '0;
     endcase
   end
-  assign s_axi_arready = !rst && !s_axi_rvalid;
+  assign s_axi_arready = !rst && !s_axi_rvalid && (!coef_read || coef_ready);
   assign s_axi_rresp = 2'b00;
   always_ff @(posedge aclk) begin
     if (rst) begin

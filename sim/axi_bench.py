@@ -3,7 +3,10 @@
 An AxiStreamSource sends the samples and an AxiStreamSink takes the predictions, both with
 random pauses (back-pressure on the master stream, idle gaps on the slave stream); an
 AxiLiteMaster checks ID and GEOMETRY, turns TRAIN_ENABLE off for the middle third of the
-stream and reads the counters at the end. The bench also pulses aresetn while chosen samples
+stream and reads the counters at the end. Where the build has coefficient access it reads
+every coefficient back before the stream (the initial state) and after it (the final state),
+and writes random coefficients before the stream and after its first third (the reference
+gets the same writes at the same points). The bench also pulses aresetn while chosen samples
 are in flight. A per-cycle monitor (at the falling edge, where every signal is stable) records
 every handshake on both streams and every reset; the reference learner then runs over the
 accepted samples and every prediction taken and the final coefficients must equal it.
@@ -26,7 +29,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, stream_layout
+from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
 from learner_bench import read_state, reference_state
@@ -172,6 +175,48 @@ async def axi_stream(dut):
             await source.send(AxiStreamFrame(beats[k]))
         await drain(hi)
 
+    has_coef = bool(axi.get("coefficient_access"))
+    w_coef = spec.coef_t.width
+    shapes = list(enumerate(spec.layer_shapes))
+
+    async def lite_write(offset: int, value: int):
+        await lite.write(offset, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+
+    async def read_coefficients() -> list[np.ndarray]:
+        """Every coefficient through COEF_ADDR / COEF_DATA, in the reference's layout."""
+        layers = []
+        for layer, (n_in_l, n_out_l) in shapes:
+            coef = np.zeros((n_out_l, n_in_l, spec.n_coef), dtype=np.int64)
+            for o in range(n_out_l):
+                for i in range(n_in_l):
+                    for m in range(spec.n_coef):
+                        await lite_write(0x20, coef_address(layer, o, i, m))
+                        await registers.load([0x24])
+                        coef[o, i, m] = int(np.int32(np.uint32(registers.read32(0x24))))
+            layers.append(coef)
+        return layers
+
+    def random_writes(count: int) -> list[tuple[int, int, int, int, int]]:
+        picks = []
+        for _ in range(count):
+            layer, (n_in_l, n_out_l) = shapes[int(rng.integers(len(shapes)))]
+            picks.append((layer, int(rng.integers(n_out_l)), int(rng.integers(n_in_l)), int(rng.integers(spec.n_coef)),
+                          int(rng.integers(-(1 << (w_coef - 1)), 1 << (w_coef - 1)))))
+        return picks
+
+    async def write_coefficients(writes) -> None:
+        for layer, o, i, m, value in writes:
+            await lite_write(0x20, coef_address(layer, o, i, m))
+            await lite_write(0x24, value)
+            await registers.load([0x24])
+            got = int(np.int32(np.uint32(registers.read32(0x24))))
+            assert got == value, f"coefficient {(layer, o, i, m)} reads {got} after writing {value}"
+
+    initial_read = await read_coefficients() if has_coef else None
+    writes_before = random_writes(6) if has_coef else []
+    writes_middle = random_writes(6) if has_coef else []
+    await write_coefficients(writes_before)
+
     async def set_train_enable(on: int):
         nonlocal train_enable
         await lite.write(0x04, int(on).to_bytes(4, "little"))
@@ -180,6 +225,7 @@ async def axi_stream(dut):
         train_enable = on
 
     await send(0, off_from)
+    await write_coefficients(writes_middle)
     await set_train_enable(0)
     await send(off_from, off_until)
     await set_train_enable(1)
@@ -188,6 +234,7 @@ async def axi_stream(dut):
         sink.read_nowait()  # the frames were checked by the monitor, beat by beat
     await registers.load([0x08, 0x0C, 0x10, 0x14])
     got_counts = driver.counters()
+    final_read = await read_coefficients() if has_coef else None
     loop_seconds = time.monotonic() - started
 
     # model: the reference over the accepted samples, a sample whose update was dropped as train = 0
@@ -196,12 +243,25 @@ async def axi_stream(dut):
         hit = any(a < r <= a + stages - 1 for r in reset_cycles)
         committed.append(bool(train[k]) and bool(enabled[k]) and not hit)
     learner = make_learner(spec, seed=int(config["seed"]))
-    expected = learner.run_raw(x, y, np.array(committed, dtype=np.int64))
+    initial_mismatches = 0 if initial_read is None else sum(
+        int(np.count_nonzero(g != w)) for g, w in zip(initial_read, learner.coefficients_raw()))
+
+    def apply(writes):
+        for layer, o, i, m, value in writes:
+            n_in_l = spec.layer_shapes[layer][0]
+            learner.coef[learner.offsets[layer] + (o * n_in_l + i) * spec.n_coef + m] = value
+
+    committed_arr = np.array(committed, dtype=np.int64)
+    apply(writes_before)
+    head = learner.run_raw(x[:off_from], y[:off_from], committed_arr[:off_from])
+    apply(writes_middle)
+    expected = np.concatenate([head, learner.run_raw(x[off_from:], y[off_from:], committed_arr[off_from:])])
     mismatches = [k for k, got in predictions.items() if got != [int(v) for v in expected[k]]]
-    shifted = dict(manifest, state=dict(manifest["state"], memory=f"{axi['learner_instance']}.{manifest['state']['memory']}"))
-    state_got = read_state(dut, shifted, spec)
+    state_got = read_state(dut, manifest, spec)  # the AXI top names its core u_core, as the bare top does
     state_mismatches = sum(int(np.count_nonzero(g != w)) for g, w in zip(state_got, reference_state(learner)))
     state_values = sum(w.size for w in reference_state(learner))
+    readback_mismatches = None if final_read is None else sum(
+        int(np.count_nonzero(g != w)) for g, w in zip(final_read, reference_state(learner)))
 
     result = {
         "samples": len(accept_cycle),
@@ -213,11 +273,16 @@ async def axi_stream(dut):
         "resets": len(reset_plan),
         "state_values": state_values,
         "state_mismatches": state_mismatches,
+        "coefficient_access": has_coef,
+        "coefficients_written": len(writes_before) + len(writes_middle),
+        "initial_readback_mismatches": initial_mismatches,
+        "final_readback_mismatches": readback_mismatches,
         "counters": got_counts,
         "counters_expected": counts,
         "status": driver.read("STATUS"),
         "cycles": state["cycle"],
-        "bit_exact": not mismatches and state_mismatches == 0 and len(predictions) > 0,
+        "bit_exact": not mismatches and state_mismatches == 0 and len(predictions) > 0 and not initial_mismatches
+        and not readback_mismatches,
         "loop_seconds": round(loop_seconds, 2),
     }
     with open(os.environ["CODESIGN_BENCH_RESULT"], "w") as f:
@@ -226,6 +291,8 @@ async def axi_stream(dut):
     assert len(predictions) + len(dropped_predictions) == n
     assert not mismatches, f"{len(mismatches)} predictions differ from the reference, first: {result['first_mismatches'][0]}"
     assert state_mismatches == 0, f"{state_mismatches} of {state_values} final coefficients differ from the reference"
+    assert not initial_mismatches, f"{initial_mismatches} coefficients read over AXI4-Lite differ from the initial state"
+    assert not readback_mismatches, f"{readback_mismatches} coefficients read over AXI4-Lite differ from the final state"
     assert got_counts == counts, f"counters read {got_counts}, the bench counted {counts}"
     assert driver.read("STATUS") & 1 == 1, "the learner is not idle after the stream"
     assert SHELL_ID == driver.read("ID")

@@ -1,8 +1,9 @@
 """The AXI top in Verilator, driven by cocotbext-axi under back-pressure, gaps and resets, equals the reference.
 
 One small staged 2-2-1 KAN (II = 4, so a reset can fall between a sample's prediction and
-its update): every prediction taken from the master stream and the final coefficients equal
-the Python reference integer for integer, and the AXI4-Lite counters equal the bench's count.
+its update): every prediction taken from the master stream and the final coefficients (from the
+banks and over AXI4-Lite, after coefficient writes) equal the Python reference integer for
+integer, and the AXI4-Lite counters equal the bench's count.
 benchmarks/axi_stream.py runs 10,000 samples per configuration.
 """
 
@@ -31,3 +32,6 @@ def test_axi_stream_is_bit_exact_under_back_pressure_and_resets(tmp_path):
     assert result["state_values"] == spec.num_parameters and result["state_mismatches"] == 0
     assert result["resets"] >= 2 and result["counters"] == result["counters_expected"]
     assert result["counters"]["SAMPLES"] > 0
+    # coefficients over AXI4-Lite: the initial state read back, 12 written (before and mid-stream), the final read back
+    assert result["coefficient_access"] and result["coefficients_written"] == 12
+    assert result["initial_readback_mismatches"] == 0 and result["final_readback_mismatches"] == 0
