@@ -30,6 +30,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
+from codesign.fpga.rtl_emit import initial_state_of
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
 from learner_bench import read_state, reference_state
@@ -242,7 +243,7 @@ async def axi_stream(dut):
     for k, a in enumerate(accept_cycle):
         hit = any(a < r <= a + stages - 1 for r in reset_cycles)
         committed.append(bool(train[k]) and bool(enabled[k]) and not hit)
-    learner = make_learner(spec, seed=int(config["seed"]))
+    learner = make_learner(spec, seed=int(config["seed"]), initial=initial_state_of(manifest, os.path.dirname(config["manifest"])))
     initial_mismatches = 0 if initial_read is None else sum(
         int(np.count_nonzero(g != w)) for g, w in zip(initial_read, learner.coefficients_raw()))
 

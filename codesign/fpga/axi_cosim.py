@@ -37,15 +37,19 @@ def run_axi_cosim(
     source_pause: float = 0.2,
     sink_pause: float = 0.3,
     wall_seconds: float = 900.0,
+    initial: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Run the AXI bench on ``spec``'s AXI top in ``work_dir``; returns what the bench measured, ``passed``, ``failures``."""
+    """Run the AXI bench on ``spec``'s AXI top in ``work_dir``; returns what the bench measured, ``passed``, ``failures``.
+
+    ``initial`` (raw coefficients, e.g. from --init) replaces the seed's initial state.
+    """
     require_module("cocotbext.axi")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 3:
         raise ValueError(f"samples={samples!r}: the AXI bench needs at least 3 samples")
     wall_seconds = check_wall_seconds(wall_seconds)
     work = Path(work_dir).resolve()
     rtl = work / "rtl"
-    manifest = emit_rtl(spec, rtl, pipeline=pipeline, seed=seed, force=True)
+    manifest = emit_rtl(spec, rtl, pipeline=pipeline, seed=seed, force=True, initial=initial)
     stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
     started = time.perf_counter()
     build = build_simulation([rtl / s for s in manifest["axi"]["sources"]], manifest["axi"]["top"], work / "sim_build",

@@ -45,10 +45,12 @@ __all__ = [
     "pipeline_timing",
     "rtl_parameters",
     "emit_rtl",
+    "initial_state_of",
     "load_rtl_manifest",
 ]
 
 RTL_MANIFEST = "rtl_manifest.json"
+INITIAL_STATE = "initial_state.npz"  # raw initial coefficients when they come from --init, not the seed
 
 # Library modules each learner needs, in compile order (the generated top comes last).
 _LIBRARY = {
@@ -328,12 +330,15 @@ def emit_rtl(
     learner_name: str | None = None,
     force: bool = False,
     target: str = "xcvu9p",
+    initial: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
 
     The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
     RTL starts where the Python reference and the HLS build start. ``target`` is only read by
-    ``pipeline="auto"`` (the part whose clock model chooses the placement).
+    ``pipeline="auto"`` (the part whose clock model chooses the placement). ``initial`` (raw
+    coef_t per layer, from --init) replaces the seed's initial coefficients; it is kept in
+    ``initial_state.npz`` and named by the manifest's ``initial_state``, where the benches read it.
     """
     from codesign.fpga.estimate import choose_pipeline  # noqa: PLC0415 (estimate is the heavier module)
 
@@ -350,7 +355,9 @@ def emit_rtl(
     library = rtl_dir()
     for name in _LIBRARY[kind]:
         shutil.copyfile(library / name, out_dir / name)
-    learner = make_learner(spec, seed=seed)
+    learner = make_learner(spec, seed=seed, initial=initial)
+    if initial is not None:
+        np.savez(out_dir / INITIAL_STATE, *[np.asarray(c, dtype=np.int64) for c in initial])
     if kind == "kan":
         memories = _write_kan_memories(spec, learner, out_dir)
     else:
@@ -393,11 +400,21 @@ def emit_rtl(
         "reset": "synchronous, active high: drops the sample in flight unless its update is already "
         "committed (ap_done); keeps the learned state; ap_ready is low while it is held",
         "seed": seed,
+        **({"initial_state": INITIAL_STATE} if initial is not None else {}),
         "spec": spec.to_dict(),
         "semantics": "predict-then-update: y_hat of sample t uses the state after sample t-1 (docs/arithmetic.md §7)",
     }
     (out_dir / RTL_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def initial_state_of(manifest: dict[str, Any], folder: str | Path) -> list[np.ndarray] | None:
+    """The raw initial coefficients an emitted folder holds (from --init), or None when the seed made them."""
+    name = manifest.get("initial_state")
+    if not name:
+        return None
+    with np.load(Path(folder) / name) as data:
+        return [data[f"arr_{k}"] for k in range(len(data.files))]
 
 
 def load_rtl_manifest(folder: str | Path) -> dict[str, Any]:
