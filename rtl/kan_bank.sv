@@ -6,13 +6,16 @@
 // outputs o (coefficient of output o in bits [o*W_COEF +: W_COEF]); the edges of one input
 // share the address because they share the cell. The array maps to distributed RAM (LUTRAM).
 // Reset does not touch it: the learned coefficients survive a reset (as Vitis HLS arrays do).
-// The host port (kan_host.sv) reads the word at host_addr and writes it when host_we; kan_online
-// raises host_we only while no sample is in flight, so it never meets the update's write.
+// With HOST_PORT, the host port (kan_host.sv) shares the write port: its address is host_addr
+// while no update is written, host_rdata the word there (a LUTRAM's read at the write address, so
+// the bank stays one write and two read ports), written when host_we. kan_online raises host_we
+// and reads only while no sample is in flight. Without HOST_PORT the bank has no host logic.
 module kan_bank #(
     parameter int W_WORD = 64,
     parameter int DEPTH  = 3,
     parameter int W_ADDR = 2,
-    parameter INIT_FILE = ""  // hex words, one per line (none: no initial values)
+    parameter INIT_FILE = "",  // hex words, one per line (none: no initial values)
+    parameter int HOST_PORT = 0
 ) (
     input  logic              clk,
     input  logic [W_ADDR-1:0] raddr,
@@ -29,11 +32,18 @@ module kan_bank #(
 
   initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);
 
-  always_ff @(posedge clk) begin
-    if (we) mem[waddr] <= wdata;
-    else if (host_we) mem[host_addr] <= host_wdata;
-  end
-
   assign rdata = mem[raddr];
-  assign host_rdata = mem[host_addr];
+  if (HOST_PORT != 0) begin : g_host
+    logic [W_ADDR-1:0] port_addr;
+    assign port_addr = we ? waddr : host_addr;
+    always_ff @(posedge clk) begin
+      if (we || host_we) mem[port_addr] <= we ? wdata : host_wdata;
+    end
+    assign host_rdata = mem[port_addr];
+  end else begin : g_no_host
+    always_ff @(posedge clk) begin
+      if (we) mem[waddr] <= wdata;
+    end
+    assign host_rdata = '0;
+  end
 endmodule

@@ -41,6 +41,7 @@ module kan_layer #(
     parameter int CUTS = 0,        // kan_online's CUT_* bits
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: none)
     parameter COEF_PREFIX = "",  // bank (i, b) loads COEF_PREFIX_i<iii>_b<bbb>.mem
+    parameter int HOST_PORT = 0,  // 1: the banks' host port (kan_bank.sv) is built
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
     input  logic                  clk,
@@ -97,7 +98,7 @@ module kan_layer #(
   for (genvar i = 0; i < N_IN; i++) begin : g_input
     for (genvar b = 0; b < P; b++) begin : g_bank
       kan_bank #(
-          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR),
+          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR), .HOST_PORT(HOST_PORT),
           .INIT_FILE((COEF_PREFIX == "") ? "" : {COEF_PREFIX, "_i", decimal3(i), "_b", decimal3(b), ".mem"})
       ) u_bank (
           .clk(clk),

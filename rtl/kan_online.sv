@@ -45,7 +45,8 @@ module kan_online #(
     parameter logic [63:0] PIPE = 64'd0,
     parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
-    parameter MEM_DIR = "."  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
+    parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
+    parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
     input  logic                   ap_clk,
     input  logic                   ap_rst,
@@ -203,7 +204,7 @@ module kan_online #(
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
         .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT),
-        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)})
+        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)}), .HOST_PORT(HOST_PORT)
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used),

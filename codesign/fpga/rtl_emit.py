@@ -220,9 +220,11 @@ def _state_description(spec: KANSpec | MLPSpec) -> dict[str, Any]:
     }
 
 
-def _core_instance(kind: str, params: dict[str, int | str], connections: dict[str, str]) -> list[str]:
+def _core_instance(kind: str, params: dict[str, int | str], connections: dict[str, str], host_port: bool = False) -> list[str]:
     """Lines instantiating the core as u_core with every parameter and these port connections."""
     entries = [f"      .{k}({v})" for k, v in params.items()] + ["      .MEM_DIR(MEM_DIR)"]
+    if host_port:
+        entries.append("      .HOST_PORT(1)")
     ports = [f".{port}({signal})" for port, signal in connections.items()]
     rows = [", ".join(ports[k:k + 5]) for k in range(0, len(ports), 5)]
     return [f"  {kind}_online #(", ",\n".join(entries), "  ) u_core (", ",\n".join(f"      {r}" for r in rows), "  );"]
@@ -316,7 +318,7 @@ def _axi_top_text(kind: str, params: dict[str, int | str], layout: StreamLayout,
             "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
             **({"coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
                 "coef_rdata": "core_coef_rdata"} if kind == "kan" else {}),
-        }),
+        }, host_port=has_coef),
         "endmodule",
         "",
     ])
