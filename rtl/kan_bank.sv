@@ -7,9 +7,10 @@
 // share the address because they share the cell. The array maps to distributed RAM (LUTRAM).
 // Reset does not touch it: the learned coefficients survive a reset (as Vitis HLS arrays do).
 // With HOST_PORT, the host port (kan_host.sv) shares the write port: its address is host_addr
-// while no update is written, host_rdata the word there (a LUTRAM's read at the write address, so
-// the bank stays one write and two read ports), written when host_we. kan_online raises host_we
-// and reads only while no sample is in flight. Without HOST_PORT the bank has no host logic.
+// while host_mode (a registered signal: kan_online raises it only while no sample is in flight,
+// so no update is written then), host_rdata the word there (a LUTRAM's read at the write address,
+// so the bank stays one write and two read ports), written when host_we. Without HOST_PORT the
+// bank has no host logic.
 module kan_bank #(
     parameter int W_WORD = 64,
     parameter int DEPTH  = 3,
@@ -23,6 +24,7 @@ module kan_bank #(
     input  logic              we,
     input  logic [W_ADDR-1:0] waddr,
     input  logic [W_WORD-1:0] wdata,
+    input  logic              host_mode,
     input  logic [W_ADDR-1:0] host_addr,
     output logic [W_WORD-1:0] host_rdata,
     input  logic              host_we,
@@ -35,9 +37,9 @@ module kan_bank #(
   assign rdata = mem[raddr];
   if (HOST_PORT != 0) begin : g_host
     logic [W_ADDR-1:0] port_addr;
-    assign port_addr = we ? waddr : host_addr;
+    assign port_addr = host_mode ? host_addr : waddr;
     always_ff @(posedge clk) begin
-      if (we || host_we) mem[port_addr] <= we ? wdata : host_wdata;
+      if (we || host_we) mem[port_addr] <= host_mode ? host_wdata : wdata;
     end
     assign host_rdata = mem[port_addr];
   end else begin : g_no_host

@@ -1,8 +1,9 @@
 // kan_host: host access to one layer's coefficient banks (the AXI shell's COEF_ADDR / COEF_DATA).
 //
 // Coefficient m of edge (o, i) is field o of word m div P of bank (i, m mod P) (kan_bank.sv).
-// A read returns that field of the word the bank shows at host_addr; a write replaces the field
-// and writes the word back in one clock. Addresses outside the layer read 0 and write nothing.
+// A read returns that field of the word the bank shows at host_addr; a write replaces the field in
+// that word as registered one clock earlier (word_q, and the target bank target_q: the shell
+// writes only after a quiet cycle with the same address) and writes it back. Addresses outside the layer read 0 and write nothing.
 // kan_online gates `we` so that it only reaches the banks while no sample is in flight.
 module kan_host #(
     parameter int N_IN = 2,
@@ -13,6 +14,7 @@ module kan_host #(
     parameter int W_COEF = 16,
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
+    input  logic                          clk,
     input  logic                          sel,  // the address names this layer
     input  logic [7:0]                    o,
     input  logic [7:0]                    i,
@@ -30,18 +32,22 @@ module kan_host #(
 
   logic hit;
   logic [7:0] bank, word;
-  logic [W_WORD-1:0] current;
+  logic [W_WORD-1:0] current, word_q;
   assign hit = sel && 32'(o) < N_OUT && 32'(i) < N_IN && 32'(m) < N_COEF;
   assign bank = (P > 1) ? (m & 8'(P - 1)) : 8'd0;
   assign word = (P > 1) ? (m >> LOG2P) : m;
   assign bank_addr = W_BADDR'(word);
   assign current = hit ? bank_rdata[(32'(i) * P + 32'(bank)) * W_WORD+:W_WORD] : '0;
   assign rdata = hit ? current[32'(o) * W_COEF+:W_COEF] : '0;
+  always_ff @(posedge clk) word_q <= current;  // the read-modify-write starts from a register
   always_comb begin
-    bank_wdata = current;
+    bank_wdata = word_q;
     bank_wdata[32'(o) * W_COEF+:W_COEF] = wdata;
   end
+  // the bank a write goes to, registered like word_q (the address is stable a cycle before a write)
+  logic [N_IN*P-1:0] target_q;
   for (genvar e = 0; e < N_IN * P; e++) begin : g_we
-    assign bank_we[e] = we && hit && 32'(i) * P + 32'(bank) == e;
+    always_ff @(posedge clk) target_q[e] <= hit && 32'(i) * P + 32'(bank) == e;
+    assign bank_we[e] = we && target_q[e];
   end
 endmodule

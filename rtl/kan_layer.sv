@@ -57,6 +57,7 @@ module kan_layer #(
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
     // host access to the banks (kan_host.sv): one address for all banks, a write enable per bank
+    input  logic                      host_mode,
     input  logic [W_BADDR-1:0]        host_addr,
     input  logic [N_IN*P-1:0]         host_we,
     input  logic [N_OUT*W_COEF-1:0]   host_wdata,
@@ -107,7 +108,7 @@ module kan_layer #(
           .we(commit && used_h[i*P+b]),
           .waddr(baddr_h[(i*P+b)*W_BADDR+:W_BADDR]),
           .wdata(wdata[(i*P+b)*W_WORD+:W_WORD]),
-          .host_addr(host_addr), .host_rdata(host_rdata[(i*P+b)*W_WORD+:W_WORD]),
+          .host_mode(host_mode), .host_addr(host_addr), .host_rdata(host_rdata[(i*P+b)*W_WORD+:W_WORD]),
           .host_we(host_we[i*P+b]), .host_wdata(host_wdata)
       );
     end

@@ -62,8 +62,11 @@ module kan_online #(
     output logic [N_OUT*W_ACT-1:0] y_hat,
     output logic                   y_hat_ap_vld,
     // host access to the coefficients (kan_host.sv; the bare top ties it off): coef_addr is the
-    // AXI shell's COEF_ADDR (m [7:0], i [15:8], o [23:16], layer [27:24]); a write takes effect
-    // only while no sample is in flight (ap_idle and no ap_start), the shell waits for that
+    // AXI shell's COEF_ADDR (m [7:0], i [15:8], o [23:16], layer [27:24]). coef_hold (registered,
+    // from the shell, which starts no sample while it is high) hands the banks' write port to the
+    // host while no sample is in flight; coef_rdata is then the coefficient at coef_addr and a
+    // write takes effect; the shell waits for that
+    input  logic                   coef_hold,
     input  logic [27:0]            coef_addr,
     input  logic                   coef_we,
     input  logic [W_COEF-1:0]      coef_wdata,
@@ -153,8 +156,9 @@ module kan_online #(
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
   logic [N_LAYERS*W_COEF-1:0] coef_rdata_l;  // layer l's host read (0 unless the address names it)
-  logic coef_we_idle;
-  assign coef_we_idle = coef_we && !busy && !accept && !ap_rst;
+  logic coef_we_idle, host_mode;
+  assign host_mode = coef_hold && !busy;  // registers only: no update is written while it is high
+  assign coef_we_idle = coef_we && host_mode && !accept && !ap_rst;
 
   for (genvar l = 0; l < N_LAYERS; l++) begin : g_layer
     localparam int NI = WIDTHS[16*l+:16];
@@ -187,7 +191,7 @@ module kan_online #(
     logic [NO*W_COEF-1:0] host_wdata;
     logic [NI*P*NO*W_COEF-1:0] host_rdata;
     kan_host #(.N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH), .N_COEF(G + K), .W_COEF(W_COEF)) u_host (
-        .sel(coef_addr[27:24] == 4'(l)), .o(coef_addr[23:16]), .i(coef_addr[15:8]), .m(coef_addr[7:0]),
+        .clk(ap_clk), .sel(coef_addr[27:24] == 4'(l)), .o(coef_addr[23:16]), .i(coef_addr[15:8]), .m(coef_addr[7:0]),
         .we(coef_we_idle), .wdata(coef_wdata), .rdata(coef_rdata_l[l*W_COEF+:W_COEF]),
         .bank_addr(host_addr), .bank_we(host_we), .bank_wdata(host_wdata), .bank_rdata(host_rdata)
     );
@@ -213,7 +217,7 @@ module kan_online #(
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .commit(commit),
-        .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
+        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
     );
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;

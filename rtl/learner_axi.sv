@@ -72,6 +72,7 @@ module learner_axi #(
     output logic                   core_train,
     input  logic [N_OUT*W_ACT-1:0] core_y_hat,
     input  logic                   core_y_hat_vld,
+    output logic                   core_coef_hold,
     output logic [27:0]            core_coef_addr,
     output logic                   core_coef_we,
     output logic [W_COEF-1:0]      core_coef_wdata,
@@ -91,8 +92,10 @@ module learner_axi #(
   assign m_axis_tdata = W_M'(core_y_hat);
   assign out_free = !m_axis_tvalid || m_axis_tready;
   logic coef_wait;  // a COEF_DATA access is presented: hold the slave stream until it is done
-  assign core_start = s_axis_tvalid && out_free && !coef_wait;
-  assign s_axis_tready = core_ready && out_free && !coef_wait;
+  logic coef_hold;  // registered coef_wait: the banks' write port is the host's (with the core idle)
+  assign core_start = s_axis_tvalid && out_free && !coef_wait && !coef_hold;
+  assign s_axis_tready = core_ready && out_free && !coef_wait && !coef_hold;
+  assign core_coef_hold = coef_hold;
   assign core_x = s_axis_tdata[0+:N_IN*W_ACT];
   assign core_y = s_axis_tdata[N_IN*W_ACT+:N_OUT*W_ACT];
   assign core_train = s_axis_tdata[(N_IN+N_OUT)*W_ACT] && train_enable;
@@ -130,7 +133,19 @@ module learner_axi #(
   assign coef_write = s_axi_awvalid && s_axi_wvalid && waddr == REG_COEF_DATA;
   assign coef_read = s_axi_arvalid && raddr == REG_COEF_DATA;
   assign coef_wait = coef_write || coef_read;
-  assign coef_ready = core_idle;  // the stream is held while coef_wait, so idle stays idle
+  // An access first raises coef_hold (the stream then accepts nothing); once the core is idle with
+  // coef_hold high, the banks' port is the host's, and one cycle later (quiet_q: that port read with
+  // no register write in between) a read returns the registered word, or a write goes ahead from
+  // the registered word (kan_host.sv).
+  logic host_now, quiet_q;
+  logic [W_COEF-1:0] coef_rdata_q;
+  assign host_now = coef_hold && core_idle;
+  always_ff @(posedge aclk) begin
+    coef_hold <= !rst && coef_wait;
+    quiet_q <= !rst && host_now && !s_axi_awready;
+    coef_rdata_q <= core_coef_rdata;
+  end
+  assign coef_ready = host_now && quiet_q;
   assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid && (!coef_write || coef_ready);
   assign s_axi_wready = s_axi_awready;
   assign s_axi_bresp = 2'b00;
@@ -166,7 +181,7 @@ module learner_axi #(
                           | (32'(W_ACT) << GEOMETRY_W_ACT_LSB) | (32'(F_ACT & 8'hFF) << GEOMETRY_F_ACT_LSB);
       REG_TDATA: rword = (32'(W_S) << TDATA_S_WIDTH_LSB) | (32'(W_M) << TDATA_M_WIDTH_LSB);
       REG_COEF_ADDR: rword = 32'(coef_addr);
-      REG_COEF_DATA: rword = (HAS_COEF != 0) ? 32'($signed(core_coef_rdata)) : '0;
+      REG_COEF_DATA: rword = (HAS_COEF != 0) ? 32'($signed(coef_rdata_q)) : '0;
       REG_COEF_FORMAT: rword = (32'(W_COEF & 8'hFF) << COEF_FORMAT_W_COEF_LSB) | (32'(F_COEF & 8'hFF) << COEF_FORMAT_F_COEF_LSB)
                              | (32'(HAS_COEF != 0) << COEF_FORMAT_HAS_COEF_LSB);
       default: rword = '0;
