@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append("")
     default = KANSpec()
     regmap = register_markdown(stream_layout(default.n_inputs, default.n_outputs, default.act_t.width),
-                               default.act_t.frac, default.coef_t.width, default.coef_t.frac, True, title="Register map of the default build (KANSpec(): 2-4-1, act_t ap_fixed<16,6>)")
+                               default.act_t.frac, default.coef_t.width, default.coef_t.frac, True,
+                               title="Register map of the default build (KANSpec(): 2-4-1, act_t ap_fixed<16,6>)")
     text = DOC.read_text()
     text = _replace_section(text, "axi-registers", regmap.replace("## ", "### ") + "\n")
     text = _replace_section(text, "axi-results", "\n".join(results) + "\n")

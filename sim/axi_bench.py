@@ -28,12 +28,12 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from learner_bench import read_state, reference_state
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.fpga.rtl_emit import initial_state_of
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
-from learner_bench import read_state, reference_state
 
 
 def _pauses(rng: np.random.Generator, probability: float, burst: int):

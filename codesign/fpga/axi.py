@@ -14,9 +14,9 @@ word holds prediction element o at bits [o*W +: W], zero-padded to whole bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 __all__ = ["Field", "Register", "REGISTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
            "coef_address", "coef_format_value",

@@ -99,7 +99,7 @@ def float_vs_fixed_error(spec: KANSpec, initial: InitialState, x_raw: np.ndarray
                 dtype=torch.float64)
     with torch.no_grad():
         for layer, coef in zip(model.layers, initial.floats):
-            layer.coef.copy_(torch.from_numpy(coef))
+            layer.coef.copy_(torch.from_numpy(coef))  # type: ignore[operator]  # nn.Module attributes type as Tensor | Module
         x = spec.act_t.to_float(x_raw)
         # the fixed-point grid clamps its inputs to the grid range; the float model is asked the same
         lo, hi = spec.grid_range

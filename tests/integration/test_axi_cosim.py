@@ -21,10 +21,9 @@ pytest.importorskip("cocotbext.axi")
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_axi_stream_is_bit_exact_under_back_pressure_and_resets(tmp_path):
-    from codesign.fpga.axi_cosim import run_axi_cosim
-
     import torch
 
+    from codesign.fpga.axi_cosim import run_axi_cosim
     from codesign.kan.float_model import KAN
     from codesign.kan.initial_state import load_initial_state
 

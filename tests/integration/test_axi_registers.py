@@ -7,7 +7,14 @@ import re
 import pytest
 
 from codesign.fpga.axi import (
-    REGISTERS, SHELL_ID, LearnerAxiDriver, coef_address, register_header, register_markdown, register_svh, stream_layout,
+    REGISTERS,
+    SHELL_ID,
+    LearnerAxiDriver,
+    coef_address,
+    register_header,
+    register_markdown,
+    register_svh,
+    stream_layout,
 )
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.fpga.simulator import rtl_dir
