@@ -149,7 +149,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     report = build(
         args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
         samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
-        pipeline=parse_pipeline(args.pipeline), strict=args.strict, pnr=args.pnr,
+        pipeline=parse_pipeline(args.pipeline), strict=args.strict, pnr=args.pnr, init=args.init,
     )
     _warn_fit(report["fit"])
     csim = report["csim"]
@@ -367,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "clock_mhz by the analytic estimate), ii1 (no register: II 1, a slow clock), staged (a "
                         "register after every phase), deep (every register), an integer phase mask or "
                         "PHASES:CUTS:SPLIT (see docs/rtl.md)")
+    p.add_argument("--init", metavar="MODEL_PT",
+                   help="start the KAN from a float KAN's state dict (torch.save(model.state_dict())): docs/integration.md")
     p.add_argument("--cosim", action="store_true", help="co-simulate the RTL (Verilator + cocotb) on the same stream")
     p.add_argument("--synth", action="store_true", help="synthesize the RTL with Yosys and estimate the clock")
     p.add_argument("--strict", action="store_true",

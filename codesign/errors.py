@@ -15,7 +15,7 @@ from codesign.processes import ToolError
 __all__ = ["ToolError", "extra_providing", "one_line_error", "require_module"]
 
 # import names whose distribution is named differently
-_IMPORT_ALIASES = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cocotb_tools": "cocotb"}
+_IMPORT_ALIASES = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cocotb_tools": "cocotb", "cocotbext": "cocotbext-axi"}
 
 
 def _normalize(name: str) -> str:

@@ -6,26 +6,46 @@
 // outputs o (coefficient of output o in bits [o*W_COEF +: W_COEF]); the edges of one input
 // share the address because they share the cell. The array maps to distributed RAM (LUTRAM).
 // Reset does not touch it: the learned coefficients survive a reset (as Vitis HLS arrays do).
+// With HOST_PORT, the host port (kan_host.sv) shares the write port: its address is host_addr
+// while host_mode (a registered signal: kan_online raises it only while no sample is in flight,
+// so no update is written then), host_rdata the word there (a LUTRAM's read at the write address,
+// so the bank stays one write and two read ports), written when host_we. Without HOST_PORT the
+// bank has no host logic.
 module kan_bank #(
     parameter int W_WORD = 64,
     parameter int DEPTH  = 3,
     parameter int W_ADDR = 2,
-    parameter INIT_FILE = ""  // hex words, one per line (none: no initial values)
+    parameter INIT_FILE = "",  // hex words, one per line (none: no initial values)
+    parameter int HOST_PORT = 0
 ) (
     input  logic              clk,
     input  logic [W_ADDR-1:0] raddr,
     output logic [W_WORD-1:0] rdata,
     input  logic              we,
     input  logic [W_ADDR-1:0] waddr,
-    input  logic [W_WORD-1:0] wdata
+    input  logic [W_WORD-1:0] wdata,
+    input  logic              host_mode,
+    input  logic [W_ADDR-1:0] host_addr,
+    output logic [W_WORD-1:0] host_rdata,
+    input  logic              host_we,
+    input  logic [W_WORD-1:0] host_wdata
 );
   logic [W_WORD-1:0] mem[0:DEPTH-1]  /*verilator public_flat_rd*/;
 
   initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);
 
-  always_ff @(posedge clk) begin
-    if (we) mem[waddr] <= wdata;
-  end
-
   assign rdata = mem[raddr];
+  if (HOST_PORT != 0) begin : g_host
+    logic [W_ADDR-1:0] port_addr;
+    assign port_addr = host_mode ? host_addr : waddr;
+    always_ff @(posedge clk) begin
+      if (we || host_we) mem[port_addr] <= host_mode ? host_wdata : wdata;
+    end
+    assign host_rdata = mem[port_addr];
+  end else begin : g_no_host
+    always_ff @(posedge clk) begin
+      if (we) mem[waddr] <= wdata;
+    end
+    assign host_rdata = '0;
+  end
 endmodule

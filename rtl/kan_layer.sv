@@ -50,6 +50,7 @@ module kan_layer #(
     // rest of the layer reads are held from `hold` on, since the live ones move to the next sample
     parameter int READ_IN_FRONT = 0,
     parameter COEF_PREFIX = "",  // bank (i, b) loads COEF_PREFIX_i<iii>_b<bbb>.mem
+    parameter int HOST_PORT = 0,  // 1: the banks' host port (kan_bank.sv) is built
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
     input  logic                  clk,
@@ -64,7 +65,13 @@ module kan_layer #(
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
-    input  logic                  hold     // READ_IN_FRONT: the sample's decoded inputs are read at this edge
+    input  logic                  hold,    // READ_IN_FRONT: the sample's decoded inputs are read at this edge
+    // host access to the banks (kan_host.sv): one address for all banks, a write enable per bank
+    input  logic                      host_mode,
+    input  logic [W_BADDR-1:0]        host_addr,
+    input  logic [N_IN*P-1:0]         host_we,
+    input  logic [N_OUT*W_COEF-1:0]   host_wdata,
+    output logic [N_IN*P*N_OUT*W_COEF-1:0] host_rdata
 );
   localparam int W_WORD = N_OUT * W_COEF;
   localparam int W_INV = $clog2(INV_H + 1);
@@ -119,7 +126,7 @@ module kan_layer #(
   for (genvar i = 0; i < N_IN; i++) begin : g_input
     for (genvar b = 0; b < P; b++) begin : g_bank
       kan_bank #(
-          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR),
+          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR), .HOST_PORT(HOST_PORT),
           .INIT_FILE((COEF_PREFIX == "") ? "" : {COEF_PREFIX, "_i", decimal3(i), "_b", decimal3(b), ".mem"})
       ) u_bank (
           .clk(clk),
@@ -127,7 +134,9 @@ module kan_layer #(
           .rdata(rdata[(i*P+b)*W_WORD+:W_WORD]),
           .we(commit && used_h[i*P+b]),
           .waddr(baddr_h[(i*P+b)*W_BADDR+:W_BADDR]),
-          .wdata(wdata[(i*P+b)*W_WORD+:W_WORD])
+          .wdata(wdata[(i*P+b)*W_WORD+:W_WORD]),
+          .host_mode(host_mode), .host_addr(host_addr), .host_rdata(host_rdata[(i*P+b)*W_WORD+:W_WORD]),
+          .host_we(host_we[i*P+b]), .host_wdata(host_wdata)
       );
     end
   end

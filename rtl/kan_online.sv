@@ -46,7 +46,8 @@ module kan_online #(
     parameter logic [63:0] PIPE = 64'd0,
     parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
-    parameter MEM_DIR = "."  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
+    parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
+    parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
     input  logic                   ap_clk,
     input  logic                   ap_rst,
@@ -60,7 +61,17 @@ module kan_online #(
     input  logic                   y_ap_vld,
     input  logic                   train,
     output logic [N_OUT*W_ACT-1:0] y_hat,
-    output logic                   y_hat_ap_vld
+    output logic                   y_hat_ap_vld,
+    // host access to the coefficients (kan_host.sv; the bare top ties it off): coef_addr is the
+    // AXI shell's COEF_ADDR (m [7:0], i [15:8], o [23:16], layer [27:24]). coef_hold (registered,
+    // from the shell, which starts no sample while it is high) hands the banks' write port to the
+    // host while no sample is in flight; coef_rdata is then the coefficient at coef_addr and a
+    // write takes effect; the shell waits for that
+    input  logic                   coef_hold,
+    input  logic [27:0]            coef_addr,
+    input  logic                   coef_we,
+    input  logic [W_COEF-1:0]      coef_wdata,
+    output logic [W_COEF-1:0]      coef_rdata
 );
   `include "mem_names.svh"
 
@@ -169,6 +180,10 @@ module kan_online #(
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
+  logic [N_LAYERS*W_COEF-1:0] coef_rdata_l;  // layer l's host read (0 unless the address names it)
+  logic coef_we_idle, host_mode;
+  assign host_mode = coef_hold && !busy;  // registers only: no update is written while it is high
+  assign coef_we_idle = coef_we && host_mode && !accept && !ap_rst;
 
   for (genvar l = 0; l < N_LAYERS; l++) begin : g_layer
     localparam int NI = WIDTHS[16*l+:16];
@@ -196,6 +211,15 @@ module kan_online #(
         .clk(ap_clk), .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
     );
 
+    logic [W_BADDR-1:0] host_addr;
+    logic [NI*P-1:0] host_we;
+    logic [NO*W_COEF-1:0] host_wdata;
+    logic [NI*P*NO*W_COEF-1:0] host_rdata;
+    kan_host #(.N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH), .N_COEF(G + K), .W_COEF(W_COEF)) u_host (
+        .clk(ap_clk), .sel(coef_addr[27:24] == 4'(l)), .o(coef_addr[23:16]), .i(coef_addr[15:8]), .m(coef_addr[7:0]),
+        .we(coef_we_idle), .wdata(coef_wdata), .rdata(coef_rdata_l[l*W_COEF+:W_COEF]),
+        .bank_addr(host_addr), .bank_we(host_we), .bank_wdata(host_wdata), .bank_rdata(host_rdata)
+    );
     kan_layer #(
         .N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH),
         .W_ACT(W_ACT), .F_ACT(F_ACT), .Q_ACT(Q_ACT), .O_ACT(O_ACT),
@@ -209,7 +233,7 @@ module kan_online #(
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
         .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT), .READ_IN_FRONT(l == 0 ? READ_IN_FRONT : 0),
-        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)})
+        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)}), .HOST_PORT(HOST_PORT)
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used),
@@ -218,11 +242,17 @@ module kan_online #(
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .commit(commit),
-        .hold(hold_load)
+        .hold(hold_load),
+        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
     );
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
     end
+  end
+
+  always_comb begin
+    coef_rdata = '0;
+    for (int l = 0; l < N_LAYERS; l++) coef_rdata = coef_rdata | coef_rdata_l[l*W_COEF+:W_COEF];
   end
 
   // §4: the error at the output is the gradient of the last layer

@@ -32,6 +32,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from codesign.fpga.rtl_emit import initial_state_of
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
 
@@ -303,7 +304,7 @@ async def learner_stream(dut):
     accepted = sorted(events.accept_cycle)
     idx = np.array(accepted, dtype=np.int64)
     effective_train = np.array([int(train[k]) if k in events.done_cycle else 0 for k in accepted], dtype=np.int64)
-    learner = make_learner(spec, seed=int(config["seed"]))
+    learner = make_learner(spec, seed=int(config["seed"]), initial=initial_state_of(manifest, os.path.dirname(config["manifest"])))
     expected = learner.run_raw(x[idx], y[idx], effective_train) if idx.size else np.zeros((0, ports.n_out), np.int64)
 
     # checker

@@ -61,12 +61,14 @@ def build(
     pipeline: str | int | Pipeline = "auto",
     strict: bool = False,
     pnr: bool = False,
+    init: str | Path | None = None,
 ) -> dict:
     """Generate, C-simulate (optionally co-simulate, synthesize, place and route) one learner for one target; returns report.json's data.
 
     report["fit"] says whether the design fits the part and meets the clock (from the synthesis
     when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
-    raised before any work when the analytic estimate already says so.
+    raised before any work when the analytic estimate already says so. ``init`` is a float KAN's
+    state dict (codesign.kan.initial_state): the learner starts from its quantized coefficients.
     """
     stream = stream if stream is not None else sys.stdout
     if learner not in LEARNERS:
@@ -77,6 +79,13 @@ def build(
         raise ValueError(f"--samples={samples}: need at least {MIN_SAMPLES} sample")
     if seed < 0:
         raise ValueError(f"--seed={seed}: must be >= 0")
+    initial = None
+    if init is not None:
+        if not isinstance(spec, KANSpec):
+            raise ValueError(f"--init: {learner} has no B-spline coefficients to start from (--init is for kan_online)")
+        from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
+
+        initial = load_initial_state(init, spec)  # a bad file is refused here, before anything is written
     task_options(task)  # an unknown task is refused here, before anything is written
     check_stream_size(task, samples)
     choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
@@ -104,7 +113,7 @@ def build(
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pnr, analytic, choice, compiler, ap_types, stream)
+                             pnr, analytic, choice, compiler, ap_types, stream, initial)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -115,7 +124,7 @@ def build(
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
                 samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
-                choice: dict, compiler: str, ap_types: Path, stream: TextIO) -> dict:
+                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
     ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
@@ -128,17 +137,26 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
-        reference = run_reference(spec, stimulus, fw)
+        reference = run_reference(spec, stimulus, fw, initial=None if initial is None else initial.coefficients)
     with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
     with progress.step("rtl", f"writing the RTL ({choice['choice']} pipeline: {placement.text}) to {shown / 'rtl'}"):
-        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True)
+        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True,
+                       initial=None if initial is None else initial.coefficients)
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
     report["estimate"] = analytic
+    if initial is not None:
+        from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
+
+        error = float_vs_fixed_error(spec, initial, stimulus.x[: stimulus.task_samples])
+        report["init"] = {**initial.summary(), "float_vs_fixed": error}
+        print(f"  init        {initial.source}: {report['init']['coefficients']} coefficients, {initial.saturated} saturated; "
+              f"float vs fixed initial model on {error['samples']:,} task inputs: RMS {error['rms']:.3g}, "
+              f"max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
     rtl["pipeline"].update(_clock_fields(spec, report["estimate"], choice))
     (out_dir / "rtl" / RTL_MANIFEST).write_text(json.dumps(rtl, indent=1) + "\n")  # the choice and clock, as reported
     report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}

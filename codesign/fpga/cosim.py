@@ -152,6 +152,8 @@ def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, 
     if not report.is_file():
         raise FileNotFoundError(f"{folder} holds neither {RTL_MANIFEST} nor a build's report.json")
     data = json.loads(report.read_text())
+    if data.get("init"):
+        raise FileNotFoundError(f"{folder} was built with --init and holds no rtl/{RTL_MANIFEST}: build it again")
     kind = {"kan_online": "kan", "mlp_online": "mlp"}.get(data.get("learner"))
     if kind is None:
         raise ValueError(f"{report}: unknown learner {data.get('learner')!r}")

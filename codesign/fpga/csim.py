@@ -79,15 +79,20 @@ def find_ap_types() -> Path:
     return folder
 
 
-def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path) -> Path:
-    """Compile tb/<learner>_test.cpp and firmware/<learner>.cpp (in parallel) and link; returns the binary."""
+def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top: str = "") -> Path:
+    """Compile tb/<learner><top>_test.cpp and the firmware (in parallel) and link; returns the binary.
+
+    ``top`` is "" for the learner's top, "_axi" for its AXI top (firmware/<learner>_axi.cpp over it).
+    """
     build = project / "csim"
     build.mkdir(exist_ok=True)
     flags = [OPT_LEVEL, "-std=c++14", f"-I{ap_types}", f"-I{project / 'firmware'}", "-w"]
-    sources = [project / "tb" / f"{learner}_test.cpp", project / "firmware" / f"{learner}.cpp"]
+    sources = [project / "tb" / f"{learner}{top}_test.cpp", project / "firmware" / f"{learner}.cpp"]
+    if top:
+        sources.append(project / "firmware" / f"{learner}{top}.cpp")
     objects = [build / (s.stem + ".o") for s in sources]
     commands = [[compiler, *flags, "-c", str(s), "-o", str(o)] for s, o in zip(sources, objects)]
-    binary = build / f"{learner}_csim"
+    binary = build / f"{learner}{top}_csim"
     log = build / "compile.log"
     tool = Path(compiler).name
     try:
@@ -115,10 +120,10 @@ def parse_summary(output: str) -> tuple[int, int, int, int, bool]:
     return int(samples), int(pred), int(values), int(state), result == "PASS"
 
 
-def run_csim(binary: Path, tb_data: Path, timeout_s: float = 600.0) -> CsimResult:
-    """Run the compiled testbench on tb_data; its output goes to csim/csim.log next to the binary."""
+def run_csim(binary: Path, tb_data: Path, timeout_s: float = 600.0, log_name: str = "csim.log") -> CsimResult:
+    """Run the compiled testbench on tb_data; its output goes to csim/<log_name> next to the binary."""
     start = time.perf_counter()
-    log = binary.parent / "csim.log"
+    log = binary.parent / log_name
     try:
         proc = run_tool([binary, tb_data], tool="C-simulation", timeout=timeout_s, log=log)
     except ToolError as exc:

@@ -14,6 +14,7 @@ from types import ModuleType
 
 from codesign import __version__
 from codesign.fpga import kan_firmware, mlp_firmware
+from codesign.fpga.axi import stream_layout
 from codesign.fpga.boards import Board
 from codesign.fpga.manifest import interface_table, manifest
 from codesign.fpga.stimulus import Reference, Stimulus, write_tb_data
@@ -80,6 +81,15 @@ def write_project(
     files[f"tb/{learner}_test.cpp"] = render(
         "common/testbench.cpp", version=__version__, learner=learner, top=f"{learner}_top", top_header=f"{learner}.h",
     )
+    # the AXI top (INTERFACE axis / s_axilite) with the stream words of the RTL's AXI top, and its testbench
+    layout = stream_layout(spec.n_inputs, spec.n_outputs, spec.act_t.width)
+    axi_slots = {"version": __version__, "learner": learner, "top": f"{learner}_top"}
+    files[f"firmware/{learner}_axi.h"] = render(
+        "common/top_axi.h", **axi_slots, guard=f"{learner.upper()}_AXI_H_", s_width=str(layout.s_width),
+        m_width=str(layout.m_width), train_bit=str(layout.train_bit),
+    )
+    files[f"firmware/{learner}_axi.cpp"] = render("common/top_axi.cpp", **axi_slots)
+    files[f"tb/{learner}_axi_test.cpp"] = render("common/testbench_axi.cpp", **axi_slots)
     target_label = board.label
     clock = spec.clock_mhz
     files["build_prj.tcl"] = render(

@@ -5,6 +5,9 @@ generated top (``kan_online_top.sv`` / ``mlp_online_top.sv``) that sets every pa
 core from the spec, the ``.mem`` files of the initial state and ROMs (hex, one word per line),
 and ``rtl_manifest.json`` (ports, pipeline, expected latency and II, where the state lives).
 The ports are the ones of the HLS top (``manifest.json``), so one bench drives either.
+Next to it, ``<kind>_online_axi.sv`` puts that top behind the AXI4-Stream / AXI4-Lite shell
+(``rtl/learner_axi.sv``; its register map in ``axi_registers.md`` and ``learner_axi.h``, the
+manifest's ``axi`` entry): the top a Vivado block design instantiates.
 
 The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
 inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after every phase
@@ -26,6 +29,7 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fixed import FixedType
+from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
 from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
@@ -41,15 +45,17 @@ __all__ = [
     "pipeline_timing",
     "rtl_parameters",
     "emit_rtl",
+    "initial_state_of",
     "load_rtl_manifest",
 ]
 
 RTL_MANIFEST = "rtl_manifest.json"
+INITIAL_STATE = "initial_state.npz"  # raw initial coefficients when they come from --init, not the seed
 
 # Library modules each learner needs, in compile order (the generated top comes last).
 _LIBRARY = {
     "kan": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "const_mult.sv", "adder_tree.sv", "online_control.sv",
-            "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_online.sv"],
+            "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_host.sv", "kan_online.sv"],
     "mlp": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"],
 }
 
@@ -217,6 +223,16 @@ def _state_description(spec: KANSpec | MLPSpec) -> dict[str, Any]:
     }
 
 
+def _core_instance(kind: str, params: dict[str, int | str], connections: dict[str, str], host_port: bool = False) -> list[str]:
+    """Lines instantiating the core as u_core with every parameter and these port connections."""
+    entries = [f"      .{k}({v})" for k, v in params.items()] + ["      .MEM_DIR(MEM_DIR)"]
+    if host_port:
+        entries.append("      .HOST_PORT(1)")
+    ports = [f".{port}({signal})" for port, signal in connections.items()]
+    rows = [", ".join(ports[k:k + 5]) for k in range(0, len(ports), 5)]
+    return [f"  {kind}_online #(", ",\n".join(entries), "  ) u_core (", ",\n".join(f"      {r}" for r in rows), "  );"]
+
+
 def _top_text(kind: str, params: dict[str, int | str]) -> str:
     core = f"{kind}_online"
     lines = [
@@ -239,20 +255,78 @@ def _top_text(kind: str, params: dict[str, int | str]) -> str:
         f"    output logic [{int(params['N_OUT'])}*{int(params['W_ACT'])}-1:0] y_hat,",
         "    output logic y_hat_ap_vld",
         ");",
-        f"  {core} #(",
     ]
-    entries = [f"      .{k}({v})" for k, v in params.items()] + ["      .MEM_DIR(MEM_DIR)"]
-    lines.append(",\n".join(entries))
+    lines += _core_instance(kind, params, {
+        "ap_clk": "ap_clk", "ap_rst": "ap_rst", "ap_start": "ap_start", "ap_done": "ap_done", "ap_idle": "ap_idle",
+        "ap_ready": "ap_ready", "x": "x", "x_ap_vld": "x_ap_vld", "y": "y", "y_ap_vld": "y_ap_vld", "train": "train",
+        "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld",
+        **({"coef_hold": "1'b0", "coef_addr": "28'd0", "coef_we": "1'b0", "coef_wdata": "'0", "coef_rdata": ""} if kind == "kan" else {}),
+    })
     lines += [
-        "  ) u_core (",
-        "      .ap_clk(ap_clk), .ap_rst(ap_rst), .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle),",
-        "      .ap_ready(ap_ready), .x(x), .x_ap_vld(x_ap_vld), .y(y), .y_ap_vld(y_ap_vld), .train(train),",
-        "      .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld)",
-        "  );",
         "endmodule",
         "",
     ]
     return "\n".join(lines)
+
+
+_AXI_LIBRARY = ["learner_axi_regs.svh", "learner_axi.sv"]  # kan_host.sv is in the KAN core's library
+
+
+def _axi_top_text(kind: str, params: dict[str, int | str], layout: StreamLayout, f_act: int, has_coef: bool) -> str:
+    """The AXI top: the bare top behind the learner_axi shell (ports as Vivado's interface inference names them)."""
+    core = f"{kind}_online"
+    s_w, m_w = layout.s_width, layout.m_width
+    ports = [
+        "input  logic aclk", "input  logic aresetn",
+        f"input  logic [{s_w - 1}:0] s_axis_tdata", "input  logic s_axis_tvalid", "output logic s_axis_tready",
+        f"output logic [{m_w - 1}:0] m_axis_tdata", "output logic m_axis_tvalid", "input  logic m_axis_tready",
+        "input  logic [ADDR_WIDTH-1:0] s_axi_awaddr", "input  logic [2:0] s_axi_awprot", "input  logic s_axi_awvalid",
+        "output logic s_axi_awready", "input  logic [31:0] s_axi_wdata", "input  logic [3:0] s_axi_wstrb",
+        "input  logic s_axi_wvalid", "output logic s_axi_wready", "output logic [1:0] s_axi_bresp",
+        "output logic s_axi_bvalid", "input  logic s_axi_bready", "input  logic [ADDR_WIDTH-1:0] s_axi_araddr",
+        "input  logic [2:0] s_axi_arprot", "input  logic s_axi_arvalid", "output logic s_axi_arready",
+        "output logic [31:0] s_axi_rdata", "output logic [1:0] s_axi_rresp", "output logic s_axi_rvalid",
+        "input  logic s_axi_rready",
+    ]
+    names = [p.split()[-1] for p in ports]
+    n_in, n_out, w = int(params["N_IN"]), int(params["N_OUT"]), int(params["W_ACT"])
+    w_coef = int(params["W_COEF"])
+    return "\n".join([
+        f"// {core}_axi: the {core} core with this build's parameters behind the AXI4-Stream / AXI4-Lite shell",
+        "// (learner_axi.sv, axi_registers.md).",
+        f"// Generated by codesign {__version__}.",
+        f"module {core}_axi #(",
+        '    parameter MEM_DIR = ".",',
+        "    parameter int ADDR_WIDTH = 6",
+        ") (",
+        ",\n".join(f"    {p}" for p in ports),
+        ");",
+        "  logic core_rst, core_start, core_done, core_idle, core_ready, core_train, core_y_hat_vld, core_coef_we;",
+        f"  logic [{n_in * w - 1}:0] core_x;",
+        f"  logic [{n_out * w - 1}:0] core_y, core_y_hat;",
+        "  logic core_coef_hold;",
+        "  logic [27:0] core_coef_addr;",
+        f"  logic [{w_coef - 1}:0] core_coef_wdata, core_coef_rdata;",
+        f"  learner_axi #(.N_IN({n_in}), .N_OUT({n_out}), .W_ACT({w}), .F_ACT({f_act}), .W_COEF({w_coef}), "
+        f".F_COEF({int(params['F_COEF'])}), .HAS_COEF({int(has_coef)}), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (",
+        ",\n".join(f"      .{n}({n})" for n in names) + ",",
+        "      .core_rst(core_rst), .core_start(core_start), .core_ready(core_ready), .core_done(core_done),",
+        "      .core_idle(core_idle), .core_x(core_x), .core_y(core_y), .core_train(core_train),",
+        "      .core_y_hat(core_y_hat), .core_y_hat_vld(core_y_hat_vld), .core_coef_addr(core_coef_addr),",
+        "      .core_coef_hold(core_coef_hold), .core_coef_we(core_coef_we), .core_coef_wdata(core_coef_wdata),",
+        "      .core_coef_rdata(core_coef_rdata)",
+        "  );",
+        *([] if kind == "kan" else ["  assign core_coef_rdata = '0;  // the MLP core has no coefficient port"]),
+        *_core_instance(kind, params, {
+            "ap_clk": "aclk", "ap_rst": "core_rst", "ap_start": "core_start", "ap_done": "core_done",
+            "ap_idle": "core_idle", "ap_ready": "core_ready", "x": "core_x", "x_ap_vld": "1'b1", "y": "core_y",
+            "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
+            **({"coef_hold": "core_coef_hold", "coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
+                "coef_rdata": "core_coef_rdata"} if kind == "kan" else {}),
+        }, host_port=has_coef),
+        "endmodule",
+        "",
+    ])
 
 
 def emit_rtl(
@@ -263,12 +337,15 @@ def emit_rtl(
     learner_name: str | None = None,
     force: bool = False,
     target: str = "xcvu9p",
+    initial: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
 
     The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
     RTL starts where the Python reference and the HLS build start. ``target`` is only read by
-    ``pipeline="auto"`` (the part whose clock model chooses the placement).
+    ``pipeline="auto"`` (the part whose clock model chooses the placement). ``initial`` (raw
+    coef_t per layer, from --init) replaces the seed's initial coefficients; it is kept in
+    ``initial_state.npz`` and named by the manifest's ``initial_state``, where the benches read it.
     """
     from codesign.fpga.estimate import choose_pipeline  # noqa: PLC0415 (estimate is the heavier module)
 
@@ -285,7 +362,9 @@ def emit_rtl(
     library = rtl_dir()
     for name in _LIBRARY[kind]:
         shutil.copyfile(library / name, out_dir / name)
-    learner = make_learner(spec, seed=seed)
+    learner = make_learner(spec, seed=seed, initial=initial)
+    if initial is not None:
+        np.savez(out_dir / INITIAL_STATE, *[np.asarray(c, dtype=np.int64) for c in initial])
     if kind == "kan":
         memories = _write_kan_memories(spec, learner, out_dir)
     else:
@@ -293,6 +372,15 @@ def emit_rtl(
     top = f"{kind}_online_top"
     (out_dir / f"{top}.sv").write_text(_top_text(kind, params))
     sources = [n for n in _LIBRARY[kind] if n.endswith(".sv")] + [f"{top}.sv"]
+    # the AXI top: an extra top over the same sources; the bare top stays the manifest's "top"
+    for name in _AXI_LIBRARY:
+        shutil.copyfile(library / name, out_dir / name)
+    layout = stream_layout(spec.n_inputs, spec.n_outputs, spec.act_t.width)
+    axi_top = f"{kind}_online_axi"
+    # COEF_ADDR's fields reach m, i, o < 256 and COEF_DATA is 32 bits wide
+    has_coef = kind == "kan" and spec.n_coef <= 256 and max(spec.widths) <= 256 and spec.coef_t.width <= 32
+    (out_dir / f"{axi_top}.sv").write_text(_axi_top_text(kind, params, layout, spec.act_t.frac, has_coef))
+    register_docs = write_register_docs(out_dir, layout, spec.act_t.frac, spec.coef_t.width, spec.coef_t.frac, has_coef)
     manifest = {
         "format": "codesign-rtl-manifest/1",
         "generator": f"codesign {__version__}",
@@ -308,14 +396,32 @@ def emit_rtl(
         "pipeline": {**pipe.to_dict(), **pipeline_timing(spec, pipe),
                      **{k: v for k, v in choice.items() if k != "pipeline"}},
         "state": _state_description(spec),
+        "axi": {
+            "top": axi_top,
+            "sources": [n for n in sources if n != f"{top}.sv"] + ["learner_axi.sv", f"{axi_top}.sv"],
+            "s_axis_width": layout.s_width, "m_axis_width": layout.m_width, "train_bit": layout.train_bit,
+            "element_width": layout.w_act, "n_in": layout.n_in, "n_out": layout.n_out,
+            "register_docs": register_docs, "coefficient_access": has_coef,
+            "reset": "aresetn, synchronous, active low: the learner's ap_rst; also drops a prediction not yet taken",
+        },
         "reset": "synchronous, active high: drops the sample in flight unless its update is already "
         "committed (ap_done); keeps the learned state; ap_ready is low while it is held",
         "seed": seed,
+        **({"initial_state": INITIAL_STATE} if initial is not None else {}),
         "spec": spec.to_dict(),
         "semantics": "predict-then-update: y_hat of sample t uses the state after sample t-1 (docs/arithmetic.md §7)",
     }
     (out_dir / RTL_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def initial_state_of(manifest: dict[str, Any], folder: str | Path) -> list[np.ndarray] | None:
+    """The raw initial coefficients an emitted folder holds (from --init), or None when the seed made them."""
+    name = manifest.get("initial_state")
+    if not name:
+        return None
+    with np.load(Path(folder) / name) as data:
+        return [data[f"arr_{k}"] for k in range(len(data.files))]
 
 
 def load_rtl_manifest(folder: str | Path) -> dict[str, Any]:

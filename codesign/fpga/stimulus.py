@@ -113,10 +113,11 @@ def make_stimulus(spec: KANSpec | MLPSpec, task: str = "function_tracking", n_sa
     )
 
 
-def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleType) -> Reference:
-    """Run the bit-exact Python learner (initial state from the stimulus seed) over the stimulus;
-    ``firmware`` (kan_firmware or mlp_firmware) says how to read the learner's state."""
-    learner = make_learner(spec, seed=stimulus.seed)
+def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleType,
+                  initial: list[np.ndarray] | None = None) -> Reference:
+    """Run the bit-exact Python learner (initial state from the stimulus seed, or ``initial``: raw
+    coefficients from --init) over the stimulus; ``firmware`` says how to read the learner's state."""
+    learner = make_learner(spec, seed=stimulus.seed, initial=initial)
     initial = firmware.learner_state(learner)
     start = time.perf_counter()
     pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train)

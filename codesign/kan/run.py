@@ -54,8 +54,12 @@ def task_spec(
     return spec, stream, fields
 
 
-def make_learner(spec: KANSpec | MLPSpec, seed: int = 0) -> OnlineLearner:
-    """A fresh learner (initial coefficients or weights from the seed) for a spec."""
+def make_learner(spec: KANSpec | MLPSpec, seed: int = 0, initial: list[np.ndarray] | None = None) -> OnlineLearner:
+    """A fresh learner for a spec: initial coefficients or weights from the seed, or ``initial`` (raw coef_t, KAN only)."""
+    if initial is not None:
+        if not isinstance(spec, KANSpec):
+            raise ValueError("initial coefficients (--init) are for the KAN learner only")
+        return KANLearner(spec, coefficients=[spec.coef_t.to_float(np.asarray(c, dtype=np.int64)) for c in initial])
     return KANLearner(spec, seed=seed) if isinstance(spec, KANSpec) else MLPLearner(spec, seed=seed)
 
 

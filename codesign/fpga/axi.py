@@ -1,0 +1,294 @@
+"""The AXI shell of an online learner: its register map, stream word layout and host driver.
+
+The register map is written here once (:data:`REGISTERS`) and everything else is generated
+from it: the SystemVerilog include ``rtl/learner_axi_regs.svh`` that ``rtl/learner_axi.sv``
+decodes, and for each build a markdown table and a C header (:func:`write_register_docs`).
+:class:`LearnerAxiDriver` is the host side: register arithmetic over any 32-bit read/write
+pair (a PYNQ ``MMIO``, ``/dev/mem``, a bus model).
+
+Stream words (AXI4-Stream, one beat per sample, no TLAST): the slave word holds x element i
+at bits [i*W +: W], target y element o at bits [(N_IN+o)*W +: W] and the train flag at bit
+(N_IN+N_OUT)*W, W the act_t width, raw two's complement, zero-padded to whole bytes. The master
+word holds prediction element o at bits [o*W +: W], zero-padded to whole bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Field", "Register", "REGISTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
+           "coef_address", "coef_format_value",
+           "register_markdown", "register_header", "write_register_docs", "LearnerAxiDriver"]
+
+SHELL_ID = 0x4C524E01  # "LRN" and layout version 1: the host checks it before trusting the map
+
+
+@dataclass(frozen=True)
+class Field:
+    """A bit field of a register: ``width`` bits from ``lsb``."""
+
+    name: str
+    lsb: int
+    width: int
+    what: str
+
+
+@dataclass(frozen=True)
+class Register:
+    """One 32-bit AXI4-Lite register at byte ``offset``; ``access`` is RO or RW; ``reset`` its value after aresetn."""
+
+    name: str
+    offset: int
+    access: str
+    reset: str
+    what: str
+    fields: tuple[Field, ...] = ()
+
+
+REGISTERS: tuple[Register, ...] = (
+    Register("ID", 0x00, "RO", f"0x{SHELL_ID:08X}", "identifies the shell and this register layout"),
+    Register("CTRL", 0x04, "RW", "0x00000001", "control", (
+        Field("TRAIN_ENABLE", 0, 1, "1: a sample whose train flag is 1 updates the learner; 0: every sample only predicts"),
+        Field("CLEAR_COUNTERS", 1, 1, "write 1: SAMPLES, UPDATES and PREDICTIONS restart at 0 (reads 0)"),
+    )),
+    Register("STATUS", 0x08, "RO", "-", "status", (
+        Field("IDLE", 0, 1, "no sample in flight in the learner"),
+        Field("OUT_VALID", 1, 1, "a prediction waits on the master stream"),
+        Field("IN_READY", 2, 1, "the slave stream would accept a sample now"),
+    )),
+    Register("SAMPLES", 0x0C, "RO", "0", "samples accepted from the slave stream (wraps at 2^32)"),
+    Register("UPDATES", 0x10, "RO", "0", "updates committed (samples finished with train flag and TRAIN_ENABLE both 1)"),
+    Register("PREDICTIONS", 0x14, "RO", "0", "predictions taken by the master stream's sink"),
+    Register("GEOMETRY", 0x18, "RO", "build", "the build's stream geometry", (
+        Field("N_IN", 0, 8, "input elements per sample"),
+        Field("N_OUT", 8, 8, "target and prediction elements per sample"),
+        Field("W_ACT", 16, 8, "bits per element (act_t width)"),
+        Field("F_ACT", 24, 8, "fraction bits of act_t (two's complement)"),
+    )),
+    Register("TDATA", 0x1C, "RO", "build", "stream word widths", (
+        Field("S_WIDTH", 0, 16, "slave (sample) TDATA bits"),
+        Field("M_WIDTH", 16, 16, "master (prediction) TDATA bits"),
+    )),
+    Register("COEF_ADDR", 0x20, "RW", "0x00000000", "which coefficient COEF_DATA reads and writes (KAN builds)", (
+        Field("M", 0, 8, "basis index m < G + k"),
+        Field("I", 8, 8, "the edge's input i"),
+        Field("O", 16, 8, "the edge's output o"),
+        Field("LAYER", 24, 4, "the layer"),
+    )),
+    Register("COEF_DATA", 0x24, "RW", "-", "the coefficient at COEF_ADDR, raw coef_t sign-extended; a write sets it "
+             "(its low W_COEF bits). The access waits until no sample is in flight and holds the slave stream "
+             "meanwhile; an address outside the build reads 0 and ignores writes; reads 0 in MLP builds"),
+    Register("COEF_FORMAT", 0x28, "RO", "build", "the coefficient type", (
+        Field("W_COEF", 0, 8, "bits of coef_t"),
+        Field("F_COEF", 8, 8, "fraction bits of coef_t (two's complement)"),
+        Field("HAS_COEF", 16, 1, "1: COEF_ADDR / COEF_DATA reach the coefficients (KAN builds)"),
+    )),
+)
+ADDR_BITS = 6  # byte address bits the shell decodes (64 bytes of registers)
+
+
+@dataclass(frozen=True)
+class StreamLayout:
+    """Bit positions of the stream words for one build (see the module docstring)."""
+
+    n_in: int
+    n_out: int
+    w_act: int
+
+    @property
+    def train_bit(self) -> int:
+        return (self.n_in + self.n_out) * self.w_act
+
+    @property
+    def s_width(self) -> int:
+        return _bytes_of(self.train_bit + 1) * 8
+
+    @property
+    def m_width(self) -> int:
+        return _bytes_of(self.n_out * self.w_act) * 8
+
+    def pack_sample(self, x_raw: Sequence[int], y_raw: Sequence[int], train: bool) -> int:
+        """The slave TDATA word of one sample (raw act_t integers)."""
+        if len(x_raw) != self.n_in or len(y_raw) != self.n_out:
+            raise ValueError(f"a sample has {self.n_in} inputs and {self.n_out} targets, got {len(x_raw)} and {len(y_raw)}")
+        word = _pack(list(x_raw) + list(y_raw), self.w_act)
+        return word | (int(bool(train)) << self.train_bit)
+
+    def unpack_prediction(self, word: int) -> list[int]:
+        """The raw act_t predictions of one master TDATA word."""
+        mask = (1 << self.w_act) - 1
+        return [_signed((word >> (o * self.w_act)) & mask, self.w_act) for o in range(self.n_out)]
+
+
+def _bytes_of(bits: int) -> int:
+    return (bits + 7) // 8
+
+
+def _pack(values: Sequence[int], bits: int) -> int:
+    word = 0
+    for k, v in enumerate(values):
+        word |= (int(v) & ((1 << bits) - 1)) << (k * bits)
+    return word
+
+
+def _signed(raw: int, bits: int) -> int:
+    return raw - (1 << bits) if raw >> (bits - 1) & 1 else raw
+
+
+def stream_layout(n_in: int, n_out: int, w_act: int) -> StreamLayout:
+    """The stream layout of a learner with these port widths (n_out <= 255, w_act <= 255: GEOMETRY's fields)."""
+    if not (0 < n_in < 256 and 0 < n_out < 256 and 0 < w_act < 256):
+        raise ValueError(f"n_in={n_in}, n_out={n_out}, w_act={w_act}: the AXI shell takes 1..255 of each")
+    return StreamLayout(n_in, n_out, w_act)
+
+
+def register_svh() -> str:
+    """``rtl/learner_axi_regs.svh``: the offsets and field positions as SystemVerilog localparams."""
+    lines = ["// learner_axi_regs.svh: the AXI4-Lite register map of learner_axi.sv.",
+             "// Generated from codesign/fpga/axi.py (REGISTERS); edit that table, not this file.",
+             f"localparam int REG_ADDR_BITS = {ADDR_BITS};",
+             f"localparam logic [31:0] SHELL_ID = 32'h{SHELL_ID:08X};"]
+    for reg in REGISTERS:
+        lines.append(f"localparam logic [REG_ADDR_BITS-1:0] REG_{reg.name} = {ADDR_BITS}'h{reg.offset:02X};")
+        for f in reg.fields:
+            lines.append(f"localparam int {reg.name}_{f.name}_LSB = {f.lsb};")
+    return "\n".join(lines) + "\n"
+
+
+def _geometry_values(layout: StreamLayout, f_act: int) -> dict[str, int]:
+    return {"GEOMETRY": layout.n_in | layout.n_out << 8 | layout.w_act << 16 | (f_act & 0xFF) << 24,
+            "TDATA": layout.s_width | layout.m_width << 16}
+
+
+def coef_format_value(w_coef: int, f_coef: int, has_coef: bool) -> int:
+    """The COEF_FORMAT register of a build."""
+    return (w_coef & 0xFF) | (f_coef & 0xFF) << 8 | int(has_coef) << 16
+
+
+def coef_address(layer: int, o: int, i: int, m: int) -> int:
+    """The COEF_ADDR word of coefficient m of edge (o, i) of a layer (the reference's coefficients_raw()[layer][o, i, m])."""
+    if not (0 <= layer < 16 and 0 <= o < 256 and 0 <= i < 256 and 0 <= m < 256):
+        raise ValueError(f"coefficient ({layer}, {o}, {i}, {m}): COEF_ADDR holds layer < 16 and o, i, m < 256")
+    return m | i << 8 | o << 16 | layer << 24
+
+
+def register_markdown(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int, has_coef: bool,
+                      title: str = "AXI4-Lite registers") -> str:
+    """The register map of one build as a markdown table, with its stream word layout."""
+    values = _geometry_values(layout, f_act)
+    values["COEF_FORMAT"] = coef_format_value(w_coef, f_coef, has_coef)
+    rows = [f"## {title}", "", "| offset | name | access | reset | bits | meaning |", "|---|---|---|---|---|---|"]
+    for reg in REGISTERS:
+        reset = f"0x{values[reg.name]:08X}" if reg.name in values else reg.reset
+        rows.append(f"| 0x{reg.offset:02X} | {reg.name} | {reg.access} | {reset} | 31:0 | {reg.what} |")
+        for f in reg.fields:
+            bits = f"{f.lsb + f.width - 1}:{f.lsb}" if f.width > 1 else str(f.lsb)
+            rows.append(f"| | .{f.name} | | | {bits} | {f.what} |")
+    w = layout.w_act
+    rows += ["", "## Stream words", "",
+             f"- slave (sample), {layout.s_width} bits: x[i] at [{w}*i +: {w}] for i < {layout.n_in}; "
+             f"y[o] at [{w}*({layout.n_in}+o) +: {w}] for o < {layout.n_out}; train flag at bit {layout.train_bit}; "
+             "the rest 0",
+             f"- master (prediction), {layout.m_width} bits: y_hat[o] at [{w}*o +: {w}]; the rest 0",
+             "- elements are raw two's complement act_t integers (value * 2^F_ACT)", ""]
+    return "\n".join(rows)
+
+
+def register_header(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int, has_coef: bool,
+                    prefix: str = "LEARNER_AXI") -> str:
+    """The register map of one build as a C header."""
+    values = _geometry_values(layout, f_act)
+    lines = [f"/* {prefix.lower()}.h: AXI4-Lite register map of the learner's AXI shell. Generated by codesign. */",
+             f"#ifndef {prefix}_H", f"#define {prefix}_H", "",
+             f"#define {prefix}_SHELL_ID 0x{SHELL_ID:08X}u"]
+    for reg in REGISTERS:
+        lines.append(f"#define {prefix}_{reg.name} 0x{reg.offset:02X}u  /* {reg.access}: {reg.what} */")
+        for f in reg.fields:
+            mask = ((1 << f.width) - 1) << f.lsb
+            lines.append(f"#define {prefix}_{reg.name}_{f.name}_SHIFT {f.lsb}u")
+            lines.append(f"#define {prefix}_{reg.name}_{f.name}_MASK 0x{mask:08X}u")
+    lines += [f"#define {prefix}_COEF_FORMAT_VALUE 0x{coef_format_value(w_coef, f_coef, has_coef):08X}u",
+              f"#define {prefix}_GEOMETRY_VALUE 0x{values['GEOMETRY']:08X}u",
+              f"#define {prefix}_TDATA_VALUE 0x{values['TDATA']:08X}u",
+              f"#define {prefix}_TRAIN_BIT {layout.train_bit}u", "", f"#endif /* {prefix}_H */", ""]
+    return "\n".join(lines)
+
+
+def write_register_docs(folder: str | Path, layout: StreamLayout, f_act: int, w_coef: int, f_coef: int,
+                        has_coef: bool) -> list[str]:
+    """Write ``axi_registers.md`` and ``learner_axi.h`` into ``folder``; returns their names."""
+    folder = Path(folder)
+    (folder / "axi_registers.md").write_text(register_markdown(layout, f_act, w_coef, f_coef, has_coef))
+    (folder / "learner_axi.h").write_text(register_header(layout, f_act, w_coef, f_coef, has_coef))
+    return ["axi_registers.md", "learner_axi.h"]
+
+
+class LearnerAxiDriver:
+    """Host driver of the AXI shell over a 32-bit register read/write pair (byte offsets from the shell's base)."""
+
+    _BY_NAME = {r.name: r for r in REGISTERS}
+
+    def __init__(self, read32: Callable[[int], int], write32: Callable[[int, int], None]):
+        self._read32 = read32
+        self._write32 = write32
+
+    def read(self, name: str) -> int:
+        """A register by name."""
+        return int(self._read32(self._BY_NAME[name].offset)) & 0xFFFFFFFF
+
+    def field(self, register: str, name: str) -> int:
+        """One field of a register."""
+        f = next(f for f in self._BY_NAME[register].fields if f.name == name)
+        return (self.read(register) >> f.lsb) & ((1 << f.width) - 1)
+
+    def check_id(self) -> None:
+        """Raise unless the ID register holds this driver's layout version."""
+        found = self.read("ID")
+        if found != SHELL_ID:
+            raise RuntimeError(f"ID register reads 0x{found:08X}, expected 0x{SHELL_ID:08X}: not this AXI shell")
+
+    def layout(self) -> StreamLayout:
+        """The stream layout, read from the GEOMETRY register."""
+        return stream_layout(self.field("GEOMETRY", "N_IN"), self.field("GEOMETRY", "N_OUT"), self.field("GEOMETRY", "W_ACT"))
+
+    def f_act(self) -> int:
+        """act_t's fraction bits, read from GEOMETRY (two's complement byte)."""
+        return _signed(self.field("GEOMETRY", "F_ACT"), 8)
+
+    @property
+    def train_enable(self) -> bool:
+        return bool(self.field("CTRL", "TRAIN_ENABLE"))
+
+    @train_enable.setter
+    def train_enable(self, on: bool) -> None:
+        self._write32(self._BY_NAME["CTRL"].offset, int(bool(on)))
+
+    def clear_counters(self) -> None:
+        """Restart the three counters at 0 (keeps TRAIN_ENABLE)."""
+        ctrl = self.read("CTRL") & 1
+        self._write32(self._BY_NAME["CTRL"].offset, ctrl | 1 << 1)
+
+    def coefficient_type(self) -> tuple[int, int]:
+        """(W_COEF, F_COEF) from COEF_FORMAT; refuses a build without coefficient access."""
+        if not self.field("COEF_FORMAT", "HAS_COEF"):
+            raise RuntimeError("this build has no coefficient access (COEF_FORMAT.HAS_COEF is 0)")
+        return self.field("COEF_FORMAT", "W_COEF"), _signed(self.field("COEF_FORMAT", "F_COEF"), 8)
+
+    def read_coefficient(self, layer: int, o: int, i: int, m: int) -> int:
+        """One raw coef_t coefficient (wait until the stream is idle for a value no sample is changing)."""
+        self._write32(self._BY_NAME["COEF_ADDR"].offset, coef_address(layer, o, i, m))
+        return _signed(self.read("COEF_DATA"), 32)
+
+    def write_coefficient(self, layer: int, o: int, i: int, m: int, raw: int) -> None:
+        """Set one raw coef_t coefficient; a value outside coef_t's range is refused."""
+        width, _ = self.coefficient_type()
+        if not -(1 << (width - 1)) <= raw < 1 << (width - 1):
+            raise ValueError(f"coefficient {raw} is outside the {width}-bit coef_t range")
+        self._write32(self._BY_NAME["COEF_ADDR"].offset, coef_address(layer, o, i, m))
+        self._write32(self._BY_NAME["COEF_DATA"].offset, raw & 0xFFFFFFFF)
+
+    def counters(self) -> dict[str, int]:
+        """SAMPLES, UPDATES and PREDICTIONS."""
+        return {name: self.read(name) for name in ("SAMPLES", "UPDATES", "PREDICTIONS")}

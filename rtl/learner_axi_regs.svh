@@ -1,0 +1,33 @@
+// learner_axi_regs.svh: the AXI4-Lite register map of learner_axi.sv.
+// Generated from codesign/fpga/axi.py (REGISTERS); edit that table, not this file.
+localparam int REG_ADDR_BITS = 6;
+localparam logic [31:0] SHELL_ID = 32'h4C524E01;
+localparam logic [REG_ADDR_BITS-1:0] REG_ID = 6'h00;
+localparam logic [REG_ADDR_BITS-1:0] REG_CTRL = 6'h04;
+localparam int CTRL_TRAIN_ENABLE_LSB = 0;
+localparam int CTRL_CLEAR_COUNTERS_LSB = 1;
+localparam logic [REG_ADDR_BITS-1:0] REG_STATUS = 6'h08;
+localparam int STATUS_IDLE_LSB = 0;
+localparam int STATUS_OUT_VALID_LSB = 1;
+localparam int STATUS_IN_READY_LSB = 2;
+localparam logic [REG_ADDR_BITS-1:0] REG_SAMPLES = 6'h0C;
+localparam logic [REG_ADDR_BITS-1:0] REG_UPDATES = 6'h10;
+localparam logic [REG_ADDR_BITS-1:0] REG_PREDICTIONS = 6'h14;
+localparam logic [REG_ADDR_BITS-1:0] REG_GEOMETRY = 6'h18;
+localparam int GEOMETRY_N_IN_LSB = 0;
+localparam int GEOMETRY_N_OUT_LSB = 8;
+localparam int GEOMETRY_W_ACT_LSB = 16;
+localparam int GEOMETRY_F_ACT_LSB = 24;
+localparam logic [REG_ADDR_BITS-1:0] REG_TDATA = 6'h1C;
+localparam int TDATA_S_WIDTH_LSB = 0;
+localparam int TDATA_M_WIDTH_LSB = 16;
+localparam logic [REG_ADDR_BITS-1:0] REG_COEF_ADDR = 6'h20;
+localparam int COEF_ADDR_M_LSB = 0;
+localparam int COEF_ADDR_I_LSB = 8;
+localparam int COEF_ADDR_O_LSB = 16;
+localparam int COEF_ADDR_LAYER_LSB = 24;
+localparam logic [REG_ADDR_BITS-1:0] REG_COEF_DATA = 6'h24;
+localparam logic [REG_ADDR_BITS-1:0] REG_COEF_FORMAT = 6'h28;
+localparam int COEF_FORMAT_W_COEF_LSB = 0;
+localparam int COEF_FORMAT_F_COEF_LSB = 8;
+localparam int COEF_FORMAT_HAS_COEF_LSB = 16;
