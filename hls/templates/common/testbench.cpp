@@ -8,7 +8,6 @@
 // is the summary that codesign parses:
 //   csim: samples=N prediction_mismatches=P state_values=S state_mismatches=Q result=PASS|FAIL
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,25 +15,11 @@
 
 #include "${top_header}"
 #include "codesign/fixed_bits.h"
+#include "codesign/testbench_io.h"
 
-namespace {
-
-const int kMaxReported = 10;  // mismatches printed in full; the rest are only counted
-
-// The next line of f that is not empty and not a '#' comment.
-bool next_data_line(std::ifstream& f, std::string& line) {
-  while (std::getline(f, line)) {
-    if (!line.empty() && line[0] != '#') return true;
-  }
-  return false;
-}
-
-void fail_input(const std::string& what) {
-  std::printf("csim: error: %s\n", what.c_str());
-  std::exit(2);
-}
-
-}  // namespace
+using codesign::tb::fail_input;
+using codesign::tb::kMaxReported;
+using codesign::tb::next_data_line;
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "tb_data";
@@ -77,28 +62,13 @@ int main(int argc, char** argv) {
     }
     samples++;
   }
-  if (next_data_line(predictions, expected_line)) fail_input("expected_predictions.txt has more lines than the stimulus");
+  codesign::tb::check_no_more_predictions(predictions);
 
   // The state after the whole stream, one "name raw" pair per line.
   std::vector<long long> state(N_STATE);
   ${learner}_read_state(state.data());
   long state_values = 0, state_mismatches = 0;
-  while (next_data_line(state_file, line)) {
-    std::istringstream in(line);
-    std::string name;
-    long long want;
-    if (!(in >> name >> want)) fail_input("bad expected state line: " + line);
-    if (state_values >= N_STATE) fail_input("expected_state.txt has more values than the learner state");
-    const long long got = state[state_values];
-    if (got != want) {
-      if (state_mismatches < kMaxReported) {
-        std::printf("mismatch: final %s = %lld (HLS), %lld (reference)\n", name.c_str(), got, want);
-      }
-      state_mismatches++;
-    }
-    state_values++;
-  }
-  if (state_values != N_STATE) fail_input("expected_state.txt has fewer values than the learner state");
+  codesign::tb::check_state(state_file, state, "HLS", state_values, state_mismatches);
 
   const bool pass = prediction_mismatches == 0 && state_mismatches == 0;
   std::printf("csim: samples=%ld prediction_mismatches=%ld state_values=%ld state_mismatches=%ld result=%s\n",
