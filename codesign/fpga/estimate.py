@@ -18,7 +18,7 @@ from typing import Any
 
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
-from codesign.fpga.pipeline import Pipeline, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import Pipeline, kan_read_in_front, pipeline_timing, resolve_pipeline
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -201,7 +201,7 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
             "ufull": n_in * banks * n_out * w_full,
         }
         ff["registers"] += sum(bits * cut(name) for name, bits in cut_bits.items())
-        if layer == 0 and _read_in_front(spec, pipe):
+        if layer == 0 and kan_read_in_front(spec, pipe):
             # the decoded inputs the update reads, held while the next sample's decode runs, and the
             # forwarding's hit and written word per bank (kan_layer READ_IN_FRONT)
             ff["registers"] += n_in * (banks * (wb + w_baddr + 1) + 1) + n_in * banks * (n_out * wc + 1)
@@ -213,13 +213,6 @@ def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[
     _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
     ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
-
-
-def _read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
-    """Whether the next sample's bank read overlaps this sample's commit (rtl/kan_online.sv READ_IN_FRONT)."""
-    timing = pipeline_timing(spec, pipe)
-    front = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + (pipe.cut("read") & pipe.forward)
-    return bool(pipe.cut("read") & pipe.forward) and timing["overlap_stages"] == front
 
 
 def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["PIPELINES", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
-           "pipeline_timing", "kan_arrivals"]
+           "pipeline_timing", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
@@ -152,8 +152,18 @@ def kan_front_stages(pipe: Pipeline, stages: int) -> int:
     overlaps, so the next sample is accepted that many cycles before the commit; at most half
     the stages.
     """
-    regs = pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + (pipe.cut("read") & pipe.forward)
+    regs = _front_registers(pipe)
     return regs if 2 * regs <= stages else stages - regs
+
+
+def _front_registers(pipe: Pipeline) -> int:
+    """Registers of layer 0's front: scale, grid, decode, and the bank read with FORWARD (rtl/kan_online.sv FRONT_REGS)."""
+    return pipe.cut("scale") + pipe.cut("grid") + pipe.cut("decode") + (pipe.cut("read") & pipe.forward)
+
+
+def kan_read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
+    """Whether the next sample's bank read is registered at this sample's commit edge and forwards it (rtl/kan_online.sv READ_IN_FRONT)."""
+    return bool(pipe.cut("read") & pipe.forward) and pipeline_timing(spec, pipe)["overlap_stages"] == _front_registers(pipe)
 
 
 def pipeline_timing(spec: KANSpec | MLPSpec, pipeline: int | Pipeline) -> dict[str, int]:
