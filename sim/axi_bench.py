@@ -28,7 +28,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
-from learner_bench import read_state, reference_state
+from learner_bench import load_config, read_state, reference_state
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.fpga.rtl_emit import initial_state_of
@@ -64,10 +64,7 @@ class AxiLiteRegisters:
 @cocotb.test()
 async def axi_stream(dut):
     """Stream samples through the AXI top under back-pressure, gaps and resets; all equal the reference."""
-    with open(os.environ["CODESIGN_BENCH_CONFIG"]) as f:
-        config = json.load(f)
-    with open(config["manifest"]) as f:
-        manifest = json.load(f)
+    config, manifest = load_config()
     axi = manifest["axi"]
     data = np.load(config["stimulus"])
     x, y, train = data["x"], data["y"], data["train"]

@@ -237,13 +237,19 @@ def reference_state(learner) -> list[np.ndarray]:
     return [np.concatenate([w, b[:, None]], axis=1) for w, b in learner.params_raw()]
 
 
-@cocotb.test()
-async def learner_stream(dut):
-    """Stream the stimulus through the top; every prediction and the final state equal the reference."""
+def load_config() -> tuple[dict, dict]:
+    """The bench settings (CODESIGN_BENCH_CONFIG) and the RTL manifest they name."""
     with open(os.environ["CODESIGN_BENCH_CONFIG"]) as f:
         config = json.load(f)
     with open(config["manifest"]) as f:
         manifest = json.load(f)
+    return config, manifest
+
+
+@cocotb.test()
+async def learner_stream(dut):
+    """Stream the stimulus through the top; every prediction and the final state equal the reference."""
+    config, manifest = load_config()
     data = np.load(config["stimulus"])
     x, y, train = data["x"], data["y"], data["train"]
     spec = spec_from_mapping(config["kind"], config["spec"])

@@ -19,7 +19,7 @@ CONFIG = 'widths = [2, 2, 1]\ngrid_size = 4\nspline_order = 1\nlut_bits = 6\n'
 
 
 def trained_kan(spec: KANSpec, steps: int = 200) -> KAN:
-    """A float KAN fitted offline to y = sin(x0) * x1 / 2 for a few Adam steps."""
+    """A float KAN fitted offline to y = sin(3 x0) * x1 / 2 for a few Adam steps."""
     model = KAN(spec.widths, grid_size=spec.grid_size, spline_order=spec.spline_order, grid_range=spec.grid_range, seed=0)
     gen = torch.Generator().manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
