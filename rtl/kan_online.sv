@@ -15,10 +15,11 @@
 // inside the phases of every layer (CUT_* below), and TREE_SPLIT > 0 one every TREE_SPLIT
 // levels of each adder tree. A value is ready in the sample's cycle d when d registers lie on
 // its path (the inputs are held and the banks unchanged until the commit, pipe_reg.sv), so
-// the sample takes C = 1 + (registers on its deepest path, to the update's write data) clocks,
-// and the next one starts after it commits: II = C. With CUTS = TREE_SPLIT = 0, C = 1 +
-// popcount(PIPE): PIPE = 0 gives II = 1 (one long clock). codesign.fpga.pipeline computes the
-// same counts; the bench measures them.
+// the sample takes C = 1 + (registers on its deepest path, to the update's write data) clocks.
+// The next one may start N_FRONT cycles before the commit (layer 0's front, below): II = C -
+// N_FRONT. With CUTS = TREE_SPLIT = 0, C = 1 + popcount(PIPE) and nothing overlaps: PIPE = 0
+// gives II = 1 (one long clock). codesign.fpga.pipeline computes the same counts; the bench
+// measures them.
 module kan_online #(
     parameter int N_LAYERS = 2,
     parameter logic [16*8-1:0] WIDTHS = {16'd1, 16'd4, 16'd2},  // n_0 at bits [15:0], n_1 next, ...
