@@ -40,8 +40,12 @@ module fixed_cast #(
   // AP_SAT_SYM excludes the most negative code of a signed type (except a 1-bit one).
   localparam logic SYM = (OMODE == 2) && (SIGNED != 0) && (W_OUT > 1);
 
-  logic signed [W_Q-1:0] quantized_d, quantized;
-  pipe_reg #(.W(W_Q), .ON(CUT)) u_cut (.clk(clk), .d(quantized_d), .q(quantized));
+  // The quantized value is head + up: head the kept bits of the input (wires), up the rounding
+  // increment (0 or 1, the carry into the first kept bit). The overflow test is worked out on
+  // head, in parallel with the carry chain, and only combined with up after it, so the chain is
+  // followed by one select per output bit, however many bits the test spans.
+  logic signed [W_Q-1:0] quantized, head;
+  logic up;
 
   generate
     if (DROP > 0) begin : g_drop
@@ -73,48 +77,74 @@ module fixed_cast #(
           default: bias = '0;                               // AP_TRN
         endcase
       end
+      assign head = W_Q'(ve[W_V:DROP]);
       if (QMODE == 5 || QMODE > 6) begin : g_floor
         assign biased = ve;
+        assign up = 1'b0;
       end else begin : g_round
         // the carry-in as a low bit: {ve, ci} + {bias, 1} = 2 (ve + bias + ci) + 1, one two-operand
         // adder that maps to a single carry chain (a three-operand sum maps to two)
         logic [W_V+1:0] sum2;
         assign sum2 = {ve, ci} + {bias, ci};
         assign biased = sum2[W_V+1:1];
+        // BIAS < 2^DROP, so bit DROP of the sum differs from the input's only by the carry into it
+        assign up = biased[DROP] ^ ve[DROP];
       end
-      assign quantized_d = W_Q'(biased[W_V:DROP]);
+      assign quantized = W_Q'(biased[W_V:DROP]);
     end else begin : g_append
-      assign quantized_d = W_Q'(v) <<< APPEND;
+      assign quantized = W_Q'(v) <<< APPEND;
+      assign head = quantized;
+      assign up = 1'b0;
     end
   endgenerate
 
-  // Overflow: the value fits when every bit from the target's top bit up is a copy of the sign
-  // (signed target) or zero (unsigned): a reduction, not a magnitude comparison.
-  logic signed [W_C-1:0] wide;
-  logic negative_q, fits, at_min;
-  assign wide = W_C'(quantized);
-  assign negative_q = wide[W_C-1];
+  // Overflow of head: it fits when every bit from the target's top bit up is a copy of the sign
+  // (signed target) or zero (unsigned), a reduction, not a magnitude comparison. head + up fits
+  // when head fits and is not the largest code, or up carries head from one below the smallest
+  // code into it.
+  logic signed [W_C-1:0] head_c, top_c, below_c;
+  logic fits_h, top_h, below_h, min_h;
+  assign head_c = W_C'(head);
+  assign top_c = MAX_RAW;
+  assign below_c = MIN_RAW - ONE;
+  assign top_h = head_c == top_c;
+  assign below_h = head_c == below_c;
   generate
     if (SIGNED != 0) begin : g_signed_fit
-      assign fits = (&wide[W_C-1:W_OUT-1]) | ~(|wide[W_C-1:W_OUT-1]);
+      assign fits_h = (&head_c[W_C-1:W_OUT-1]) | ~(|head_c[W_C-1:W_OUT-1]);
     end else begin : g_unsigned_fit
-      assign fits = ~(|wide[W_C-1:W_OUT]);
+      assign fits_h = ~(|head_c[W_C-1:W_OUT]);
     end
     if (SYM) begin : g_min
-      assign at_min = fits && wide[W_OUT-1] && ~(|wide[W_OUT-2:0]);
+      assign min_h = head_c == MIN_RAW;
     end else begin : g_no_min
-      assign at_min = 1'b0;
+      assign min_h = 1'b0;
     end
   endgenerate
 
-  // The value an out-of-range input takes, from its sign alone; with at_min (which implies a
-  // negative value) it is MIN + 1 as well. Written as one select per bit so that the mapper
-  // puts the overflow handling in one LUT level after the rounding's carry chain.
+  // Whether the value fits (and is not the excluded most negative code of AP_SAT_SYM) when up is
+  // 1 and when it is 0; both come from head alone. `keep` holds them as nets of their own, so
+  // that the mapper, which takes the carry chain's outputs as arriving no later than the
+  // registers, cannot fold the late up into their reduction trees.
+  (* keep *) logic ok_up, ok_stay;
+  assign ok_up = SYM ? (fits_h & ~top_h) : ((fits_h & ~top_h) | below_h);
+  assign ok_stay = fits_h & ~min_h;
+
+  // CUT = 1: the register holds the kept low bits and the overflow terms, not the whole value
+  logic [W_OUT-1:0] low_d, low;
+  logic up_r, ok_up_r, ok_stay_r, negative_r;
+  assign low_d = W_OUT'(W_C'(quantized));
+  pipe_reg #(.W(W_OUT + 4), .ON(CUT)) u_cut (
+      .clk(clk), .d({low_d, up, ok_up, ok_stay, head_c[W_C-1]}), .q({low, up_r, ok_up_r, ok_stay_r, negative_r})
+  );
+
+  // The value an out-of-range input takes, from its sign alone (the sign of head: a value that
+  // up moves across zero fits); for the excluded code of AP_SAT_SYM it is MIN + 1 as well.
   logic [W_OUT-1:0] limit;
   always_comb begin
     if (OMODE == 1) limit = '0;
-    else if (negative_q) limit = SYM ? MIN_RAW[W_OUT-1:0] + 1'b1 : MIN_RAW[W_OUT-1:0];
+    else if (negative_r) limit = SYM ? MIN_RAW[W_OUT-1:0] + 1'b1 : MIN_RAW[W_OUT-1:0];
     else limit = MAX_RAW[W_OUT-1:0];
   end
-  assign q = (OMODE == 3 || (fits && !at_min)) ? wide[W_OUT-1:0] : limit;  // AP_WRAP keeps the low bits
+  assign q = (OMODE == 3 || (up_r ? ok_up_r : ok_stay_r)) ? low : limit;  // AP_WRAP keeps the low bits
 endmodule

@@ -66,6 +66,8 @@ CASES = {
     "kan_1x1_g5_forward": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 1_000, Pipeline(1, 0x17FE, 0)),
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
     "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
+    # the same with a register inside every cast (fixed_cast CUT: the overflow terms are held) in every mode
+    "kan_deep_round": (_deep_kan(), "mackey_glass", 1_000, Pipeline(0b01010, 1 << 11, 0)),
     # a hidden layer and two outputs: Verilator once stopped on these (V3DfgBreakCycles, MULS)
     "kan_2x2x2_ii1": (KANSpec(widths=(2, 2, 2), grid_size=4, spline_order=1, lut_bits=3), "function_tracking", 200, "ii1"),
     "kan_mixed_modes_auto": (_mixed_modes_kan(), "function_tracking", 200, "auto"),
