@@ -48,6 +48,19 @@ def test_ray_points_equal_the_local_pools(ray_head, tmp_path):
     assert [p["name"] for p in local["front"]] == [p["name"] for p in on_ray["front"]]
 
 
+def test_cim_grid_on_ray_equals_the_local_executor_point_for_point(ray_head, tiny_checkpoint, tmp_path):
+    from codesign.cim.dwp.grid import grid_sweep
+
+    grid = dict(chips=2, times=(1.0, 31557600.0), mismatch=(0.0, 0.7))
+    local = grid_sweep(tiny_checkpoint, out=tmp_path / "local", workers=1, **grid)
+    on_ray = grid_sweep(tiny_checkpoint, out=tmp_path / "ray", executor="ray", **grid)
+    assert on_ray["computed"] == local["computed"] == 8
+    a, b = _without_seconds(list(local["records"].values())), _without_seconds(list(on_ray["records"].values()))
+    assert a == b  # the correct counts (integers) and the accuracies (floats), exactly
+    assert len({r["correct"] for r in a.values()}) > 1  # the chips, times and levels differ: not one value everywhere
+    assert local["rows"] == on_ray["rows"]
+
+
 def _interrupted_run(monkeypatch, out, **options) -> int:
     """Explore, pressing Ctrl-C (a real SIGINT to this process) once the first point is written; the points finished."""
     import codesign.fpga.explore as module

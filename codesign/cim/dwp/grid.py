@@ -22,7 +22,7 @@ from codesign.cim.config import MismatchConfig
 from codesign.cim.crossbar import check_seed, check_time
 from codesign.cim.dwp.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from codesign.cim.dwp.evaluate import DRIFT_TIMES, SweepPoint, format_sweep, plot_sweeps
-from codesign.cim.dwp.sweep_points import chip_point, checkpoint_digest
+from codesign.cim.dwp.sweep_points import checkpoint_digest, chip_point
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
 from codesign.sweep.folder import open_sweep_folder
 from codesign.sweep.tools import data_set_tool
