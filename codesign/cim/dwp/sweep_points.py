@@ -116,7 +116,8 @@ def training_point(point: dict) -> dict:
     """Train one network (``config``, a TrainConfig dict) and score it over chips on ``split``: the point's record.
 
     ``levels`` (mismatch levels) and/or ``times`` ({label: seconds}, PCM with and without drift
-    compensation) choose the evaluations; ``chips`` chips seeded ``chip_seed``.
+    compensation) choose the evaluations; ``chips`` chips seeded ``chip_seed`` (``drift_chips``
+    for the PCM times, default ``chips``).
     """
     config = TrainConfig.from_dict(point["config"])
     data = load_dataset(config.dataset)
@@ -129,7 +130,7 @@ def training_point(point: dict) -> dict:
             record["mismatch"] = _summary(mismatch_sweep(result.model, split, levels=tuple(point["levels"]),
                                                          n_chips=point["chips"], seed=point["chip_seed"]))
         if point.get("times") is not None:
-            both = drift_sweep(result.model, split, times=dict(point["times"]), n_chips=point["chips"],
-                               seed=point["chip_seed"])
+            both = drift_sweep(result.model, split, times=dict(point["times"]),
+                               n_chips=point.get("drift_chips", point["chips"]), seed=point["chip_seed"])
             record["pcm"] = {comp: _summary(pts) for comp, pts in both.items()}
     return record
