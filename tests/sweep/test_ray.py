@@ -126,3 +126,37 @@ def test_an_unreachable_ray_address_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith(f"codesign: error: --ray-address 127.0.0.1:{port}: no Ray head answers there")
     assert not (tmp_path / "ex").exists()
+
+
+def test_cim_grid_interrupted_locally_resumes_under_ray(ray_head, tiny_checkpoint, tmp_path, monkeypatch):
+    import codesign.cim.dwp.grid as module
+
+    describe = module._describe
+
+    def then_interrupt(record: dict) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        return describe(record)
+
+    monkeypatch.setattr(module, "_describe", then_interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    grid = dict(chips=2, times=(1.0, 86400.0), mismatch=(0.0, 0.3))
+    out = tmp_path / "g"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            module.grid_sweep(tiny_checkpoint, out=out, workers=1, **grid)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    monkeypatch.setattr(module, "_describe", describe)
+    resumed = module.grid_sweep(tiny_checkpoint, out=out, executor="ray", **grid)
+    assert resumed["computed"] == 7 and len((out / POINTS_FILE).read_text().splitlines()) == 8
+
+
+def test_cim_grid_with_an_unreachable_ray_address_is_one_line_exit_2(tiny_checkpoint, tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc = main(["cim", "eval", str(tiny_checkpoint), "--sweep", "grid", "--executor", "ray", "--ray-address",
+               f"127.0.0.1:{port}", "--out", str(tmp_path / "g")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith(f"codesign: error: --ray-address 127.0.0.1:{port}: no Ray head answers there")
+    assert "\n" not in err and not (tmp_path / "g").exists()

@@ -86,13 +86,13 @@ def summarize(records: dict[str, dict], points: Sequence[dict], times: Sequence[
     return rows
 
 
-def _curves(rows: list[dict]) -> dict[str, list[SweepPoint]]:
+def _curves(rows: list[dict]) -> dict[str, Sequence[SweepPoint]]:
     curves: dict[str, list[SweepPoint]] = {}
     for r in rows:
         if r["chips"]:
             curves.setdefault(f"mismatch {r['mismatch']:g}", []).append(
                 SweepPoint(r["time"], r["t_seconds"], r["mean"], r["std"], r["min"], r["max"]))
-    return curves
+    return dict(curves)
 
 
 def _describe(record: dict) -> str:
