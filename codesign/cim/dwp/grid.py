@@ -63,9 +63,15 @@ def _checked_axes(chips: int, times: Sequence[float], mismatch: Sequence[float],
         raise ValueError(f"--mismatch: {exc}") from None
 
 
+def _exact(value: float) -> str:
+    """A float as it reads back exactly (31557600, 0.3): a point's name must tell its parameters apart."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def grid_points(chips: int, times: Sequence[float], mismatch: Sequence[float], seed: int) -> list[dict]:
-    """The points of the grid: every chip at every time and mismatch level, named by the three."""
-    return [{"name": f"chip {k}, t {t:g} s, mismatch {sigma:g}", "chip": k, "t_seconds": float(t),
+    """The points of the grid: every chip at every time and mismatch level, named by the three (exactly)."""
+    return [{"name": f"chip {k}, t {_exact(t)} s, mismatch {_exact(sigma)}", "chip": k, "t_seconds": float(t),
              "mismatch": float(sigma), "seed": seed}
             for sigma in mismatch for t in times for k in range(chips)]
 
