@@ -191,6 +191,13 @@ def report(command: str, sched: list[dict], runs: list[dict], synth: dict | None
         f"1-minute load average {load[0]:.1f} at the start and {load[1]:.1f} at the end: the cores were shared with "
         "other work, so the times are upper bounds for a quiet machine.",
         "",
+        "The sweeps that go through the one sweep runner (codesign.sweep: resume from `points.jsonl`, workers "
+        "checked before work is sent, a failed point retried once, progress with an ETA on stderr), on local "
+        "worker processes (`--executor local`, the default, `--workers N`) or on Ray (`--executor ray`, "
+        "`--ray-address HOST:PORT` or `RAY_ADDRESS`; `pip install \"codesign[distributed]\"`): `codesign explore` "
+        "(with and without `--synth`), `codesign cim eval --sweep grid` (chips x times x mismatch levels) and the "
+        "training runs of `benchmarks/cim_dwp.py`.",
+        "",
         "## Scheduling overhead per point",
         "",
         "Trivial points (the point's dict copied back) through the executor's `map_unordered`, 2 workers, after a "
