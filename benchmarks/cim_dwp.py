@@ -30,6 +30,16 @@ Parts:
   injections (also chosen on validation) on the TEST split (paired over seeds, chips seeded 1000 + seed), DWP − noise ± standard error.
 The grid's DWP uses --measure (default mi, fixed before the ablation). One torch thread;
 the rewritten section of docs/cim_dwp.md records each command and the machine's load.
+
+Every training run of the ablation, digits, mnist5k, seeds, hwa and knobs parts is one point of
+the sweep runner (codesign.sweep; the point is codesign.cim.dwp.sweep_points.training_point):
+on --workers local processes (default 1), or on Ray with --executor ray (--ray-address, else
+RAY_ADDRESS, else a local Ray with --workers CPUs). Each finished run is appended to a resume
+file in --resume-dir, so an interrupted benchmark, rerun with the same options, computes only the
+runs that are missing; a point's name carries a digest of its parameters, so a changed option
+recomputes the runs it changes. The records are the same under either executor.
+
+    python benchmarks/cim_dwp.py --parts seeds --executor ray --ray-address HOST:6379 --save /tmp/seeds.pkl
 """
 
 from __future__ import annotations
@@ -47,14 +57,13 @@ from pathlib import Path
 import torch
 
 from codesign.cim.dwp.data import load_dataset
-from codesign.cim.dwp.evaluate import (
-    DRIFT_TIMES,
-    MISMATCH_LEVELS,
-    drift_sweep,
-    mismatch_sweep,
-)
-from codesign.cim.dwp.training import TrainConfig, accuracy, train
+from codesign.cim.dwp.evaluate import DRIFT_TIMES, MISMATCH_LEVELS, SweepPoint
+from codesign.cim.dwp.sweep_points import training_point
+from codesign.cim.dwp.training import TrainConfig, train
 from codesign.cim.dwp.weighting import MEASURES
+from codesign.sweep import POINTS_FILE, make_executor, run_sweep
+from codesign.sweep.resume import named_point
+from codesign.sweep.tools import data_set_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,20 +102,44 @@ def _plot_grid(curves, path: Path, title: str, x_label: str, log_x: bool) -> Non
     plt.close(fig)
 
 
+def _training(label: str, cfg: TrainConfig, split: str, chips: int, chip_seed: int, levels=None, times=None,
+              drift_chips: int | None = None) -> dict:
+    """One training point of the sweep runner (codesign.cim.dwp.sweep_points.training_point), named by its parameters."""
+    params = {"config": cfg.to_dict(), "split": split, "chips": chips, "chip_seed": chip_seed,
+              "levels": None if levels is None else [float(v) for v in levels],
+              "times": None if times is None else dict(times)}
+    if drift_chips is not None:
+        params["drift_chips"] = drift_chips
+    return named_point(label, params)
+
+
+def _run_points(args, points: list[dict], tag: str) -> dict[str, dict]:
+    """Every point's record, computed on --executor (or read back from the resume file of an earlier run)."""
+    folder = Path(args.resume_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    datasets = sorted({p["config"]["dataset"] for p in points})
+    runner = make_executor(args.executor, args.workers, args.ray_address)
+    result = run_sweep(training_point, points, folder / f"{tag}_{POINTS_FILE}", runner,
+                       tools=("torch", *(data_set_tool(d) for d in datasets)), label=f"cim_dwp {tag}",
+                       describe=lambda r: f"{r['name']}: {r['train_seconds']:.0f} s training")
+    if result.failed:
+        name, record = next(iter(result.failed.items()))
+        raise SystemExit(f"{len(result.failed)} points failed twice (first: {name}: {record['failed']}); "
+                         "rerun to try them again")
+    return result.records
+
+
+def _sweep_points(summary: dict, xs: dict | None = None) -> list[SweepPoint]:
+    """The SweepPoints of a record's summary ({label: chip_mean, chip_std, ...}); x is the level, or xs[label]."""
+    return [SweepPoint(label, float(label) if xs is None else float(xs[label]), v["chip_mean"], v["chip_std"],
+                       v["chip_min"], v["chip_max"]) for label, v in summary.items()]
+
+
 def _compute(args, log) -> dict:
-    """The measurements of the parts asked for (ablation and/or data sets)."""
+    """The measurements of the parts asked for: every training run is a point of the sweep runner (resumable)."""
     base = TrainConfig(k=args.k, sigma=args.sigma, measure=args.measure)
     res: dict = {"ablation": [], "grid": [], "drift": {}, "mismatch_curves": {}, "drift_curves": {}}
-    if "ablation" in args.parts:  # on the validation split only
-        val = load_dataset("digits").val
-        for name, cfg in [("noise", base.replace(method="noise"))] + [
-                (f"dwp/{m}", base.replace(method="dwp", measure=m)) for m in MEASURES]:
-            cfg = cfg.replace(dataset="digits", model="cnn", epochs=args.epochs_digits)
-            result = train(cfg)
-            points = mismatch_sweep(result.model, val, levels=(0.0, 0.5, 0.7), n_chips=args.chips)
-            res["ablation"].append((name, points, result.train_seconds))
-            log(f"ablation {name}: val@0.7 {_pm(points[-1])} ({result.train_seconds:.0f} s)")
-    if "timing" in args.parts:  # CPU time of the process per epoch: steadier than wall time on a shared machine
+    if "timing" in args.parts:  # CPU time of the process per epoch, here, one run at a time: not a sweep of points
         res["timing"] = []
         for method in METHODS:  # warm-up: first calls pay for lazy imports and allocator growth
             train(base.replace(method=method, model="cnn", epochs=1), data=load_dataset("digits"))
@@ -119,34 +152,74 @@ def _compute(args, log) -> dict:
                     train(cfg, data=data)
                     res["timing"].append((dataset, model, method, (time.process_time() - cpu) / args.timing_epochs))
                     log(f"timing {dataset} {model} {method}: {res['timing'][-1][3]:.2f} CPU s/epoch")
+    ablation, grid, seeded, hwa = [], [], [], []
+    if "ablation" in args.parts:  # on the validation split only
+        for name, cfg in [("noise", base.replace(method="noise"))] + [
+                (f"dwp/{m}", base.replace(method="dwp", measure=m)) for m in MEASURES]:
+            cfg = cfg.replace(dataset="digits", model="cnn", epochs=args.epochs_digits)
+            ablation.append((name, _training(f"ablation {name}", cfg, "val", args.chips, 0, levels=(0.0, 0.5, 0.7))))
     for dataset in [p for p in ("digits", "mnist5k") if p in args.parts]:
-        data = load_dataset(dataset)
         epochs = args.epochs_digits if dataset == "digits" else args.epochs_mnist
         for model in args.models:
-            key = f"{dataset} {model}"
-            res["mismatch_curves"][key] = {}
             for method in METHODS:
                 cfg = base.replace(method=method, dataset=dataset, model=model, epochs=epochs)
-                result = train(cfg, data=data)
-                float_acc = accuracy(result.model, data.test)
-                points = mismatch_sweep(result.model, data.test, n_chips=args.chips)
-                res["mismatch_curves"][key][method] = points
-                res["grid"].append((dataset, model, method, result.train_seconds, float_acc, points))
-                log(f"{key} {method}: train {result.train_seconds:.1f} s, float {100 * float_acc:.1f} %, "
-                    f"@0.7 {_pm(points[-1])}")
-                if dataset == "mnist5k":
-                    both = drift_sweep(result.model, data.test, n_chips=args.drift_chips)
-                    res["drift"][(model, method)] = both
-                    for comp, pts in both.items():
-                        res["drift_curves"].setdefault(f"{model}, {comp}", {})[method] = pts
-                    log(f"  drift compensated: {' '.join(_pm(p) for p in both['compensated'])}")
+                times = DRIFT_TIMES if dataset == "mnist5k" else None
+                grid.append((dataset, model, method, _training(f"{dataset} {model} {method}", cfg, "test", args.chips,
+                                                               0, MISMATCH_LEVELS, times, args.drift_chips)))
     if "seeds" in args.parts:
-        res["seeded"] = _seeded(args, base, log)
+        for dataset in args.seed_datasets:
+            epochs = args.epochs_digits if dataset == "digits" else args.epochs_mnist
+            for model in args.models:
+                for seed in args.seeds:
+                    for method in METHODS:
+                        cfg = base.replace(method=method, dataset=dataset, model=model, epochs=epochs, seed=seed)
+                        seeded.append(_training(f"seeds {dataset} {model} {method} seed {seed}", cfg, "test",
+                                                args.chips, 1000 + seed, levels=args.levels))
     if "hwa" in args.parts:
-        res["hwa"] = _hwa(args, base, log)
+        for model in args.models:
+            for seed in args.seeds:
+                for name, changes in HWA_METHODS.items():
+                    cfg = base.replace(dataset="mnist5k", model=model, epochs=args.epochs_mnist, seed=seed, **changes)
+                    hwa.append((name, _training(f"hwa {model} {name} seed {seed}", cfg, "test", args.drift_chips,
+                                                1000 + seed, times=HWA_TIMES)))
+    points = [p for _, p in ablation] + [p for *_, p in grid] + seeded + [p for _, p in hwa]
+    records = _run_points(args, points, "training") if points else {}
+    for name, point in ablation:
+        r = records[point["name"]]
+        res["ablation"].append((name, _sweep_points(r["mismatch"]), r["train_seconds"]))
+    for dataset, model, method, point in grid:
+        r, key = records[point["name"]], f"{dataset} {model}"
+        curve = _sweep_points(r["mismatch"])
+        res["mismatch_curves"].setdefault(key, {})[method] = curve
+        res["grid"].append((dataset, model, method, r["train_seconds"], r["float_accuracy"], curve))
+        if "pcm" in r:
+            both = {comp: _sweep_points(summary, DRIFT_TIMES) for comp, summary in r["pcm"].items()}
+            res["drift"][(model, method)] = both
+            for comp, pts in both.items():
+                res["drift_curves"].setdefault(f"{model}, {comp}", {})[method] = pts
+    if seeded:
+        res["seeded"] = [_seeded_row(records[p["name"]]) for p in seeded]
+    if hwa:
+        res["hwa"] = [_hwa_row(name, records[p["name"]]) for name, p in hwa]
     if "knobs" in args.parts:
         res["knobs"] = _knobs(args, base, log)
     return res
+
+
+def _seeded_row(r: dict) -> dict:
+    """A seeds-part record as the report reads it."""
+    cfg = r["config"]
+    return {"dataset": cfg["dataset"], "model": cfg["model"], "method": cfg["method"], "seed": cfg["seed"],
+            "epochs": cfg["epochs"], "train_seconds": r["train_seconds"], "float_accuracy": r["float_accuracy"],
+            "levels": r["mismatch"]}
+
+
+def _hwa_row(name: str, r: dict) -> dict:
+    """An hwa-part record as the report reads it: the chip-mean accuracy per compensation and time."""
+    cfg = r["config"]
+    return {"model": cfg["model"], "method": name, "seed": cfg["seed"], "train_seconds": r["train_seconds"],
+            "float_accuracy": r["float_accuracy"],
+            "pcm": {comp: {label: v["chip_mean"] for label, v in summary.items()} for comp, summary in r["pcm"].items()}}
 
 
 KNOB_VARIANTS = {  # name: TrainConfig changes (method dwp unless given); "noise" is the reference
@@ -163,24 +236,25 @@ KNOB_VARIANTS = {  # name: TrainConfig changes (method dwp unless given); "noise
 
 def _knobs(args, base: TrainConfig, log) -> dict:
     """Validation scores of every variant, the chosen one, and its test comparison with noise injection."""
-    data, model, level = load_dataset("digits"), args.models[0], 0.7
+    model, level = args.models[0], 0.7
     cfg0 = base.replace(method="dwp", dataset="digits", model=model, epochs=args.epochs_digits)
-    val: dict = {}
-    for name, changes in KNOB_VARIANTS.items():
-        for seed in args.knob_val_seeds:
-            result = train(cfg0.replace(seed=seed, **changes), data=data)
-            point = mismatch_sweep(result.model, data.val, levels=(level,), n_chips=args.chips, seed=2000 + seed)[0]
-            val.setdefault(name, {})[seed] = point.mean
-            log(f"knobs val {name} seed {seed}: {100 * point.mean:.1f}")
+    label = f"{level:g}"
+
+    def scores(split: str, names, seeds, chip_offset: int) -> dict:
+        points = {(name, seed): _training(f"knobs {split} {name} seed {seed}", cfg0.replace(seed=seed, **KNOB_VARIANTS[name]),
+                                          split, args.chips, chip_offset + seed, levels=(level,))
+                  for name in names for seed in seeds}
+        records = _run_points(args, list(points.values()), f"knobs_{split}")
+        out: dict = {}
+        for (name, seed), point in points.items():
+            out.setdefault(name, {})[seed] = records[point["name"]]["mismatch"][label]["chip_mean"]
+            log(f"knobs {split} {name} seed {seed}: {100 * out[name][seed]:.1f}")
+        return out
+
+    val = scores("val", list(KNOB_VARIANTS), args.knob_val_seeds, 2000)
     chosen = max((n for n in KNOB_VARIANTS if n.startswith("dwp")), key=lambda n: sum(val[n].values()))
     reference = max((n for n in KNOB_VARIANTS if n.startswith("noise")), key=lambda n: sum(val[n].values()))
-    test: dict = {}
-    for name in (reference, chosen):
-        for seed in args.seeds:
-            result = train(cfg0.replace(seed=seed, **KNOB_VARIANTS[name]), data=data)
-            point = mismatch_sweep(result.model, data.test, levels=(level,), n_chips=args.chips, seed=1000 + seed)[0]
-            test.setdefault(name, {})[seed] = point.mean
-            log(f"knobs test {name} seed {seed}: {100 * point.mean:.1f}")
+    test = scores("test", (reference, chosen), args.seeds, 1000)
     return {"model": model, "level": level, "validation": val, "chosen": chosen, "reference": reference, "test": test}
 
 
@@ -215,23 +289,6 @@ HWA_METHODS = {  # name: TrainConfig changes
 }
 
 
-def _hwa(args, base: TrainConfig, log) -> list[dict]:
-    """One record per (model, method, seed): chip-mean accuracy at each PCM time, compensated or not."""
-    data, rows = load_dataset("mnist5k"), []
-    for model in args.models:
-        for seed in args.seeds:
-            for name, changes in HWA_METHODS.items():
-                cfg = base.replace(dataset="mnist5k", model=model, epochs=args.epochs_mnist, seed=seed, **changes)
-                result = train(cfg, data=data)
-                both = drift_sweep(result.model, data.test, times=HWA_TIMES, n_chips=args.drift_chips, seed=1000 + seed)
-                rows.append({"model": model, "method": name, "seed": seed, "train_seconds": result.train_seconds,
-                             "float_accuracy": accuracy(result.model, data.test),
-                             "pcm": {comp: {p.label: p.mean for p in pts} for comp, pts in both.items()}})
-                log(f"hwa {model} {name} seed {seed} ({result.train_seconds:.0f} s): compensated "
-                    + " ".join(f"{p.label} {100 * p.mean:.1f}" for p in both["compensated"]))
-    return rows
-
-
 def _hwa_report(rows: list[dict]) -> list[str]:
     """Accuracy on PCM over time: mean ± std (and max − min) over training seeds."""
     L = ["### MNIST-5k on PCM after 1 s, 1 day, 1 year: hardware-aware training (TEST split, %)\n",
@@ -250,29 +307,6 @@ def _hwa_report(rows: list[dict]) -> list[str]:
                     cells.append(f"{mean:.1f} ± {std:.1f} [{max(vals) - min(vals):.1f}]")
                 L.append(f"| {model} | {name} | {comp} | {len(sel)} | " + " | ".join(cells) + " |")
     return L + [""]
-
-
-def _seeded(args, base: TrainConfig, log) -> list[dict]:
-    """One record per (data set, model, method, training seed): float accuracy, chip mean/std per level."""
-    rows = []
-    for dataset in args.seed_datasets:
-        data = load_dataset(dataset)
-        epochs = args.epochs_digits if dataset == "digits" else args.epochs_mnist
-        for model in args.models:
-            for seed in args.seeds:
-                for method in METHODS:
-                    cfg = base.replace(method=method, dataset=dataset, model=model, epochs=epochs, seed=seed)
-                    result = train(cfg, data=data)
-                    points = mismatch_sweep(result.model, data.test, levels=tuple(args.levels), n_chips=args.chips,
-                                            seed=1000 + seed)
-                    rows.append({"dataset": dataset, "model": model, "method": method, "seed": seed,
-                                 "epochs": epochs, "train_seconds": result.train_seconds,
-                                 "float_accuracy": accuracy(result.model, data.test),
-                                 "levels": {f"{p.x:g}": {"chip_mean": p.mean, "chip_std": p.std,
-                                                         "chip_min": p.min, "chip_max": p.max} for p in points}})
-                    log(f"seeded {dataset} {model} {method} seed {seed}: "
-                        + " ".join(f"σ={p.x:g} {100 * p.mean:.1f}" for p in points))
-    return rows
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -347,6 +381,13 @@ def main() -> int:
     parser.add_argument("--save", help="write the measurements of --parts to this pickle instead of the doc")
     parser.add_argument("--merge", nargs="+", help="write the doc from pickles of parts run in parallel")
     parser.add_argument("--out", default=str(ROOT / "docs" / "cim_dwp.md"))
+    parser.add_argument("--executor", default="local", help="where training points run: local (default) or ray")
+    parser.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="local worker processes, or a local Ray's CPUs (default 1: one run at a time)")
+    parser.add_argument("--resume-dir", default=str(ROOT / "codesign_out" / "cim_dwp_points"),
+                        help="folder of the resume files (<tag>_points.jsonl): a rerun computes only the points "
+                        "not there (a point's name carries a digest of its parameters)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     out = Path(args.out)

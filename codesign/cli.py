@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from codesign import __version__
 from codesign.errors import one_line_error
@@ -85,10 +85,20 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
 def _int_list(option: str, text: str, sep: str = ",") -> list[int]:
     """'4,8,16' -> [4, 8, 16], with a one-line error naming the option."""
+    return _number_list(option, text, int, "integers", sep)
+
+
+def _float_list(option: str, text: str) -> list[float]:
+    """'0,0.3,0.5' -> [0.0, 0.3, 0.5], with a one-line error naming the option."""
+    return _number_list(option, text, float, "numbers", ",")
+
+
+def _number_list(option: str, text: str, kind: Callable[[str], Any], what: str, sep: str) -> list:
+    """The values of a list option, or a one-line error naming the option."""
     try:
-        values = [int(v) for v in text.split(sep) if v.strip()]
+        values = [kind(v) for v in text.split(sep) if v.strip()]
     except ValueError:
-        raise ValueError(f"{option}={text!r}: expected integers separated by '{sep}'") from None
+        raise ValueError(f"{option}={text!r}: expected {what} separated by '{sep}'") from None
     if not values:
         raise ValueError(f"{option}={text!r}: give at least one value")
     return values
@@ -266,12 +276,39 @@ def _cmd_cim_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_cim_eval(args: argparse.Namespace) -> int:
-    from codesign.cim.dwp.cli import evaluate_checkpoint
+    from codesign.cim.dwp.cli import SWEEPS, evaluate_checkpoint
 
+    if args.sweep not in (*SWEEPS, "grid"):
+        raise ValueError(f"unknown sweep {args.sweep!r}: choose one of {', '.join(SWEEPS)}, grid")
+    if args.sweep == "grid":
+        return _cim_eval_grid(args)
+    given = [o for o, v in (("--times", args.times), ("--mismatch", args.mismatch), ("--ray-address", args.ray_address),
+                            ("--executor", args.executor != "local" or None), ("--workers", args.workers)) if v]
+    if given:
+        raise ValueError(f"{given[0]}: only with --sweep grid (chips x times x mismatch levels through the sweep runner)")
     text, png = evaluate_checkpoint(args.checkpoint, args.sweep, n_chips=args.chips, seed=args.seed, out=args.out,
                                     force=args.force)
     print(text)
     print(f"plot: {png}")
+    return 0
+
+
+def _cim_eval_grid(args: argparse.Namespace) -> int:
+    from codesign.cim.dwp.grid import DEFAULT_MISMATCH, DEFAULT_TIMES, format_counts, grid_sweep
+
+    result = grid_sweep(
+        args.checkpoint, out=args.out, chips=args.chips, seed=args.seed, force=args.force,
+        times=_float_list("--times", args.times) if args.times is not None else DEFAULT_TIMES,
+        mismatch=_float_list("--mismatch", args.mismatch) if args.mismatch is not None else DEFAULT_MISMATCH,
+        executor=args.executor, workers=args.workers if args.workers is not None else 2, ray_address=args.ray_address,
+    )
+    print(result["text"])
+    print(format_counts(result))
+    if result["failed"]:
+        first = result["failed"][0]
+        print(f"codesign: error: {len(result['failed'])} points failed twice (first: {first['name']}: {first['failed']}); "
+              "their errors are in points.jsonl and a rerun tries them again", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -435,17 +472,28 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_cim_train)
     v = cim_sub.add_parser(
-        "eval", help="accuracy of a trained checkpoint on simulated chips: mismatch or PCM drift sweep",
+        "eval", help="accuracy of a trained checkpoint on simulated chips: mismatch, PCM drift, or a chips x times x "
+        "mismatch grid on the sweep runner",
         description="Evaluate a `codesign cim train` checkpoint on its test split over simulated chips and "
         "write a PNG (mismatch.png or drift.png) next to it: accuracy vs mismatch level 0..0.7, or vs time "
-        "(1 s .. 1 year) under the PCM model with and without global drift compensation.",
+        "(1 s .. 1 year) under the PCM model with and without global drift compensation. --sweep grid runs "
+        "every chip at every --times and --mismatch level (PCM with global drift compensation, mismatch on the "
+        "weights before programming) as points of the sweep runner (--executor local|ray), resumable from "
+        "points.jsonl in --out, and writes summary.md, summary.json (mean ± std over chips) and grid.png there.",
     )
     v.add_argument("checkpoint", help="model.pt written by `codesign cim train` (or its folder)")
-    v.add_argument("--sweep", default="mismatch", help="mismatch or drift (default mismatch)")
+    v.add_argument("--sweep", default="mismatch", help="mismatch, drift or grid (default mismatch)")
     v.add_argument("--chips", type=int, default=20, help="simulated chips per point (default 20)")
     v.add_argument("--seed", type=int, default=0, help="chip seed (default 0)")
-    v.add_argument("--out", help="folder of the PNG (default: the checkpoint's folder)")
-    v.add_argument("--force", action="store_true", help="replace an existing PNG")
+    v.add_argument("--times", help="grid: seconds after programming, e.g. 1,86400,31557600 (default 1 s, 1 h, 1 day, "
+                   "1 month, 1 year)")
+    v.add_argument("--mismatch", help="grid: mismatch levels σ, e.g. 0,0.3,0.5,0.7 (the default)")
+    v.add_argument("--workers", type=int, help="grid: worker processes (default 2); under --executor ray without an "
+                   "address, the local Ray's CPUs")
+    _add_executor_options(v)
+    v.add_argument("--out", help="folder of the PNG (default: the checkpoint's folder); grid: the sweep's folder "
+                   "(default: the checkpoint's folder/grid), which a rerun resumes")
+    v.add_argument("--force", action="store_true", help="replace an existing PNG; grid: start the sweep in --out over")
     v.set_defaults(func=_cmd_cim_eval)
     from codesign.compress.cli import add_compress_parser
 

@@ -7,11 +7,12 @@ so is the record of a point that failed (it is tried again on the next run).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import IO
 
-__all__ = ["POINTS_FILE", "read_points", "append_point"]
+__all__ = ["POINTS_FILE", "read_points", "append_point", "named_point"]
 
 POINTS_FILE = "points.jsonl"
 
@@ -41,3 +42,10 @@ def append_point(log: IO[str], record: dict) -> None:
     """Append one record and flush it to disk, so an interruption right after loses nothing."""
     log.write(json.dumps(record) + "\n")
     log.flush()
+
+
+def named_point(label: str, params: dict) -> dict:
+    """``params`` with a ``name``: ``label`` and a digest of every parameter, so that a point whose parameters
+    change (more epochs, other chips) gets a new name and is computed again instead of resumed."""
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
+    return {**params, "name": f"{label} [{digest}]"}

@@ -2,6 +2,7 @@
 
 A check finds a tool the way the point will (the same finder functions), so a worker that passes
 it runs the point with the same tool; one that fails it names the tool and how to install it.
+CIM points need torch and their data set (loaded as the point loads it) rather than a program.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 
-__all__ = ["TOOLS", "missing_tools", "worker_report"]
+__all__ = ["TOOLS", "data_set_tool", "missing_tools", "worker_report"]
 
 
 def _yosys() -> None:
@@ -31,8 +32,28 @@ def _verilator() -> None:
     verilator_setup()
 
 
+def _torch() -> None:
+    import torch  # noqa: F401 - importable is the check
+
+
+def _data_set(name: str) -> Callable[[], None]:
+    def check() -> None:
+        from codesign.cim.dwp.data import load_dataset
+
+        load_dataset(name)  # the fixed splits, as a point loads them (cached in the worker afterwards)
+
+    return check
+
+
 # The tool's name (as a user knows it) and the function that finds it or raises with the fix.
-TOOLS: dict[str, Callable[[], None]] = {"Yosys": _yosys, "g++": _gxx, "Verilator": _verilator}
+TOOLS: dict[str, Callable[[], None]] = {"Yosys": _yosys, "g++": _gxx, "Verilator": _verilator, "torch": _torch}
+# the CIM data sets (codesign.cim.dwp.data.DATASETS, named here without importing torch): "digits data set", ...
+TOOLS.update({f"{name} data set": _data_set(name) for name in ("digits", "mnist5k")})
+
+
+def data_set_tool(name: str) -> str:
+    """The tool name under which a worker's check loads the CIM data set ``name``."""
+    return f"{name} data set"
 
 
 def missing_tools(tools: Sequence[str]) -> dict[str, str]:

@@ -48,6 +48,19 @@ def test_ray_points_equal_the_local_pools(ray_head, tmp_path):
     assert [p["name"] for p in local["front"]] == [p["name"] for p in on_ray["front"]]
 
 
+def test_cim_grid_on_ray_equals_the_local_executor_point_for_point(ray_head, tiny_checkpoint, tmp_path):
+    from codesign.cim.dwp.grid import grid_sweep
+
+    grid = dict(chips=2, times=(1.0, 31557600.0), mismatch=(0.0, 0.7))
+    local = grid_sweep(tiny_checkpoint, out=tmp_path / "local", workers=1, **grid)
+    on_ray = grid_sweep(tiny_checkpoint, out=tmp_path / "ray", executor="ray", **grid)
+    assert on_ray["computed"] == local["computed"] == 8
+    a, b = _without_seconds(list(local["records"].values())), _without_seconds(list(on_ray["records"].values()))
+    assert a == b  # the correct counts (integers) and the accuracies (floats), exactly
+    assert len({r["correct"] for r in a.values()}) > 1  # the chips, times and levels differ: not one value everywhere
+    assert local["rows"] == on_ray["rows"]
+
+
 def _interrupted_run(monkeypatch, out, **options) -> int:
     """Explore, pressing Ctrl-C (a real SIGINT to this process) once the first point is written; the points finished."""
     import codesign.fpga.explore as module
@@ -113,3 +126,37 @@ def test_an_unreachable_ray_address_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith(f"codesign: error: --ray-address 127.0.0.1:{port}: no Ray head answers there")
     assert not (tmp_path / "ex").exists()
+
+
+def test_cim_grid_interrupted_locally_resumes_under_ray(ray_head, tiny_checkpoint, tmp_path, monkeypatch):
+    import codesign.cim.dwp.grid as module
+
+    describe = module._describe
+
+    def then_interrupt(record: dict) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        return describe(record)
+
+    monkeypatch.setattr(module, "_describe", then_interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    grid = dict(chips=2, times=(1.0, 86400.0), mismatch=(0.0, 0.3))
+    out = tmp_path / "g"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            module.grid_sweep(tiny_checkpoint, out=out, workers=1, **grid)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    monkeypatch.setattr(module, "_describe", describe)
+    resumed = module.grid_sweep(tiny_checkpoint, out=out, executor="ray", **grid)
+    assert resumed["computed"] == 7 and len((out / POINTS_FILE).read_text().splitlines()) == 8
+
+
+def test_cim_grid_with_an_unreachable_ray_address_is_one_line_exit_2(tiny_checkpoint, tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc = main(["cim", "eval", str(tiny_checkpoint), "--sweep", "grid", "--executor", "ray", "--ray-address",
+               f"127.0.0.1:{port}", "--out", str(tmp_path / "g")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith(f"codesign: error: --ray-address 127.0.0.1:{port}: no Ray head answers there")
+    assert "\n" not in err and not (tmp_path / "g").exists()

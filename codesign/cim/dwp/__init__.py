@@ -3,7 +3,8 @@
 Data with fixed splits (:mod:`.data`), the MLP and CNN (:mod:`.models`), disagreement
 measures and sample weights (:mod:`.weighting`), standard / noise-injection / DWP training
 (:mod:`.training`), checkpoints (:mod:`.checkpoint`), mismatch and drift sweeps over simulated
-chips (:mod:`.evaluate`) and the ``codesign cim train`` / ``cim eval`` commands (:mod:`.cli`).
+chips (:mod:`.evaluate`), the ``codesign cim train`` / ``cim eval`` commands (:mod:`.cli`), and the
+chips × times × mismatch grid (:mod:`.grid`) whose points (:mod:`.sweep_points`) run on codesign.sweep.
 See docs/cim_dwp.md.
 """
 
