@@ -1,7 +1,7 @@
 """The online KAN head behind a frozen hls4ml network: hls4ml's C-simulation against the Python reference.
 
-A 3-16-2 torch MLP is trained offline (300 Adam steps) to give two features of x, sin(3 x0) and x1 x2,
-then frozen; codesign.fpga.hls4ml_head puts a 2-4-1 online KAN behind it, which learns
+The example of examples/hls4ml_head.py (codesign.examples.hls4ml_head): a 3-16-2 torch MLP trained offline
+(300 Adam steps) to give sin(3 x0) and x1 x2, then frozen; a 2-4-1 online KAN behind it learns
 y = 0.5 sin(3 x0) + 0.3 x1 x2 from the stream. For each hls4ml backend the model is converted
 (io_parallel, the network in ap_fixed<20,6>), compiled by hls4ml and run by hls4ml's predict() over the
 stream; codesign.fpga.hls4ml_head.check_stream compares every prediction and the final coefficients
@@ -21,48 +21,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from codesign.kan.spec import KANSpec
+from codesign.examples.hls4ml_head import NETWORK_PRECISION, SPEC, stream, trained_network
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
-SPEC = KANSpec(widths=(2, 4, 1), grid_size=8, spline_order=3, lut_bits=6)
-NETWORK_PRECISION = "ap_fixed<20,6>"
-
-
-def features(x: torch.Tensor) -> torch.Tensor:
-    """What the frozen network is trained to compute: sin(3 x0) and x1 x2."""
-    return torch.stack([torch.sin(3 * x[:, 0]), x[:, 1] * x[:, 2]], dim=1)
-
-
-def trained_network(steps: int = 300) -> torch.nn.Module:
-    """The 3-16-2 MLP fitted offline to features() (seeded: the same network every run)."""
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
-    opt = torch.optim.Adam(net.parameters(), lr=0.02)
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(steps):
-        x = torch.rand(128, 3, generator=gen) * 2 - 1
-        loss = ((net(x) - features(x)) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return net
-
-
-def stream(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs x in [-1, 1)^3 and act_t targets 0.5 sin(3 x0) + 0.3 x1 x2."""
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1.0, 1.0, size=(n, 3))
-    y = 0.5 * np.sin(3 * x[:, :1]) + 0.3 * x[:, 1:2] * x[:, 2:3]
-    return x, SPEC.act_t.to_float(SPEC.act_t.quantize(y))
 
 
 def measure(backend: str, samples: int, folder: Path) -> str:
     """One backend's table row: samples, mismatches, clamped features, learning, times."""
     from codesign.fpga import hls4ml_head  # noqa: PLC0415 - its import needs hls4ml with the extension API
 
-    model = hls4ml_head.attach_online_head(trained_network(), SPEC, seed=0)
+    model = hls4ml_head.attach_online_head(trained_network(), SPEC)
     hls_model = hls4ml_head.to_hls4ml(model, (3,), folder / backend, backend=backend, default_precision=NETWORK_PRECISION)
     start = time.perf_counter()
     hls_model.compile()
@@ -71,9 +40,11 @@ def measure(backend: str, samples: int, folder: Path) -> str:
     start = time.perf_counter()
     check = hls4ml_head.check_stream(hls_model, x, y)
     check_s = time.perf_counter() - start
+    head = hls4ml_head.head_layer(hls_model)
+    feature_t = hls4ml_head.fixed_type_of(hls_model.graph[head.inputs[0]].get_output_variable().type.precision)
     err = np.abs(SPEC.act_t.to_float(hls4ml_head.reference_stream(hls_model, check.features_raw, check.targets_raw)[0]) - y)
     first, last = (float(np.sqrt((e ** 2).mean())) for e in (err[:1000], err[-1000:]))
-    return (f"| {backend} | {check.samples:,} | {check.prediction_mismatches} | {check.state_values} | "
+    return (f"| {backend} | {feature_t} | {check.samples:,} | {check.prediction_mismatches} | {check.state_values} | "
             f"{check.state_mismatches} | {check.trace_mismatches} | {check.features_outside_grid} | "
             f"{first:.3g} -> {last:.3g} | {compile_s:.0f} | {check_s:.0f} |")
 
@@ -87,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples < 2000:
         print("hls4ml_head: error: --samples must be at least 2000 (the first and last 1,000 are compared)", file=sys.stderr)
         return 2
-    header = ["| backend | samples | prediction mismatches | coefficients | coefficient mismatches | predict() vs trace() "
+    header = ["| backend | network output type | samples | prediction mismatches | coefficients | coefficient mismatches | predict() vs trace() "
               "mismatches | features outside the grid | RMS error, first -> last 1,000 | compile (s) | check (s) |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -101,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import hls4ml  # noqa: PLC0415
 
-    body = (f"Measured by `python benchmarks/hls4ml_head.py` (hls4ml {hls4ml.__version__}, io_parallel; the network in "
-            f"{NETWORK_PRECISION}, the head a {'-'.join(map(str, SPEC.widths))} KAN, G = {SPEC.grid_size}, "
+    body = (f"Measured by `python benchmarks/hls4ml_head.py` (hls4ml {hls4ml.__version__}, io_parallel; the network's "
+            f"default precision {NETWORK_PRECISION}, its output type as hls4ml infers it; the head a {'-'.join(map(str, SPEC.widths))} KAN, G = {SPEC.grid_size}, "
             f"k = {SPEC.spline_order}, act_t {SPEC.act_t}; times on this machine's g++):\n\n" + "\n".join(header + rows) + "\n")
     if args.no_doc:
         return 0

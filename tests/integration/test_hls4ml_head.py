@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from codesign.examples.hls4ml_head import main as example_main
+from codesign.examples.hls4ml_head import stream
 from codesign.kan.fixed_learner import KANLearner
 from codesign.kan.spec import KANSpec
 
@@ -29,14 +31,6 @@ def frozen_network() -> torch.nn.Module:
     return net
 
 
-def stream(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs x in [-1, 1)^3 and act_t targets 0.5 sin(3 x0) + 0.3 x1 x2."""
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1.0, 1.0, size=(n, 3))
-    y = 0.5 * np.sin(3 * x[:, :1]) + 0.3 * x[:, 1:2] * x[:, 2:3]
-    return x, SPEC.act_t.to_float(SPEC.act_t.quantize(y))
-
-
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     # ap_fixed<20,6> in the network: its output has 14 fractional bits, so the feature conversion rounds
@@ -49,7 +43,7 @@ def compiled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def checked(compiled):
-    x, y = stream(SAMPLES)
+    x, y = stream(SAMPLES, SPEC.act_t)
     return x, y, hls4ml_head.check_stream(compiled, x, y)
 
 
@@ -117,3 +111,21 @@ def test_an_hls4ml_without_the_extension_api_is_one_line(monkeypatch):
         hls4ml_head.check_extension_api()
     text = str(exc.value)
     assert "\n" not in text and "hls4ml.model.layers.register_layer missing" in text and "hls4ml >= 1.0" in text
+
+
+def test_the_example_refuses_bad_input_in_one_line_with_exit_2(tmp_path, capsys):
+    assert example_main(["--backend", "Quartus", "--out", str(tmp_path / "prj")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "hls4ml_head: error: the online head supports the hls4ml backends Vivado, Vitis, not 'Quartus'"
+    assert example_main(["--out", str(tmp_path)]) == 2  # an existing folder is never overwritten
+    assert "exists: give a new folder with --out" in capsys.readouterr().err
+
+
+def test_the_torch_module_is_the_reference_on_what_torch_feeds_it():
+    x, y = stream(300, SPEC.act_t, seed=2)
+    model = hls4ml_head.attach_online_head(frozen_network(), SPEC, seed=1)
+    with torch.no_grad():
+        got = model(torch.from_numpy(x).float(), torch.from_numpy(y)).numpy()
+        feats = frozen_network()(torch.from_numpy(x).float()).double().numpy()
+    expected = KANLearner(SPEC, seed=1).run_raw(SPEC.act_t.quantize(feats), SPEC.act_t.quantize(y))
+    assert np.array_equal(SPEC.act_t.quantize(got), expected)
