@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples < 2000:
         print("hls4ml_head: error: --samples must be at least 2000 (the first and last 1,000 are compared)", file=sys.stderr)
         return 2
-    header = ["| backend | network output type | samples | prediction mismatches | coefficients | coefficient mismatches | predict() vs trace() "
-              "mismatches | features outside the grid | RMS error, first -> last 1,000 | compile (s) | check (s) |",
+    header = ["| backend | network output type | samples | prediction mismatches | coefficients | coefficient mismatches "
+              "| predict() vs trace() mismatches | features outside the grid | RMS error, first -> last 1,000 | compile (s) | check (s) |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     try:
@@ -72,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import hls4ml  # noqa: PLC0415
 
+    widths = "-".join(map(str, SPEC.widths))
     body = (f"Measured by `python benchmarks/hls4ml_head.py` (hls4ml {hls4ml.__version__}, io_parallel; the network's "
-            f"default precision {NETWORK_PRECISION}, its output type as hls4ml infers it; the head a {'-'.join(map(str, SPEC.widths))} KAN, G = {SPEC.grid_size}, "
-            f"k = {SPEC.spline_order}, act_t {SPEC.act_t}; times on this machine's g++):\n\n" + "\n".join(header + rows) + "\n")
+            f"default precision {NETWORK_PRECISION}, its output type as hls4ml infers it; the head a {widths} KAN, "
+            f"G = {SPEC.grid_size}, k = {SPEC.spline_order}, act_t {SPEC.act_t}; times on this machine's g++):\n\n"
+            + "\n".join(header + rows) + "\n")
     if args.no_doc:
         return 0
     text = DOC.read_text()

@@ -197,7 +197,8 @@ def _write_head_firmware(model: Any) -> bool:
     return True
 
 
-def _parse_head(operation, layer_name, input_names, input_shapes, node, class_object, data_reader, config):
+def _parse_head(operation: str, layer_name: str, input_names: list[str], input_shapes: list[list[int | None]], node: Any,
+                class_object: KANOnlineHead, data_reader: Any, config: Any) -> tuple[dict[str, Any], list[int | None]]:
     """hls4ml's pytorch handler of KANOnlineHead: the layer dict and the output shape."""
     spec: KANSpec = class_object.spec
     if len(input_shapes) != 2:
@@ -214,26 +215,24 @@ def _parse_head(operation, layer_name, input_names, input_shapes, node, class_ob
     return layer, [None, spec.n_outputs]
 
 
-_registered: set[str] = set()
+_registered_backends: set[str] = set()
 
 
 def register_extension(backend: str) -> None:
     """Register the head with hls4ml: its pytorch handler and IR layer, and its templates and writer pass for ``backend``."""
     if backend not in SUPPORTED_BACKENDS:
         raise ValueError(f"the online head supports the hls4ml backends {', '.join(SUPPORTED_BACKENDS)}, not {backend!r}")
-    if not _registered:
-        if "KANOnlineHead" not in hls4ml.converters.get_supported_pytorch_layers():
-            hls4ml.converters.register_pytorch_layer_handler("KANOnlineHead", _parse_head)
-        hls4ml.model.layers.register_layer("KANOnlineHeadLayer", KANOnlineHeadLayer)
-        _registered.add("")
-    if backend in _registered:
+    if "KANOnlineHead" not in hls4ml.converters.get_supported_pytorch_layers():
+        hls4ml.converters.register_pytorch_layer_handler("KANOnlineHead", _parse_head)
+    hls4ml.model.layers.register_layer("KANOnlineHeadLayer", KANOnlineHeadLayer)  # a dict entry: idempotent
+    if backend in _registered_backends:
         return
     hls_backend = hls4ml.backends.get_backend(backend)
     hls_backend.register_template(_HeadConfigTemplate)
     hls_backend.register_template(_HeadFunctionTemplate)
     hls_backend.register_pass("codesign_write_kan_head", ModelOptimizerPass("codesign_write_kan_head", _write_head_firmware),
                               flow=f"{backend.lower()}:write")
-    _registered.add(backend)
+    _registered_backends.add(backend)
 
 
 def to_hls4ml(model: HeadedNetwork, input_shape: tuple[int, ...], output_dir: str | Path, backend: str = "Vitis",
@@ -291,6 +290,7 @@ def predictions_raw(hls_model: Any, predictions: np.ndarray) -> np.ndarray:
 
 def head_state(hls_model: Any) -> np.ndarray:
     """The head's coefficients now, raw, in the reference's order, read from the compiled model's library."""
+    # hls4ml keeps the loaded library (ctypes) there; kan_online_head.h exports the C-simulation-only reader
     lib = getattr(hls_model, "_top_function_lib", None)
     if lib is None:
         raise ValueError("the model is not compiled: call compile() first")
@@ -300,7 +300,7 @@ def head_state(hls_model: Any) -> np.ndarray:
     return state
 
 
-def _input_raw(hls_model: Any, name: str, values: np.ndarray) -> np.ndarray:
+def _input_raw(hls_model: Any, name: str, values: np.ndarray) -> tuple[np.ndarray, FixedType]:
     """Raw values of an input as hls4ml's C-simulation assigns doubles to the input layer's type."""
     t = fixed_type_of(hls_model.graph[name].get_output_variable().type.precision)
     return t.quantize(np.asarray(values, dtype=np.float64)), t

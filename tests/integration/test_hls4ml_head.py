@@ -1,7 +1,7 @@
 """The online KAN head behind a frozen hls4ml network: hls4ml's compile() + predict() equals the reference.
 
 One small model (a 3-8-2 torch MLP, the head a 2-3-1 KAN) is compiled by hls4ml (g++, about half a
-minute) and traced once (hls4ml recompiles it); the stream's predictions and the head's final
+minute) and traced once (hls4ml recompiles it), in the tests marked slow; the stream's predictions and the head's final
 coefficients are compared integer for integer with the Python reference fed hls4ml's own network output.
 """
 
@@ -76,6 +76,7 @@ def test_each_predict_continues_the_stream_and_the_head_learns(compiled, checked
     assert error[1] < error[0]
 
 
+@pytest.mark.slow
 def test_the_firmware_holds_the_learner_and_the_head_call(compiled):
     out = compiled.config.get_output_dir()
     with open(f"{out}/firmware/myproject.cpp") as f:
