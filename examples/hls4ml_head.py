@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{args.out} exists: give a new folder with --out")
         from codesign.fpga import hls4ml_head  # noqa: PLC0415 - its import needs hls4ml with the extension API
 
+        hls4ml_head.register_extension(args.backend)  # refuses an unsupported backend before the training
         model = hls4ml_head.attach_online_head(trained_network(), SPEC)
         hls_model = hls4ml_head.to_hls4ml(model, (3,), args.out, backend=args.backend, default_precision=NETWORK_PRECISION)
         hls_model.compile()

@@ -130,3 +130,20 @@ def test_the_torch_module_is_the_reference_on_what_torch_feeds_it():
         feats = frozen_network()(torch.from_numpy(x).float()).double().numpy()
     expected = KANLearner(SPEC, seed=1).run_raw(SPEC.act_t.quantize(feats), SPEC.act_t.quantize(y))
     assert np.array_equal(SPEC.act_t.quantize(got), expected)
+
+
+def test_the_example_exits_2_in_one_line_on_an_hls4ml_without_the_extension_api(monkeypatch, tmp_path, capsys):
+    import sys
+
+    import hls4ml.converters
+
+    import codesign.fpga
+
+    monkeypatch.delattr(hls4ml.converters, "register_pytorch_layer_handler")
+    # imported again, so its check runs again
+    monkeypatch.delitem(sys.modules, "codesign.fpga.hls4ml_head")
+    monkeypatch.delattr(codesign.fpga, "hls4ml_head")
+    assert example_main(["--out", str(tmp_path / "prj")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no extension API (hls4ml.converters.register_pytorch_layer_handler missing)" in err[0]
+    assert not (tmp_path / "prj").exists()
