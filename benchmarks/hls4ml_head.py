@@ -2,11 +2,11 @@
 
 The example of examples/hls4ml_head.py (codesign.examples.hls4ml_head): a 3-16-2 torch MLP trained offline
 (300 Adam steps) to give sin(3 x0) and x1 x2, then frozen; a 2-4-1 online KAN behind it learns
-y = 0.5 sin(3 x0) + 0.3 x1 x2 from the stream. For each hls4ml backend the model is converted
-(io_parallel, the network in ap_fixed<20,6>), compiled by hls4ml and run by hls4ml's predict() over the
-stream; codesign.fpga.hls4ml_head.check_stream compares every prediction and the final coefficients
-with the reference fed hls4ml's own network output (its trace). Rewrites the marked section of
-docs/integration.md.
+y = 0.5 sin(3 x0) + 0.3 x1 x2 from the stream. For each hls4ml backend (and for the last one again with the
+head's training off) the model is converted (io_parallel, the network in ap_fixed<20,6>), compiled by hls4ml
+and run by hls4ml's predict() over the stream; codesign.fpga.hls4ml_head.check_stream compares every
+prediction and the final coefficients with the reference fed hls4ml's own network output (its trace).
+Rewrites the marked section of docs/integration.md.
 
     python benchmarks/hls4ml_head.py [--samples 10000] [--backend Vitis --backend Vivado] [--no-doc]
 """
@@ -27,12 +27,12 @@ from codesign.examples.hls4ml_head import NETWORK_PRECISION, SPEC, stream, train
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 
 
-def measure(backend: str, samples: int, folder: Path) -> str:
+def measure(backend: str, samples: int, folder: Path, train: bool = True) -> str:
     """One backend's table row: samples, mismatches, clamped features, learning, times."""
     from codesign.fpga import hls4ml_head  # noqa: PLC0415 - its import needs hls4ml with the extension API
 
-    model = hls4ml_head.attach_online_head(trained_network(), SPEC)
-    hls_model = hls4ml_head.to_hls4ml(model, (3,), folder / backend, backend=backend, default_precision=NETWORK_PRECISION)
+    model = hls4ml_head.attach_online_head(trained_network(), SPEC, train=train)
+    hls_model = hls4ml_head.to_hls4ml(model, (3,), folder / f"{backend}_{train}", backend=backend, default_precision=NETWORK_PRECISION)
     start = time.perf_counter()
     hls_model.compile()
     compile_s = time.perf_counter() - start
@@ -44,8 +44,8 @@ def measure(backend: str, samples: int, folder: Path) -> str:
     feature_t = hls4ml_head.fixed_type_of(hls_model.graph[head.inputs[0]].get_output_variable().type.precision)
     err = np.abs(SPEC.act_t.to_float(hls4ml_head.reference_stream(hls_model, check.features_raw, check.targets_raw)[0]) - y)
     first, last = (float(np.sqrt((e ** 2).mean())) for e in (err[:1000], err[-1000:]))
-    return (f"| {backend} | {feature_t} | {check.samples:,} | {check.prediction_mismatches} | {check.state_values} | "
-            f"{check.state_mismatches} | {check.trace_mismatches} | {check.features_outside_grid} | "
+    return (f"| {backend} | {'on' if train else 'off'} | {feature_t} | {check.samples:,} | {check.prediction_mismatches} | "
+            f"{check.state_values} | {check.state_mismatches} | {check.trace_mismatches} | {check.features_outside_grid} | "
             f"{first:.3g} -> {last:.3g} | {compile_s:.0f} | {check_s:.0f} |")
 
 
@@ -58,14 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples < 2000:
         print("hls4ml_head: error: --samples must be at least 2000 (the first and last 1,000 are compared)", file=sys.stderr)
         return 2
-    header = ["| backend | network output type | samples | prediction mismatches | coefficients | coefficient mismatches "
+    header = ["| backend | train | network output type | samples | prediction mismatches | coefficients | coefficient mismatches "
               "| predict() vs trace() mismatches | features outside the grid | RMS error, first -> last 1,000 | compile (s) | check (s) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for backend in args.backend or ["Vitis", "Vivado"]:
-                rows.append(measure(backend, args.samples, Path(tmp)))
+            backends = args.backend or ["Vitis", "Vivado"]
+            # every backend learning, then the last one with train=False (a head that only predicts)
+            for backend, train in [(b, True) for b in backends] + [(backends[-1], False)]:
+                rows.append(measure(backend, args.samples, Path(tmp), train))
                 print(rows[-1], flush=True)
     except ValueError as exc:
         print(f"hls4ml_head: error: {exc}", file=sys.stderr)
