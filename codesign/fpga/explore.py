@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -27,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from codesign.kan.spec import KANSpec, MLPSpec
-from codesign.outputs import OutputFolder
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
+from codesign.sweep.folder import open_sweep_folder
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "sweep_axes", "design_points", "pareto_front", "explore", "format_front"]
 
@@ -36,7 +34,6 @@ DEFAULT_GRID = (4, 8, 16, 32)
 DEFAULT_BITS = (12, 16, 20)
 DEFAULT_HIDDEN = {"kan": ((2,), (4,), (8,), (4, 4)), "mlp": ((8,), (16,), (32,), (16, 16))}
 SETTINGS_FILE = "explore.json"
-OUTPUT_FILES = (SETTINGS_FILE, POINTS_FILE, "pareto.md", "pareto.png")
 OBJECTIVES = ("mse", "area_percent", "ns_per_sample")
 
 
@@ -242,32 +239,6 @@ def _plot(points: list[dict], front: list[dict], path: Path, settings: dict) -> 
     plt.close(fig)
 
 
-def _read_settings(folder: Path) -> dict | None:
-    """The settings of the exploration in a folder, or None."""
-    try:
-        return json.loads((folder / SETTINGS_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _open_folder(out: Path, settings: dict, force: bool) -> OutputFolder:
-    """The output folder, open, with the points file of the run it resumes (if any).
-
-    Points come from an interrupted run's partial folder, or from a finished run in the folder
-    itself; a finished run with other settings is replaced only with force.
-    """
-    folder = OutputFolder(out, "explore", force=force, expected=OUTPUT_FILES, resumable=True)
-    interrupted = not force and _read_settings(folder.partial) == settings
-    finished = folder.previous is not None and not force and not interrupted
-    if finished and _read_settings(out) != settings:
-        raise FileExistsError(f"{out} holds an exploration with other settings (use --force to start it over)")
-    work = folder.open(keep=interrupted)
-    if finished and (out / POINTS_FILE).is_file():
-        shutil.copyfile(out / POINTS_FILE, work / POINTS_FILE)
-    (work / SETTINGS_FILE).write_text(json.dumps(settings, indent=1) + "\n")
-    return folder
-
-
 def _describe(r: dict) -> str:
     """A finished point's progress text."""
     if "skipped" in r:
@@ -327,7 +298,7 @@ def explore(
     score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples,
                               seed=seed, synth=synth)
     with runner:  # joined (a Ray cluster) before the folder is touched, so a failed connection leaves nothing
-        folder = _open_folder(out, settings, force)
+        folder = open_sweep_folder(out, "explore", settings, SETTINGS_FILE, ("pareto.md", "pareto.png"), force=force)
         # Ctrl-C: the points written so far stay in points.jsonl, the workers are stopped, a rerun resumes
         sweep = run_sweep(score, points, folder.work / POINTS_FILE, runner, tools=("Yosys",) if synth else (),
                           describe=_describe, label="explore")
