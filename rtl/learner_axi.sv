@@ -134,18 +134,20 @@ module learner_axi #(
   assign coef_read = s_axi_arvalid && raddr == REG_COEF_DATA;
   assign coef_wait = coef_write || coef_read;
   // An access first raises coef_hold (the stream then accepts nothing); once the core is idle with
-  // coef_hold high, the banks' port is the host's, and one cycle later (quiet_q: that port read with
-  // no register write in between) a read returns the registered word, or a write goes ahead from
-  // the registered word (kan_host.sv).
-  logic host_now, quiet_q;
+  // coef_hold high, the banks' port is the host's, and HOST_CYCLES cycles later (quiet: that port
+  // read with no register write in between, through kan_host's registers and coef_rdata_q) a read
+  // returns the registered field, or a write goes ahead with the registered word (kan_host.sv).
+  localparam int HOST_CYCLES = 4;
+  logic host_now;
+  logic [HOST_CYCLES-1:0] quiet;
   logic [W_COEF-1:0] coef_rdata_q;
   assign host_now = coef_hold && core_idle;
   always_ff @(posedge aclk) begin
     coef_hold <= !rst && coef_wait;
-    quiet_q <= !rst && host_now && !s_axi_awready;
+    quiet <= (!rst && host_now && !s_axi_awready) ? {quiet[HOST_CYCLES-2:0], 1'b1} : '0;
     coef_rdata_q <= core_coef_rdata;
   end
-  assign coef_ready = host_now && quiet_q;
+  assign coef_ready = host_now && quiet[HOST_CYCLES-1];
   assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid && (!coef_write || coef_ready);
   assign s_axi_wready = s_axi_awready;
   assign s_axi_bresp = 2'b00;
