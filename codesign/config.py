@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from codesign.kan.kinds import KINDS
 from codesign.kan.spec import SPEC_CLASSES, KANSpec, MLPSpec, spec_from_mapping
 from codesign.kan.spec_fields import field_rule, plain_value
 
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 # Learner name on the command line -> spec kind.
-LEARNERS = {"kan_online": "kan", "mlp_online": "mlp"}
+LEARNERS = {kind.learner: kind.name for kind in KINDS.values()}
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
