@@ -10,11 +10,12 @@ from codesign.config import LEARNERS
 from codesign.fpga.kinds import fpga_kind
 from codesign.kan import kinds
 from codesign.kan.kinds import KINDS, LearnerKind, kind_named, kind_of, kind_of_learner, register_kind
-from codesign.kan.spec import SPEC_CLASSES, KANSpec, MLPSpec
+from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
 
 
 def test_each_spec_class_has_exactly_its_kind():
-    assert {name: k.spec_class for name, k in KINDS.items()} == SPEC_CLASSES
+    assert [k.spec_class for k in KINDS.values()] == [KANSpec, MLPSpec]
+    assert type(spec_from_mapping("mlp", {"widths": (2, 1)})) is MLPSpec
     assert kind_of(KANSpec()).name == "kan" and kind_of(MLPSpec()).name == "mlp"
     assert kind_of_learner("kan_online") is kind_named("kan") and kind_of_learner("rnn_online") is None
     assert LEARNERS == {"kan_online": "kan", "mlp_online": "mlp"}
