@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from codesign.kan.spec import SPEC_CLASSES, KANSpec, MLPSpec, spec_from_mapping
+from codesign.kan.kinds import KINDS
+from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
 from codesign.kan.spec_fields import field_rule, plain_value
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 # Learner name on the command line -> spec kind.
-LEARNERS = {"kan_online": "kan", "mlp_online": "mlp"}
+LEARNERS = {kind.learner: kind.name for kind in KINDS.values()}
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -170,7 +171,7 @@ def schema_markdown() -> str:
     """docs/config.md: every field of every learner with its type, range, unit, default and meaning."""
     parts = [_SCHEMA_INTRO]
     for learner, kind in LEARNERS.items():
-        cls = SPEC_CLASSES[kind]
+        cls = KINDS[kind].spec_class
         parts.append(f"\n## `{learner}` ({cls.__name__})\n\n{(cls.__doc__ or '').strip().splitlines()[0]}\n")
         parts.append("| field | type | allowed values | default | unit | meaning |")
         parts.append("|---|---|---|---|---|---|")

@@ -12,8 +12,9 @@ from codesign.config import LEARNERS, load_config_spec, load_spec, schema_markdo
 from codesign.fpga.boards import find_board
 from codesign.fpga.build import build, load_build_spec
 from codesign.fpga.explore import design_points, sweep_axes
+from codesign.kan.kinds import KINDS
 from codesign.kan.run import task_spec
-from codesign.kan.spec import SPEC_CLASSES, KANSpec
+from codesign.kan.spec import KANSpec
 from codesign.kan.spec_fields import GridRangeRule, IntRule, RealRule, WidthsRule, field_rule
 from codesign.resources import resource_dir
 
@@ -23,7 +24,7 @@ EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if p.suffix in (
 
 def _fields(rule_type):
     """(spec class, field name) of every spec field whose rule is of the given type."""
-    return [(cls, f.name) for cls in SPEC_CLASSES.values() for f in dataclasses.fields(cls)
+    return [(cls, f.name) for cls in (k.spec_class for k in KINDS.values()) for f in dataclasses.fields(cls)
             if isinstance(field_rule(f), rule_type)]
 
 
@@ -36,7 +37,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def test_docs_config_md_is_generated_from_the_spec_rules():
     text = (ROOT / "docs" / "config.md").read_text()
     assert text == schema_markdown(), "docs/config.md is stale: run `python -m codesign.config > docs/config.md`"
-    for cls in SPEC_CLASSES.values():
+    for cls in (k.spec_class for k in KINDS.values()):
         for f in dataclasses.fields(cls):
             rule = field_rule(f)
             assert rule.doc and rule.range_text()

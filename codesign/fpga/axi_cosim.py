@@ -19,6 +19,7 @@ from codesign.fpga.cosim import SIMULATOR_GRACE_SECONDS, check_wall_seconds, res
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.simulator import build_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
+from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["run_axi_cosim"]
@@ -59,7 +60,7 @@ def run_axi_cosim(
     np.savez(run_dir / "stimulus.npz", x=stimulus.x, y=stimulus.y, train=stimulus.train)
     config = {
         "manifest": str(rtl / RTL_MANIFEST), "stimulus": str(run_dir / "stimulus.npz"),
-        "kind": "kan" if isinstance(spec, KANSpec) else "mlp", "spec": spec.to_dict(), "seed": seed,
+        "kind": kind_of(spec).name, "spec": spec.to_dict(), "seed": seed,
         "resets": reset_plan(stimulus.x.shape[0], resets, seed), "rng_seed": seed,
         "source_pause": source_pause, "sink_pause": sink_pause, "wall_seconds": wall_seconds,
     }

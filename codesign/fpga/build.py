@@ -27,11 +27,12 @@ from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
+from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.tasks import check_stream_size, task_options
 
-__all__ = ["build", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
+__all__ = ["build", "write_sources", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
 
 MIN_SAMPLES = 1
 
@@ -81,7 +82,7 @@ def build(
         raise ValueError(f"--seed={seed}: must be >= 0")
     initial = None
     if init is not None:
-        if not isinstance(spec, KANSpec):
+        if not kind_of(spec).takes_initial_coefficients:
             raise ValueError(f"--init: {learner} has no B-spline coefficients to start from (--init is for kan_online)")
         from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
 
@@ -122,19 +123,15 @@ def build(
     return report
 
 
-def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
-                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None) -> dict:
-    """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
+def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
+                  choice: dict, samples: int, task: str, seed: int, progress: Progress, initial=None) -> tuple:
+    """The steps of a build that write its sources (reference stream, HLS project, RTL) into out_dir; nothing runs a tool.
 
-    ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
+    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``choice`` is choose_pipeline's.
     """
     placement = choice["pipeline"]
     fw = firmware_module(spec)
     timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
-
-    progress = Progress(6 + cosim + synth + pnr, stream)
-    print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
         reference = run_reference(spec, stimulus, fw, initial=None if initial is None else initial.coefficients)
@@ -143,6 +140,21 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     with progress.step("rtl", f"writing the RTL ({choice['choice']} pipeline: {placement.text}) to {shown / 'rtl'}"):
         rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True,
                        initial=None if initial is None else initial.coefficients)
+    return fw, stimulus, reference, timing, rtl
+
+
+def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
+                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
+                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None) -> dict:
+    """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
+
+    ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
+    """
+    progress = Progress(6 + cosim + synth + pnr, stream)
+    print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
+    fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, learner, target, board, spec, choice, samples, task,
+                                                         seed, progress, initial)
+    placement = choice["pipeline"]
     with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):

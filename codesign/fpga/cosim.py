@@ -27,6 +27,7 @@ import numpy as np
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import build_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
+from codesign.kan.kinds import kind_of, kind_of_learner
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
 from codesign.processes import ToolError
 
@@ -105,11 +106,10 @@ def cosim_sources(
     run_dir = work_dir / "sim_run"
     run_dir.mkdir(parents=True, exist_ok=True)
     np.savez(run_dir / "stimulus.npz", x=x, y=y, train=train)
-    kind = "kan" if isinstance(spec, KANSpec) else "mlp"
     config = {
         "manifest": str(Path(manifest_path).resolve()),
         "stimulus": str(run_dir / "stimulus.npz"),
-        "kind": kind,
+        "kind": kind_of(spec).name,
         "spec": spec.to_dict(),
         "seed": seed,
         "resets": reset_plan(x.shape[0], resets, seed),
@@ -136,7 +136,7 @@ def cosim_sources(
 
 def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int, seed: int):
     """(rtl folder, its manifest, spec, seed, build folder or None) for a spec or a folder."""
-    if isinstance(target, (KANSpec, MLPSpec)):
+    if not isinstance(target, (str, Path)):  # a spec
         work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="codesign_cosim_"))
         manifest = emit_rtl(target, work / "rtl", pipeline=pipeline, seed=seed, force=True)
         return work / "rtl", manifest, target, seed, None
@@ -154,10 +154,10 @@ def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, 
     data = json.loads(report.read_text())
     if data.get("init"):
         raise FileNotFoundError(f"{folder} was built with --init and holds no rtl/{RTL_MANIFEST}: build it again")
-    kind = {"kan_online": "kan", "mlp_online": "mlp"}.get(data.get("learner"))
+    kind = kind_of_learner(data.get("learner"))
     if kind is None:
         raise ValueError(f"{report}: unknown learner {data.get('learner')!r}")
-    spec = spec_from_mapping(kind, data["spec"])
+    spec = spec_from_mapping(kind.name, data["spec"])
     seed = int(data.get("stream", {}).get("seed", seed))
     manifest = emit_rtl(spec, folder / "rtl", pipeline=pipeline, seed=seed, learner_name=data["learner"], force=True)
     return folder / "rtl", manifest, spec, seed, folder
@@ -220,10 +220,10 @@ def cosim_hls_rtl(
         if not (folder / name).is_file():
             raise FileNotFoundError(f"{folder} has no {name}: not a codesign build folder")
     report = json.loads((folder / "report.json").read_text())
-    kind = {"kan_online": "kan", "mlp_online": "mlp"}.get(report.get("learner"))
+    kind = kind_of_learner(report.get("learner"))
     if kind is None:
         raise ValueError(f"{folder / 'report.json'}: unknown learner {report.get('learner')!r}")
-    spec = spec_from_mapping(kind, report["spec"])
+    spec = spec_from_mapping(kind.name, report["spec"])
     stimulus = _stimulus_from_build(folder, spec)
     if stimulus is None:
         raise FileNotFoundError(f"{folder} has no tb_data/stimulus.txt")

@@ -18,6 +18,7 @@ from typing import Any
 
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
+from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import Pipeline, kan_read_in_front, pipeline_timing, resolve_pipeline
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -38,8 +39,7 @@ def _clog2(n: int) -> int:
 
 
 def _check_spec(spec: Any) -> None:
-    if not isinstance(spec, (KANSpec, MLPSpec)):
-        raise ValueError(f"expected a KANSpec or MLPSpec, got {type(spec).__name__}")
+    fpga_kind(spec)  # a spec of no kind the FPGA backend builds is refused here
     if len(spec.widths) > 8:
         raise ValueError(f"widths={spec.widths}: the RTL takes at most 7 layers (8 widths)")
 
@@ -102,7 +102,8 @@ def _tree_register_bits(terms: int, w_sum: int, split: int) -> int:
     return sum(math.ceil(terms / 2 ** j) * w_sum for j in range(split, levels, split))
 
 
-def _kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+    """Per resource, the component sizes of the KAN RTL (banks, ROMs, multipliers, trees, casts, registers)."""
     k = spec.spline_order
     banks = 1 << _clog2(k + 1)
     depth = math.ceil(spec.n_coef / banks)
@@ -227,7 +228,8 @@ def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
     return float(bits)
 
 
-def _mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+    """Per resource, the component sizes of the MLP RTL (weight registers, multipliers, adders, casts)."""
     wa, fa = spec.act_t.width, spec.act_t.frac
     wc, fc = spec.coef_t.width, spec.coef_t.frac
     n_layers = len(spec.layer_shapes)
@@ -284,7 +286,8 @@ def _mlp_phase_delays(spec: MLPSpec) -> list[dict[str, float]]:
     return phases
 
 
-def _mlp_stage_features(spec: MLPSpec, pipe: Pipeline) -> list[dict[str, float]]:
+def mlp_stage_features(spec: MLPSpec, pipe: Pipeline) -> list[dict[str, float]]:
+    """The MLP RTL's phase delays summed between the phase registers, as features."""
     stages: list[dict[str, float]] = [{}]
     for p, phase in enumerate(_mlp_phase_delays(spec)):
         for key, value in phase.items():
@@ -323,7 +326,7 @@ class _Paths:
         return {} if cut else path
 
 
-def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, float]) -> list[dict[str, float]]:
+def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, float]) -> list[dict[str, float]]:
     """Every register-to-register path end of the KAN RTL (rtl/kan_layer.sv, kan_decode.sv, kan_online.sv) as features."""
     shapes = spec.layer_shapes
     n_layers = len(shapes)
@@ -385,10 +388,7 @@ def _kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, f
 def timing_features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, coefficients: dict[str, float]) -> dict[str, float]:
     """The timing features of the slowest register-to-register path (by ``coefficients``), plus a constant."""
     pipe = resolve_pipeline(spec, pipeline)
-    if isinstance(spec, KANSpec):
-        ends = _kan_stage_features(spec, pipe, coefficients)
-    else:
-        ends = _mlp_stage_features(spec, pipe)
+    ends = fpga_kind(spec).stage_features(spec, pipe, coefficients)
     named = [{"constant": 1.0, **e} for e in ends]
     return max(named, key=lambda f: sum(coefficients.get(k, 0.0) * v for k, v in f.items()))
 
@@ -413,7 +413,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     """
     from codesign.fpga.pipeline import CUT_NAMES  # noqa: PLC0415
 
-    kan = isinstance(spec, KANSpec)
+    kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = yosys_family(board)
     max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * (1 << _clog2(spec.spline_order + 1))) if kan else 0
@@ -502,9 +502,7 @@ def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1", fa
     """Per resource, the component sizes (bits or cells) that the fitted coefficients multiply."""
     _check_spec(spec)
     pipe = resolve_pipeline(spec, pipeline)
-    if isinstance(spec, KANSpec):
-        return _kan_features(spec, pipe, family)
-    return _mlp_features(spec, pipe, family)
+    return fpga_kind(spec).resource_features(spec, pipe, family)
 
 
 def coefficient_table() -> dict[str, Any]:
@@ -561,7 +559,7 @@ def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: s
 def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
     """The estimate as a few lines for the terminal."""
     util = result["utilization_percent"]
-    kind = "KAN" if isinstance(spec, KANSpec) else "MLP"
+    kind = fpga_kind(spec).kind.title
     return "\n".join([
         f"ESTIMATE for {kind} {'-'.join(map(str, spec.widths))} on {result['target']} "
         f"(pipeline {result['pipeline']}: {result['pipeline_placement']['text']}):",

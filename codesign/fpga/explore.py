@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
 from codesign.sweep.folder import open_sweep_folder
@@ -61,7 +62,7 @@ def sweep_axes(
     A field the config sets is not swept (a bits value of None keeps the config's types);
     giving both the field and its option is refused, and --grid is refused on an MLP.
     """
-    kan = isinstance(base, KANSpec)
+    kan = kind_of(base).has_grid
     given = {"--grid": grid, "--bits": bits, "--hidden": hidden}
     for option, names in _AXIS_FIELDS.items():
         set_here = [n for n in names if n in fields]
@@ -83,7 +84,7 @@ def design_points(
     pipelines: Sequence[str] = ("ii1",),
 ) -> list[dict]:
     """The points of the sweep: name, spec fields (grid size, word width, hidden widths) over the base spec, and pipeline."""
-    kan = isinstance(base, KANSpec)
+    kan = kind_of(base).has_grid
     if not pipelines or any(p not in ("ii1", "staged") for p in pipelines):
         raise ValueError(f"pipelines={tuple(pipelines)!r}: choose from 'ii1' and 'staged'")
     grid = _check_list("grid", grid, 1, 256) if kan else (None,)

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import ModuleType
 
 from codesign import __version__
-from codesign.fpga import kan_firmware, mlp_firmware
 from codesign.fpga.axi import stream_layout
 from codesign.fpga.boards import Board
+from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.manifest import interface_table, manifest
 from codesign.fpga.stimulus import Reference, Stimulus, write_tb_data
 from codesign.fpga.templates import library_headers, render
@@ -30,7 +30,7 @@ GENERATED = ("firmware", "tb", "tb_data", "csim", "rtl", "build_prj.tcl", "READM
 
 def firmware_module(spec: KANSpec | MLPSpec) -> ModuleType:
     """The firmware renderer of a spec's learner."""
-    return kan_firmware if isinstance(spec, KANSpec) else mlp_firmware
+    return fpga_kind(spec).firmware
 
 
 def project_name(learner: str) -> str:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
+from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["PIPELINES", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
@@ -87,7 +89,7 @@ def parse_pipeline(text: str) -> str | int | Pipeline:
 def resolve_pipeline(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> Pipeline:
     """The register placement of a pipeline choice other than ``auto`` (checked against the spec)."""
     n_bits = 2 * len(spec.layer_shapes) - 1
-    kan = isinstance(spec, KANSpec)
+    kan = fpga_kind(spec).phase_cuts
     if isinstance(pipeline, str):
         if pipeline == "ii1":
             return Pipeline()
@@ -176,8 +178,8 @@ def pipeline_timing(spec: KANSpec | MLPSpec, pipeline: int | Pipeline) -> dict[s
     """
     pipe = resolve_pipeline(spec, pipeline)
     front = 0
-    if isinstance(spec, KANSpec):
-        at = kan_arrivals(spec, pipe)
+    if fpga_kind(spec).phase_cuts:  # the KAN core: arrivals through the cuts inside its phases
+        at = kan_arrivals(cast(KANSpec, spec), pipe)
         stages, pred_stage = at["write"] + 1, at["prediction"]
         front = kan_front_stages(pipe, stages)
     else:

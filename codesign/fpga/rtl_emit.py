@@ -1,12 +1,13 @@
 """Spec -> RTL: the SystemVerilog parameters, memory init files and RTL manifest of one learner.
 
 :func:`emit_rtl` writes a self-contained folder: copies of the ``rtl/`` library modules, a
-generated top (``kan_online_top.sv`` / ``mlp_online_top.sv``) that sets every parameter of the
-core from the spec, the ``.mem`` files of the initial state and ROMs (hex, one word per line),
-and ``rtl_manifest.json`` (ports, pipeline, expected latency and II, where the state lives).
-The ports are the ones of the HLS top (``manifest.json``), so one bench drives either.
-Next to it, ``<kind>_online_axi.sv`` puts that top behind the AXI4-Stream / AXI4-Lite shell
-(``rtl/learner_axi.sv``; its register map in ``axi_registers.md`` and ``learner_axi.h``, the
+generated top (``kan_online_top.sv`` / ``mlp_online_top.sv``, from ``rtl/templates/learner_top.sv``)
+that sets every parameter of the core from the spec, the ``.mem`` files of the initial state and
+ROMs (hex, one word per line), and ``rtl_manifest.json`` (ports, pipeline, expected latency and
+II, where the state lives). The ports are the ones of the HLS top (``manifest.json``), so one
+bench drives either. Next to it, ``<kind>_online_axi.sv`` (``rtl/templates/learner_axi_top.sv``)
+puts that top behind the AXI4-Stream / AXI4-Lite shell (``rtl/learner_axi.sv``; its register map
+in ``axi_registers.md`` and ``learner_axi.h``, the
 manifest's ``axi`` entry): the top a Vivado block design instantiates.
 
 The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
@@ -30,8 +31,10 @@ import numpy as np
 from codesign import __version__
 from codesign.fixed import FixedType
 from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
+from codesign.fpga.kinds import FpgaKind, fpga_kind
 from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.fpga.simulator import rtl_dir
+from codesign.fpga.templates import render_rtl
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
 from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.run import make_learner
@@ -51,22 +54,6 @@ __all__ = [
 
 RTL_MANIFEST = "rtl_manifest.json"
 INITIAL_STATE = "initial_state.npz"  # raw initial coefficients when they come from --init, not the seed
-
-# Library modules each learner needs, in compile order (the generated top comes last).
-_LIBRARY = {
-    "kan": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "const_mult.sv", "adder_tree.sv", "online_control.sv",
-            "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_host.sv", "kan_online.sv"],
-    "mlp": ["mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"],
-}
-
-
-def _kind(spec: KANSpec | MLPSpec) -> str:
-    if isinstance(spec, KANSpec):
-        return "kan"
-    if isinstance(spec, MLPSpec):
-        return "mlp"
-    raise ValueError(f"expected a KANSpec or MLPSpec, got {type(spec).__name__}")
-
 
 def _type_params(prefix: str, t: FixedType, modes: bool = True) -> dict[str, int]:
     out = {f"W_{prefix}": t.width, f"F_{prefix}": t.frac}
@@ -92,7 +79,7 @@ def _packed_widths(widths: tuple[int, ...]) -> str:
 
 def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> dict[str, int | str]:
     """Every SystemVerilog parameter of the learner core (kan_online / mlp_online) for a spec (pipeline not auto)."""
-    kind = _kind(spec)
+    kind = fpga_kind(spec)
     pipe = resolve_pipeline(spec, pipeline)
     widths = spec.widths
     params: dict[str, int | str] = {
@@ -102,30 +89,40 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii
         "N_OUT": spec.n_outputs,
         "N_MAX": max(widths),
     }
-    if kind == "kan":
-        banks, depth = _bank_geometry(spec)
-        g = spec.grid_constants()
-        params.update(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
-        params.update(_type_params("ACT", spec.act_t))
-        params.update(_type_params("COEF", spec.coef_t))
-        params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})
-        params.update({"W_D": spec.dbasis_t.width, "F_D": spec.dbasis_t.frac})
-        params["B_ROW_MAX"], params["D_ROW_MAX"] = basis_row_bounds(spec)  # sizes the exact forward sums
-        params.update(_type_params("DPHI", spec.dphi_t))
-        params.update(_type_params("ERR", spec.err_t))
-        params.update(_type_params("GRAD", spec.grad_t))
-        params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
-    else:
-        params.update(_type_params("ACT", spec.act_t))
-        params.update(_type_params("COEF", spec.coef_t))
-        params.update(_type_params("ERR", spec.err_t))
-        params.update(_type_params("GRAD", spec.grad_t))
-        params["RELU"] = 1 if spec.activation == "relu" else 0
+    params.update(kind.core_parameters(spec))
     params["LR_SHIFT"] = spec.lr_shift
     params["PIPE"] = f"64'd{pipe.phases}"
-    if kind == "kan":
+    if kind.phase_cuts:
         params["CUTS"] = pipe.cuts
         params["TREE_SPLIT"] = pipe.tree_split
+    return params
+
+
+def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
+    """The KAN core's own parameters: grid, banks, ROM and every fixed-point type."""
+    banks, depth = _bank_geometry(spec)
+    g = spec.grid_constants()
+    params: dict[str, int | str] = dict(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
+    params.update(_type_params("ACT", spec.act_t))
+    params.update(_type_params("COEF", spec.coef_t))
+    params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})
+    params.update({"W_D": spec.dbasis_t.width, "F_D": spec.dbasis_t.frac})
+    params["B_ROW_MAX"], params["D_ROW_MAX"] = basis_row_bounds(spec)  # sizes the exact forward sums
+    params.update(_type_params("DPHI", spec.dphi_t))
+    params.update(_type_params("ERR", spec.err_t))
+    params.update(_type_params("GRAD", spec.grad_t))
+    params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
+    return params
+
+
+def mlp_core_parameters(spec: MLPSpec) -> dict[str, int | str]:
+    """The MLP core's own parameters: its fixed-point types and activation."""
+    params: dict[str, int | str] = {}
+    params.update(_type_params("ACT", spec.act_t))
+    params.update(_type_params("COEF", spec.coef_t))
+    params.update(_type_params("ERR", spec.err_t))
+    params.update(_type_params("GRAD", spec.grad_t))
+    params["RELU"] = 1 if spec.activation == "relu" else 0
     return params
 
 
@@ -143,7 +140,8 @@ def _pack(values: np.ndarray, bits: int) -> int:
     return word
 
 
-def _write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list[str]:
+def write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list[str]:
+    """The KAN's basis ROMs and coefficient banks as .mem files in ``folder``; returns their names."""
     brom, drom = basis_roms(spec)  # (k+1, 2^A)
     (folder / "basis.mem").write_text(
         _hex_words([_pack(brom[:, a], spec.basis_t.width) for a in range(brom.shape[1])], brom.shape[0] * spec.basis_t.width))
@@ -165,7 +163,8 @@ def _write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> lis
     return files
 
 
-def _write_mlp_memories(spec: MLPSpec, learner: MLPLearner, folder: Path) -> list[str]:
+def write_mlp_memories(spec: MLPSpec, learner: MLPLearner, folder: Path) -> list[str]:
+    """The MLP's weight rows as .mem files in ``folder``; returns their names."""
     files = []
     w = spec.coef_t.width
     for layer, (weights, biases) in enumerate(learner.params_raw()):
@@ -204,17 +203,20 @@ def _ports(spec: KANSpec | MLPSpec) -> list[dict[str, Any]]:
     ]
 
 
-def _state_description(spec: KANSpec | MLPSpec) -> dict[str, Any]:
-    """Where the bench reads the learner's state back (hierarchical names below the top)."""
-    if isinstance(spec, KANSpec):
-        banks, depth = _bank_geometry(spec)
-        return {
-            "layout": "kan_banks",
-            "memory": "u_core.g_layer[{layer}].u_layer.g_input[{i}].g_bank[{b}].u_bank.mem",
-            "banks": banks, "depth": depth, "n_coef": spec.n_coef, "word_fields": "output o at bits [o*W +: W]",
-            "element_width": spec.coef_t.width,
-            "order": "coefficient m of edge (o, i) of a layer is word m div banks of bank m mod banks of input i",
-        }
+def kan_state_description(spec: KANSpec) -> dict[str, Any]:
+    """Where the bench reads the KAN's coefficients back (hierarchical names below the top)."""
+    banks, depth = _bank_geometry(spec)
+    return {
+        "layout": "kan_banks",
+        "memory": "u_core.g_layer[{layer}].u_layer.g_input[{i}].g_bank[{b}].u_bank.mem",
+        "banks": banks, "depth": depth, "n_coef": spec.n_coef, "word_fields": "output o at bits [o*W +: W]",
+        "element_width": spec.coef_t.width,
+        "order": "coefficient m of edge (o, i) of a layer is word m div banks of bank m mod banks of input i",
+    }
+
+
+def mlp_state_description(spec: MLPSpec) -> dict[str, Any]:
+    """Where the bench reads the MLP's weights back (hierarchical names below the top)."""
     return {
         "layout": "mlp_rows",
         "memory": "u_core.g_layer[{layer}].u_layer.rows",
@@ -223,110 +225,50 @@ def _state_description(spec: KANSpec | MLPSpec) -> dict[str, Any]:
     }
 
 
-def _core_instance(kind: str, params: dict[str, int | str], connections: dict[str, str], host_port: bool = False) -> list[str]:
-    """Lines instantiating the core as u_core with every parameter and these port connections."""
+def _core_instance(core: str, params: dict[str, int | str], connections: dict[str, str], host_port: bool = False) -> str:
+    """The core instantiated as u_core with every parameter and these port connections (rtl/templates/core_instance.sv)."""
     entries = [f"      .{k}({v})" for k, v in params.items()] + ["      .MEM_DIR(MEM_DIR)"]
     if host_port:
         entries.append("      .HOST_PORT(1)")
     ports = [f".{port}({signal})" for port, signal in connections.items()]
     rows = [", ".join(ports[k:k + 5]) for k in range(0, len(ports), 5)]
-    return [f"  {kind}_online #(", ",\n".join(entries), "  ) u_core (", ",\n".join(f"      {r}" for r in rows), "  );"]
+    return render_rtl("core_instance.sv", core=core, parameters=",\n".join(entries),
+                      connections=",\n".join(f"      {r}" for r in rows)).rstrip("\n")
 
 
-def _top_text(kind: str, params: dict[str, int | str]) -> str:
-    core = f"{kind}_online"
-    lines = [
-        f"// {core}_top: the {core} core with this build's parameters. Generated by codesign {__version__}.",
-        "// MEM_DIR is the folder of the .mem files (this folder unless the simulator runs elsewhere).",
-        f"module {core}_top #(",
-        '    parameter MEM_DIR = "."',
-        ") (",
-        "    input  logic ap_clk,",
-        "    input  logic ap_rst,",
-        "    input  logic ap_start,",
-        "    output logic ap_done,",
-        "    output logic ap_idle,",
-        "    output logic ap_ready,",
-        f"    input  logic [{int(params['N_IN'])}*{int(params['W_ACT'])}-1:0] x,",
-        "    input  logic x_ap_vld,",
-        f"    input  logic [{int(params['N_OUT'])}*{int(params['W_ACT'])}-1:0] y,",
-        "    input  logic y_ap_vld,",
-        "    input  logic train,",
-        f"    output logic [{int(params['N_OUT'])}*{int(params['W_ACT'])}-1:0] y_hat,",
-        "    output logic y_hat_ap_vld",
-        ");",
-    ]
-    lines += _core_instance(kind, params, {
+def _top_text(kind: FpgaKind, params: dict[str, int | str]) -> str:
+    """The bare top: the core with the HLS top's ports (rtl/templates/learner_top.sv)."""
+    core_instance = _core_instance(kind.core, params, {
         "ap_clk": "ap_clk", "ap_rst": "ap_rst", "ap_start": "ap_start", "ap_done": "ap_done", "ap_idle": "ap_idle",
         "ap_ready": "ap_ready", "x": "x", "x_ap_vld": "x_ap_vld", "y": "y", "y_ap_vld": "y_ap_vld", "train": "train",
         "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld",
-        **({"coef_hold": "1'b0", "coef_addr": "28'd0", "coef_we": "1'b0", "coef_wdata": "'0", "coef_rdata": ""} if kind == "kan" else {}),
+        **({"coef_hold": "1'b0", "coef_addr": "28'd0", "coef_we": "1'b0", "coef_wdata": "'0", "coef_rdata": ""}
+           if kind.coefficient_port else {}),
     })
-    lines += [
-        "endmodule",
-        "",
-    ]
-    return "\n".join(lines)
+    return render_rtl("learner_top.sv", core=kind.core, version=__version__, n_in=int(params["N_IN"]),
+                      n_out=int(params["N_OUT"]), w_act=int(params["W_ACT"]), core_instance=core_instance)
 
 
 _AXI_LIBRARY = ["learner_axi_regs.svh", "learner_axi.sv"]  # kan_host.sv is in the KAN core's library
 
 
-def _axi_top_text(kind: str, params: dict[str, int | str], layout: StreamLayout, f_act: int, has_coef: bool) -> str:
-    """The AXI top: the bare top behind the learner_axi shell (ports as Vivado's interface inference names them)."""
-    core = f"{kind}_online"
-    s_w, m_w = layout.s_width, layout.m_width
-    ports = [
-        "input  logic aclk", "input  logic aresetn",
-        f"input  logic [{s_w - 1}:0] s_axis_tdata", "input  logic s_axis_tvalid", "output logic s_axis_tready",
-        f"output logic [{m_w - 1}:0] m_axis_tdata", "output logic m_axis_tvalid", "input  logic m_axis_tready",
-        "input  logic [ADDR_WIDTH-1:0] s_axi_awaddr", "input  logic [2:0] s_axi_awprot", "input  logic s_axi_awvalid",
-        "output logic s_axi_awready", "input  logic [31:0] s_axi_wdata", "input  logic [3:0] s_axi_wstrb",
-        "input  logic s_axi_wvalid", "output logic s_axi_wready", "output logic [1:0] s_axi_bresp",
-        "output logic s_axi_bvalid", "input  logic s_axi_bready", "input  logic [ADDR_WIDTH-1:0] s_axi_araddr",
-        "input  logic [2:0] s_axi_arprot", "input  logic s_axi_arvalid", "output logic s_axi_arready",
-        "output logic [31:0] s_axi_rdata", "output logic [1:0] s_axi_rresp", "output logic s_axi_rvalid",
-        "input  logic s_axi_rready",
-    ]
-    names = [p.split()[-1] for p in ports]
+def _axi_top_text(kind: FpgaKind, params: dict[str, int | str], layout: StreamLayout, f_act: int, has_coef: bool) -> str:
+    """The AXI top: the bare top behind the learner_axi shell (rtl/templates/learner_axi_top.sv)."""
     n_in, n_out, w = int(params["N_IN"]), int(params["N_OUT"]), int(params["W_ACT"])
     w_coef = int(params["W_COEF"])
-    return "\n".join([
-        f"// {core}_axi: the {core} core with this build's parameters behind the AXI4-Stream / AXI4-Lite shell",
-        "// (learner_axi.sv, axi_registers.md).",
-        f"// Generated by codesign {__version__}.",
-        f"module {core}_axi #(",
-        '    parameter MEM_DIR = ".",',
-        "    parameter int ADDR_WIDTH = 6",
-        ") (",
-        ",\n".join(f"    {p}" for p in ports),
-        ");",
-        "  logic core_rst, core_start, core_done, core_idle, core_ready, core_train, core_y_hat_vld, core_coef_we;",
-        f"  logic [{n_in * w - 1}:0] core_x;",
-        f"  logic [{n_out * w - 1}:0] core_y, core_y_hat;",
-        "  logic core_coef_hold;",
-        "  logic [27:0] core_coef_addr;",
-        f"  logic [{w_coef - 1}:0] core_coef_wdata, core_coef_rdata;",
-        f"  learner_axi #(.N_IN({n_in}), .N_OUT({n_out}), .W_ACT({w}), .F_ACT({f_act}), .W_COEF({w_coef}), "
-        f".F_COEF({int(params['F_COEF'])}), .HAS_COEF({int(has_coef)}), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (",
-        ",\n".join(f"      .{n}({n})" for n in names) + ",",
-        "      .core_rst(core_rst), .core_start(core_start), .core_ready(core_ready), .core_done(core_done),",
-        "      .core_idle(core_idle), .core_x(core_x), .core_y(core_y), .core_train(core_train),",
-        "      .core_y_hat(core_y_hat), .core_y_hat_vld(core_y_hat_vld), .core_coef_addr(core_coef_addr),",
-        "      .core_coef_hold(core_coef_hold), .core_coef_we(core_coef_we), .core_coef_wdata(core_coef_wdata),",
-        "      .core_coef_rdata(core_coef_rdata)",
-        "  );",
-        *([] if kind == "kan" else ["  assign core_coef_rdata = '0;  // the MLP core has no coefficient port"]),
-        *_core_instance(kind, params, {
-            "ap_clk": "aclk", "ap_rst": "core_rst", "ap_start": "core_start", "ap_done": "core_done",
-            "ap_idle": "core_idle", "ap_ready": "core_ready", "x": "core_x", "x_ap_vld": "1'b1", "y": "core_y",
-            "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
-            **({"coef_hold": "core_coef_hold", "coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
-                "coef_rdata": "core_coef_rdata"} if kind == "kan" else {}),
-        }, host_port=has_coef),
-        "endmodule",
-        "",
-    ])
+    core_instance = _core_instance(kind.core, params, {
+        "ap_clk": "aclk", "ap_rst": "core_rst", "ap_start": "core_start", "ap_done": "core_done",
+        "ap_idle": "core_idle", "ap_ready": "core_ready", "x": "core_x", "x_ap_vld": "1'b1", "y": "core_y",
+        "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
+        **({"coef_hold": "core_coef_hold", "coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
+            "coef_rdata": "core_coef_rdata"} if kind.coefficient_port else {}),
+    }, host_port=has_coef)
+    tie = "" if kind.coefficient_port else f"  assign core_coef_rdata = '0;  // the {kind.kind.title} core has no coefficient port\n"
+    return render_rtl(
+        "learner_axi_top.sv", core=kind.core, version=__version__, s_msb=layout.s_width - 1, m_msb=layout.m_width - 1,
+        x_msb=n_in * w - 1, y_msb=n_out * w - 1, coef_msb=w_coef - 1, n_in=n_in, n_out=n_out, w_act=w, f_act=f_act,
+        w_coef=w_coef, f_coef=int(params["F_COEF"]), has_coef=int(has_coef), coefficient_tie=tie, core_instance=core_instance,
+    )
 
 
 def emit_rtl(
@@ -349,7 +291,7 @@ def emit_rtl(
     """
     from codesign.fpga.estimate import choose_pipeline  # noqa: PLC0415 (estimate is the heavier module)
 
-    kind = _kind(spec)
+    kind = fpga_kind(spec)
     choice = choose_pipeline(spec, target, pipeline)
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
@@ -360,32 +302,29 @@ def emit_rtl(
     params = rtl_parameters(spec, pipe)
     out_dir.mkdir(parents=True, exist_ok=True)
     library = rtl_dir()
-    for name in _LIBRARY[kind]:
+    for name in kind.rtl_library:
         shutil.copyfile(library / name, out_dir / name)
     learner = make_learner(spec, seed=seed, initial=initial)
     if initial is not None:
         np.savez(out_dir / INITIAL_STATE, *[np.asarray(c, dtype=np.int64) for c in initial])
-    if kind == "kan":
-        memories = _write_kan_memories(spec, learner, out_dir)
-    else:
-        memories = _write_mlp_memories(spec, learner, out_dir)
-    top = f"{kind}_online_top"
+    memories = kind.write_memories(spec, learner, out_dir)
+    top = kind.top
     (out_dir / f"{top}.sv").write_text(_top_text(kind, params))
-    sources = [n for n in _LIBRARY[kind] if n.endswith(".sv")] + [f"{top}.sv"]
+    sources = [n for n in kind.rtl_library if n.endswith(".sv")] + [f"{top}.sv"]
     # the AXI top: an extra top over the same sources; the bare top stays the manifest's "top"
     for name in _AXI_LIBRARY:
         shutil.copyfile(library / name, out_dir / name)
     layout = stream_layout(spec.n_inputs, spec.n_outputs, spec.act_t.width)
-    axi_top = f"{kind}_online_axi"
+    axi_top = kind.axi_top
     # COEF_ADDR's fields reach m, i, o < 256 and COEF_DATA is 32 bits wide
-    has_coef = kind == "kan" and spec.n_coef <= 256 and max(spec.widths) <= 256 and spec.coef_t.width <= 32
+    has_coef = kind.coefficient_port and spec.n_coef <= 256 and max(spec.widths) <= 256 and spec.coef_t.width <= 32
     (out_dir / f"{axi_top}.sv").write_text(_axi_top_text(kind, params, layout, spec.act_t.frac, has_coef))
     register_docs = write_register_docs(out_dir, layout, spec.act_t.frac, spec.coef_t.width, spec.coef_t.frac, has_coef)
     manifest = {
         "format": "codesign-rtl-manifest/1",
         "generator": f"codesign {__version__}",
-        "learner": learner_name or f"{kind}_online",
-        "kind": kind,
+        "learner": learner_name or kind.kind.learner,
+        "kind": kind.name,
         "top": top,
         "sources": sources,
         "includes": ["."],
@@ -395,7 +334,7 @@ def emit_rtl(
         "parameters": params,
         "pipeline": {**pipe.to_dict(), **pipeline_timing(spec, pipe),
                      **{k: v for k, v in choice.items() if k != "pipeline"}},
-        "state": _state_description(spec),
+        "state": kind.state_description(spec),
         "axi": {
             "top": axi_top,
             "sources": [n for n in sources if n != f"{top}.sv"] + ["learner_axi.sv", f"{axi_top}.sv"],

@@ -23,9 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 import numpy as np
 
+from codesign.kan.kinds import kind_of
 from codesign.kan.run import make_learner, stream_options
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import make_stream
@@ -77,8 +79,8 @@ def _corner_values(spec: KANSpec | MLPSpec) -> np.ndarray:
     values = {act.min_raw, act.max_raw, act.min_raw + 1, act.max_raw - 1, 0, 1, -1}
     if act.frac >= 0:
         values |= {1 << act.frac, -(1 << act.frac)}
-    if isinstance(spec, KANSpec):
-        lo_raw, hi_raw = (int(round(v * 2.0**act.frac)) for v in spec.grid_range)
+    if kind_of(spec).has_grid:
+        lo_raw, hi_raw = (int(round(v * 2.0**act.frac)) for v in cast(KANSpec, spec).grid_range)
         values |= {v + d for v in (lo_raw, hi_raw) for d in (-1, 0, 1)}
     return np.clip(np.array(sorted(values), dtype=np.int64), act.min_raw, act.max_raw)
 

@@ -1,9 +1,9 @@
-"""Template files with named slots (``${name}``) under ``hls/templates/``, and C++ literal helpers.
+"""Template files with named slots (``${name}``) under ``hls/templates/`` and ``rtl/templates/``, and C++ literal helpers.
 
-Templates ship as package data of ``codesign.hls``; they are read through
-``importlib.resources`` so an editable install and a wheel find them the same way. A
-template is filled with :class:`string.Template`: every slot must be given (a missing one is
-an error, not an empty string), and a literal ``$`` is written ``$$``.
+Templates ship as package data of ``codesign.hls`` (the HLS project) and ``codesign.rtl`` (the
+generated RTL tops); they are read through ``importlib.resources`` so an editable install and
+a wheel find them the same way. A template is filled with :class:`string.Template`: every slot
+must be given (a missing one is an error, not an empty string), and a literal ``$`` is written ``$$``.
 """
 
 from __future__ import annotations
@@ -16,26 +16,35 @@ from importlib.resources.abc import Traversable
 import numpy as np
 
 __all__ = [
-    "render", "library_headers", "fixed_literal", "array_initializer", "bits_word_type", "bits_initializer", "join_blocks",
+    "render", "render_rtl", "library_headers", "fixed_literal", "array_initializer", "bits_word_type", "bits_initializer", "join_blocks",
 ]
 
 
-def _template_file(name: str) -> Traversable:
-    node = files("codesign.hls").joinpath("templates")
+def _template_file(package: str, what: str, name: str) -> Traversable:
+    node = files(package).joinpath("templates")
     for part in name.split("/"):
         node = node.joinpath(part)
     if not node.is_file():
-        raise FileNotFoundError(f"HLS template {name} is missing from the installed package")
+        raise FileNotFoundError(f"{what} template {name} is missing from the installed package")
     return node
 
 
-def render(name: str, **slots: object) -> str:
-    """The template ``hls/templates/<name>`` with every ``${slot}`` filled."""
-    text = _template_file(name).read_text()
+def _fill(package: str, what: str, name: str, slots: dict[str, object]) -> str:
+    text = _template_file(package, what, name).read_text()
     try:
         return string.Template(text).substitute({k: str(v) for k, v in slots.items()})
     except KeyError as exc:
         raise KeyError(f"template {name} has a slot {exc} that was not given") from None
+
+
+def render(name: str, **slots: object) -> str:
+    """The template ``hls/templates/<name>`` with every ``${slot}`` filled."""
+    return _fill("codesign.hls", "HLS", name, slots)
+
+
+def render_rtl(name: str, **slots: object) -> str:
+    """The template ``rtl/templates/<name>`` with every ``${slot}`` filled."""
+    return _fill("codesign.rtl", "RTL", name, slots)
 
 
 def library_headers() -> dict[str, str]:

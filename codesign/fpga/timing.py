@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["Timing", "expected_timing", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
@@ -62,7 +63,8 @@ def _tree(terms: int) -> int:
     return math.ceil(levels / ADDER_LEVELS_PER_CYCLE)
 
 
-def _kan_timing(spec: KANSpec) -> Timing:
+def kan_timing(spec: KANSpec) -> Timing:
+    """The KAN top's analytic stage count (grid, ROM read, MACs, tree, cast per layer)."""
     k1 = spec.spline_order + 1
     shift_only = spec.grid_constants().power_of_two  # the 1/h multiply is a shift
     grid = (0 if shift_only else MULTIPLY) + 1  # multiply, then shift, clamp, cell and address
@@ -81,7 +83,8 @@ def _kan_timing(spec: KANSpec) -> Timing:
     return Timing(prediction, latency, latency - grid, stages=stages)
 
 
-def _mlp_timing(spec: MLPSpec) -> Timing:
+def mlp_timing(spec: MLPSpec) -> Timing:
+    """The MLP top's analytic stage count (MACs, tree, cast per layer)."""
     stages: dict[str, int] = {}
     for layer, (n_in, _) in enumerate(spec.layer_shapes):
         stages[f"forward_l{layer}"] = MULTIPLY + _tree(n_in + 1) + CAST
@@ -97,7 +100,8 @@ def _mlp_timing(spec: MLPSpec) -> Timing:
 
 def expected_timing(spec: KANSpec | MLPSpec) -> Timing:
     """The expected latency and II of the generated top for a spec."""
-    return _kan_timing(spec) if isinstance(spec, KANSpec) else _mlp_timing(spec)
+    timing: Timing = fpga_kind(spec).expected_timing(spec)
+    return timing
 
 
 def rtl_schedule(spec: KANSpec | MLPSpec, rtl: dict[str, int], pipeline: str) -> Timing:

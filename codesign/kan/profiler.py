@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from codesign.fixed import FixedType
-from codesign.kan.fixed_learner import init_kan_coefficients
+from codesign.kan.kinds import kind_of
 from codesign.kan.learner_base import STAT_COLUMNS, OnlineLearner
-from codesign.kan.mlp_learner import init_mlp_weights
 from codesign.kan.run import make_learner
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import TaskStream, online_metrics
@@ -113,10 +112,7 @@ def _outside_signals(spec: KANSpec | MLPSpec, stream: TaskStream, seed: int) -> 
     """Inputs, targets and initial coefficients: their quantization can saturate too (sample 0 for the init)."""
     out = [_quantized_signal(f"input[{j}]", "act_t", spec.act_t, stream.x[:, j]) for j in range(stream.n_inputs)]
     out += [_quantized_signal(f"target[{j}]", "act_t", spec.act_t, stream.y[:, j]) for j in range(stream.n_outputs)]
-    if isinstance(spec, KANSpec):
-        init = np.concatenate([c.ravel() for c in init_kan_coefficients(spec, seed)])
-    else:
-        init = np.concatenate([np.append(w.ravel(), b) for w, b in init_mlp_weights(spec, seed)])
+    init = kind_of(spec).initial_values(spec, seed)
     sig = _quantized_signal("coef.init", "coef_t", spec.coef_t, init)
     out.append(dataclasses.replace(sig, first_saturation=0 if sig.saturations else None))
     return out
@@ -188,7 +184,7 @@ def propose_types(
                 continue
             t = getattr(current, f)
             lo, hi = r["min"], r["max"]
-            if f == "act_t" and isinstance(current, KANSpec):  # the grid ends must stay exact in act_t
+            if f == "act_t" and kind_of(current).has_grid:  # the grid ends must stay exact in act_t
                 lo, hi = min(lo, current.grid_range[0]), max(hi, current.grid_range[1])
             need = _int_bits_needed(t, lo, hi)
             if need != t.int_bits:

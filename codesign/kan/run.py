@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import numpy as np
 
 from codesign.config import load_config_spec
-from codesign.kan.fixed_learner import KANLearner
+from codesign.kan.kinds import kind_of
 from codesign.kan.learner_base import OnlineLearner
-from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import TaskStream, make_stream, online_metrics, task_options
 
@@ -56,11 +56,13 @@ def task_spec(
 
 def make_learner(spec: KANSpec | MLPSpec, seed: int = 0, initial: list[np.ndarray] | None = None) -> OnlineLearner:
     """A fresh learner for a spec: initial coefficients or weights from the seed, or ``initial`` (raw coef_t, KAN only)."""
+    kind = kind_of(spec)
+    learner_class: type[Any] = kind.learner_class()
     if initial is not None:
-        if not isinstance(spec, KANSpec):
+        if not kind.takes_initial_coefficients:
             raise ValueError("initial coefficients (--init) are for the KAN learner only")
-        return KANLearner(spec, coefficients=[spec.coef_t.to_float(np.asarray(c, dtype=np.int64)) for c in initial])
-    return KANLearner(spec, seed=seed) if isinstance(spec, KANSpec) else MLPLearner(spec, seed=seed)
+        return learner_class(spec, coefficients=[spec.coef_t.to_float(np.asarray(c, dtype=np.int64)) for c in initial])
+    return learner_class(spec, seed=seed)
 
 
 def learn_on_task(

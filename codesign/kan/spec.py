@@ -34,7 +34,6 @@ __all__ = [
     "default_type",
     "with_precision",
     "spec_from_mapping",
-    "SPEC_CLASSES",
 ]
 
 # Exact intermediates are held in int64; 62 bits leaves head-room for one sign bit and a carry.
@@ -246,15 +245,11 @@ def with_precision(spec: KANSpec | MLPSpec, width: int, int_bits: int) -> KANSpe
     return dataclasses.replace(spec, act_t=t, coef_t=t, err_t=t, grad_t=t)
 
 
-# Learner kind -> spec class: the one registry of spec kinds.
-SPEC_CLASSES: dict[str, type[KANSpec] | type[MLPSpec]] = {"kan": KANSpec, "mlp": MLPSpec}
-
-
 def spec_from_mapping(kind: str, data: Mapping[str, Any]) -> KANSpec | MLPSpec:
-    """Build a spec from plain data (a parsed TOML/YAML config); unknown keys are an error."""
-    cls = SPEC_CLASSES.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown learner kind {kind!r}: expected 'kan' or 'mlp'")
+    """Build a spec of a registered kind (codesign.kan.kinds) from plain data (a parsed TOML/YAML config); unknown keys are an error."""
+    from codesign.kan.kinds import kind_named  # noqa: PLC0415 (the registry imports the spec classes from here)
+
+    cls = kind_named(kind).spec_class
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:

@@ -69,6 +69,9 @@ def test_installed_wheel_imports_and_finds_its_trees(wheel, tmp_path):
             assert str(d).startswith({str(target)!r}) and (d / "__init__.py").is_file(), d
         t = FixedType.parse("ap_fixed<8,3,AP_RND,AP_SAT>")
         assert int(t.quantize([100.0])[0]) == 127
+        from codesign.fpga.templates import render, render_rtl  # the HLS and RTL templates, from the wheel
+        assert "u_core" in render_rtl("core_instance.sv", core="kan_online", parameters="", connections="")
+        assert "${{" not in render("common/top_axi.cpp", version="0", learner="kan_online", top="kan_online_top")
         print("ok")
         """
     )

@@ -1,0 +1,5 @@
+  ${core} #(
+${parameters}
+  ) u_core (
+${connections}
+  );
