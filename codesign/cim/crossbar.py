@@ -61,6 +61,8 @@ __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_see
 _READ_STREAM = 0x5EAD  # seed key of the read-noise generator (apart from the chips' keys)
 _PARAM_STREAM = 0xD81F  # seed key of a chip's time-behaviour parameters (PCM drift exponents)
 _CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries stay in the L2 cache
+# per-device arrays that a new programming of the same size overwrites entirely: kept as its workspaces
+_REUSED = ("g_prog", "fault_code", "pair_scale", "w_eff", "read_std", "read_q", "w_read")
 
 
 def derive_seed(*keys: int) -> int:
@@ -176,6 +178,26 @@ class Crossbar(nn.Module):
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
+        self._spare: dict[str, Tensor] = {}  # the last chips' arrays, reused by the next programming of the same size
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """A registered buffer or an existing plain attribute is set directly: program, drift and read set many of
+        them, and nn.Module's checks for parameters and submodules cost more than the small arrays' arithmetic."""
+        buffers = self.__dict__.get("_buffers")
+        if buffers is not None and name in buffers and (value is None or isinstance(value, Tensor)):
+            buffers[name] = value
+        elif name in self.__dict__ and not isinstance(value, (nn.Module, nn.Parameter)):
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def _array(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Tensor:
+        """An uninitialized array for buffer `name`: the previous chips' one when it has this shape (no fresh pages
+        and cache misses on every programming of a training loop), else a new one."""
+        spare = self._spare.pop(name, None)
+        if spare is not None and spare.shape == shape and spare.dtype == dtype and spare.device == device:
+            return spare
+        return torch.empty(shape, dtype=dtype, device=device)
 
     def extra_repr(self) -> str:
         g, t = self.grid, self.config.tile
@@ -245,8 +267,13 @@ class Crossbar(nn.Module):
         flat = self._device_flat(normalized)
         self.n_chips = n_chips
         total = n_chips * self.n_devices
-        g_prog = torch.empty((2, total), dtype=dtype, device=dev)
-        code = torch.empty((2, total), dtype=torch.int8, device=dev) if faults.active else None
+        self._spare.clear()  # the previous chips' arrays of this size become workspaces of these
+        for name in (*_REUSED, *(f"param_{p}" for p in model.param_names)):
+            value = self._buffers.get(name)
+            if value is not None and value.shape[-1] == total and value.device == dev:
+                self._spare[name] = value
+        g_prog = self._array("g_prog", (2, total), dtype, dev)
+        code = self._array("fault_code", (2, total), torch.int8, dev) if faults.active else None
         for k in range(n_chips):
             gen = torch.Generator(device=dev)
             gen.manual_seed(derive_seed(seed, layer_id, first_chip + k))
@@ -268,7 +295,7 @@ class Crossbar(nn.Module):
         # what a pair's conductance difference is multiplied by (sign of its weight over g_max·ADC step, IR drop):
         # it depends on the programmed weights only
         unit = 1.0 / (model.g_max_us * self._adc_step)
-        pair_scale = torch.full_like(flat, unit).copysign_(flat)  # a sign for w = ±0 too
+        pair_scale = self._array("pair_scale", tuple(flat.shape), dtype, dev).fill_(unit).copysign_(flat)  # ±0 too
         self.pair_scale = pair_scale.mul_(self.ir_factor) if self.ir_factor is not None else pair_scale
         self._read_generator = self._read_generator_2 = None
         self.w_eff = self.read_std = self.read_var = self.w_read = None
@@ -286,7 +313,8 @@ class Crossbar(nn.Module):
         model = self.device_model
         if not model.param_names or getattr(self, f"param_{model.param_names[0]}") is not None:
             return
-        params = {p: torch.empty_like(self.g_prog) for p in model.param_names}
+        g = self.g_prog
+        params = {p: self._array(f"param_{p}", tuple(g.shape), g.dtype, g.device) for p in model.param_names}
         seed, layer_id, first_chip = self._chip_keys
         self._param_seeds = [derive_seed(seed, layer_id, first_chip + k, _PARAM_STREAM) for k in range(self.n_chips)]
         for k in range(self.n_chips):
@@ -314,8 +342,8 @@ class Crossbar(nn.Module):
             g = apply_faults(g, self._seg(self.fault_code, seg)[:, chips, part], self.device_model.g_max_us)
         return g
 
-    def _empty_per_chip(self) -> Tensor:
-        return torch.empty(self.n_chips * self.n_devices, dtype=self.g_prog.dtype, device=self.g_prog.device)
+    def _empty_per_chip(self, name: str) -> Tensor:
+        return self._array(name, (self.n_chips * self.n_devices,), self.g_prog.dtype, self.g_prog.device)
 
     def _pair_scale(self, part: slice) -> Tensor:
         """What a pair's conductance difference is multiplied by: its weight's sign over g_max·ADC step, IR drop
@@ -329,17 +357,17 @@ class Crossbar(nn.Module):
         if t > 0 and model.has_drift:
             self._materialize_params()
         if self.w_eff is None:
-            self.w_eff = self._empty_per_chip()
+            self.w_eff = self._empty_per_chip("w_eff")
         # read_std is kept up to date once the coefficients are known, unless the clipped per_time read, which
         # draws from the conductances, is the only read that would use it
         std_too = model.has_read_noise and (with_read_std or (self.read_q is not None and not self._clipped_time_noise))
         if std_too and self.read_q is None:
-            self.read_q = torch.empty_like(self.g_prog)
+            self.read_q = self._array("read_q", tuple(self.g_prog.shape), self.g_prog.dtype, self.g_prog.device)
             new_q = True
         else:
             new_q = False
         if std_too and self.read_std is None:
-            self.read_std = self._empty_per_chip()
+            self.read_std = self._empty_per_chip("read_std")
         factor = model.read_time_factor(t) if std_too else 1.0
         for seg, chips, part in self._walk():
             state = self._state(seg, chips, part)
@@ -567,7 +595,7 @@ class Crossbar(nn.Module):
         if self.w_read is not None and self._w_read_t == t:
             return self.w_read
         if self.w_read is None:
-            self.w_read = torch.empty_like(self.w_eff)
+            self.w_read = self._empty_per_chip("w_read")
         if self._clipped_time_noise:
             return self._clipped_read_weights(t)
         std = self._current_read_std()
@@ -589,7 +617,7 @@ class Crossbar(nn.Module):
         gens = self._time_generators(t)
         new_q = self.read_q is None
         if new_q:
-            self.read_q = torch.empty_like(self.g_prog)
+            self.read_q = self._array("read_q", tuple(self.g_prog.shape), self.g_prog.dtype, self.g_prog.device)
         for seg, chips, part in self._walk():
             state = self._state(seg, chips, part)
             g_t = self._conductance(state, seg, chips, part, t)  # (2, chips, n)
