@@ -62,7 +62,7 @@ _READ_STREAM = 0x5EAD  # seed key of the read-noise generator (apart from the ch
 _PARAM_STREAM = 0xD81F  # seed key of a chip's time-behaviour parameters (PCM drift exponents)
 _CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries stay in the L2 cache
 # per-device arrays that a new programming of the same size overwrites entirely: kept as its workspaces
-_REUSED = ("g_prog", "fault_code", "pair_scale", "w_eff", "read_std", "read_q", "w_read")
+_REUSED = ("g_prog", "fault_code", "pair_scale", "w_magnitude", "w_eff", "read_std", "read_q", "w_read")
 
 
 def derive_seed(*keys: int) -> int:
@@ -174,11 +174,12 @@ class Crossbar(nn.Module):
         self._chip_keys = (0, 0, 0)  # (seed, layer_id, first_chip) of the programmed chips
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
-        for name in ("tile_scale", "w_normalized", "ir_factor", "pair_scale", "g_prog", "fault_code", "reference", "read_q",
+        for name in ("tile_scale", "w_normalized", "w_magnitude", "ir_factor", "pair_scale", "g_prog", "fault_code", "reference", "read_q",
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
         self._spare: dict[str, Tensor] = {}  # the last chips' arrays, reused by the next programming of the same size
+        self._workspaces: dict[tuple, Tensor] = {}  # temporaries of the chunk walks, by name and shape
 
     def __setattr__(self, name: str, value: object) -> None:
         """A registered buffer or an existing plain attribute is set directly: program, drift and read set many of
@@ -190,6 +191,14 @@ class Crossbar(nn.Module):
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
+
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> Tensor:
+        """A temporary of the chunk walks (the conductances' dtype), kept between calls: valid until the next use."""
+        key, g = (name, *shape), self.g_prog  # one per shape: the chunks of two segments alternate
+        buf = self._workspaces.get(key)
+        if buf is None or buf.dtype != g.dtype or buf.device != g.device:
+            buf = self._workspaces[key] = torch.empty(shape, dtype=g.dtype, device=g.device)
+        return buf
 
     def _array(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Tensor:
         """An uninitialized array for buffer `name`: the previous chips' one when it has this shape (no fresh pages
@@ -268,12 +277,16 @@ class Crossbar(nn.Module):
         self.n_chips = n_chips
         total = n_chips * self.n_devices
         self._spare.clear()  # the previous chips' arrays of this size become workspaces of these
+        if self.g_prog is None or self.g_prog.shape[-1] != total:
+            self._workspaces.clear()  # chunks of another shape
         for name in (*_REUSED, *(f"param_{p}" for p in model.param_names)):
             value = self._buffers.get(name)
             if value is not None and value.shape[-1] == total and value.device == dev:
                 self._spare[name] = value
         g_prog = self._array("g_prog", (2, total), dtype, dev)
         code = self._array("fault_code", (2, total), torch.int8, dev) if faults.active else None
+        # |w|, what the device models program and draw drift exponents from
+        self.w_magnitude = torch.abs(flat, out=self._array("w_magnitude", tuple(flat.shape), dtype, dev))
         for k in range(n_chips):
             gen = torch.Generator(device=dev)
             gen.manual_seed(derive_seed(seed, layer_id, first_chip + k))
@@ -281,7 +294,7 @@ class Crossbar(nn.Module):
                 g_seg = self._seg(g_prog, seg)
                 code_seg = self._seg(code, seg) if code is not None else None
                 for part in _parts(seg.size):
-                    model.program(flat[_shift(part, seg.offset)].abs(), gen, out=g_seg[:, k, part])
+                    model.program(self.w_magnitude[_shift(part, seg.offset)], gen, out=g_seg[:, k, part])
                     if code_seg is not None:
                         code_seg[:, k, part] = draw_faults((2, part.stop - part.start), faults, gen, dev)
         self.g_prog, self.fault_code, self.w_normalized = g_prog, code, flat
@@ -323,7 +336,7 @@ class Crossbar(nn.Module):
             for seg in self.segments:
                 views = {p: self._seg(v, seg) for p, v in params.items()}
                 for part in _parts(seg.size):
-                    magnitude = self.w_normalized[_shift(part, seg.offset)].abs()
+                    magnitude = self.w_magnitude[_shift(part, seg.offset)]
                     model.draw_params(magnitude, gen, {p: v[:, k, part] for p, v in views.items()})
         for p, value in params.items():
             setattr(self, f"param_{p}", value)
@@ -337,7 +350,8 @@ class Crossbar(nn.Module):
         return DeviceState(g=self._seg(self.g_prog, seg)[:, chips, part], params=params)
 
     def _conductance(self, state: DeviceState, seg: Segment, chips: slice, part: slice, t: float) -> Tensor:
-        g = self.device_model.conductance(state, t)
+        """Conductances (2, chips, n) of a chunk at t, stuck devices included (in a workspace when computed)."""
+        g = self.device_model.conductance(state, t, out=self._scratch("g_t", tuple(state.g.shape)))
         if self.fault_code is not None:
             g = apply_faults(g, self._seg(self.fault_code, seg)[:, chips, part], self.device_model.g_max_us)
         return g
@@ -399,7 +413,9 @@ class Crossbar(nn.Module):
 
     def _fill_read_q(self, q: Tensor, state: DeviceState, seg: Segment, chips: slice, part: slice) -> None:
         """The read-noise coefficients of a chunk: they depend on the programmed state only (once per chip)."""
-        q.copy_(self.device_model.read_coefficient(state))
+        coefficient = self.device_model.read_coefficient(state, out=q)
+        if coefficient is not q:
+            q.copy_(coefficient)
         if self.fault_code is not None:  # a stuck device adds no read noise
             q.masked_fill_(self._seg(self.fault_code, seg)[:, chips, part] != 0, 0.0)
 
@@ -624,9 +640,9 @@ class Crossbar(nn.Module):
             q = self._seg(self.read_q, seg)[:, chips, part]
             if new_q:
                 self._fill_read_q(q, state, seg, chips, part)
-            sigma = torch.mul(g_t, q).mul_(factor)
+            sigma = torch.mul(g_t, q, out=self._scratch("sigma", tuple(g_t.shape))).mul_(factor)
             n_chips, n = g_t.shape[1], g_t.shape[2]
-            noise = torch.empty((n_chips, 2, n), dtype=g_t.dtype, device=g_t.device)  # contiguous per chip: the
+            noise = self._scratch("noise", (n_chips, 2, n))  # contiguous per chip: the
             for j, k in enumerate(range(chips.start, chips.stop)):  # values do not depend on the chips in the pass
                 torch.randn((2, n), generator=gens[k], out=noise[j], dtype=noise.dtype)
             g_read = noise.transpose(0, 1).mul_(sigma).add_(g_t).clamp_(min=0.0)
