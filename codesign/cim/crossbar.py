@@ -48,7 +48,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from codesign.cim.config import CIMConfig, ConverterConfig
@@ -91,10 +90,17 @@ def check_time(t_seconds: object) -> float:
 def tile_weights(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
     """Weights divided by their tile's largest |w|, in tile storage order (n_row_tiles, out_padded, rows),
     and the tile scales (n_row_tiles, out_padded)."""
-    pad_in, pad_out = grid.in_padded - grid.in_features, grid.out_padded - grid.out_features
-    w = F.pad(weight, (0, pad_in, 0, pad_out)) if pad_in or pad_out else weight
-    w = w.view(grid.out_padded, grid.n_row_tiles, grid.rows).transpose(0, 1)
-    normalized = w.contiguous() if grid.n_row_tiles > 1 else w.clone()  # a block copy, then in place
+    out, rows, full = grid.out_features, grid.rows, grid.in_features // grid.rows  # full: whole row tiles
+    # one strided copy into tile order; only the padding (outputs beyond out, rows beyond the last input) is zeroed
+    normalized = torch.empty(grid.tile_shape, dtype=weight.dtype, device=weight.device)
+    if grid.out_padded > out:
+        normalized[:, out:].zero_()
+    if full:
+        normalized[:full, :out].copy_(weight[:, : full * rows].view(out, full, rows).transpose(0, 1))
+    if full < grid.n_row_tiles:
+        last = grid.in_features - full * rows
+        normalized[full, :out, :last].copy_(weight[:, full * rows:])
+        normalized[full, :, last:].zero_()
     tiles = normalized.view(grid.n_row_tiles, grid.n_col_tiles, grid.cols, grid.rows)
     amax = torch.maximum(tiles.amax(dim=(2, 3)), tiles.amin(dim=(2, 3)).neg())
     amax = torch.where(amax == 0, torch.ones_like(amax), amax)  # an all-zero tile maps to zero conductances; NaN stays
