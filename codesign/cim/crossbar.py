@@ -48,7 +48,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from codesign.cim.config import CIMConfig, ConverterConfig
@@ -61,6 +60,8 @@ __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_see
 _READ_STREAM = 0x5EAD  # seed key of the read-noise generator (apart from the chips' keys)
 _PARAM_STREAM = 0xD81F  # seed key of a chip's time-behaviour parameters (PCM drift exponents)
 _CHUNK = 1 << 18  # elements per chunk when programming and aging: temporaries stay in the L2 cache
+# per-device arrays that a new programming of the same size overwrites entirely: kept as its workspaces
+_REUSED = ("g_prog", "fault_code", "pair_scale", "w_magnitude", "w_eff", "read_std", "read_q", "w_read")
 
 
 def derive_seed(*keys: int) -> int:
@@ -89,13 +90,20 @@ def check_time(t_seconds: object) -> float:
 def tile_weights(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
     """Weights divided by their tile's largest |w|, in tile storage order (n_row_tiles, out_padded, rows),
     and the tile scales (n_row_tiles, out_padded)."""
-    pad_in, pad_out = grid.in_padded - grid.in_features, grid.out_padded - grid.out_features
-    w = F.pad(weight, (0, pad_in, 0, pad_out)) if pad_in or pad_out else weight
-    w = w.view(grid.out_padded, grid.n_row_tiles, grid.rows).transpose(0, 1)
-    normalized = w.contiguous() if grid.n_row_tiles > 1 else w.clone()  # a block copy, then in place
+    out, rows, full = grid.out_features, grid.rows, grid.in_features // grid.rows  # full: whole row tiles
+    # one strided copy into tile order; only the padding (outputs beyond out, rows beyond the last input) is zeroed
+    normalized = torch.empty(grid.tile_shape, dtype=weight.dtype, device=weight.device)
+    if grid.out_padded > out:
+        normalized[:, out:].zero_()
+    if full:
+        normalized[:full, :out].copy_(weight[:, : full * rows].view(out, full, rows).transpose(0, 1))
+    if full < grid.n_row_tiles:
+        last = grid.in_features - full * rows
+        normalized[full, :out, :last].copy_(weight[:, full * rows:])
+        normalized[full, :, last:].zero_()
     tiles = normalized.view(grid.n_row_tiles, grid.n_col_tiles, grid.cols, grid.rows)
     amax = torch.maximum(tiles.amax(dim=(2, 3)), tiles.amin(dim=(2, 3)).neg())
-    amax = torch.where(amax > 0, amax, torch.ones_like(amax))  # an all-zero tile maps to zero conductances
+    amax = torch.where(amax == 0, torch.ones_like(amax), amax)  # an all-zero tile maps to zero conductances; NaN stays
     scale = amax.repeat_interleave(grid.cols, dim=1)  # (n_row_tiles, out_padded)
     normalized.div_(scale.unsqueeze(-1))
     return normalized, scale
@@ -163,19 +171,48 @@ class Crossbar(nn.Module):
         self._code_unit = self.readout.steps.code_unit
         self.n_chips = 0
         self.t_seconds = 0.0
-        self._read_seed = 0
         self._read_generator: torch.Generator | None = None
         self._read_generator_2: torch.Generator | None = None
         self._realized_t: float | None = None  # the time w_eff was computed for
         self._read_std_t: float | None = None  # the time read_std was computed for
         self._w_read_t: float | None = None  # the time w_read (per_time read noise) was drawn for
         self._chip_read_seeds: list[int] = []
+        self._chip_keys = (0, 0, 0)  # (seed, layer_id, first_chip) of the programmed chips
         self._probe_t: float | None = None  # the time of the last probe read (its result is `_probe_now`)
         self._param_seeds: list[int] = []
-        for name in ("tile_scale", "w_normalized", "ir_factor", "g_prog", "fault_code", "reference", "read_q",
+        for name in ("tile_scale", "w_normalized", "w_magnitude", "ir_factor", "pair_scale", "g_prog", "fault_code", "reference", "read_q",
                      "w_eff", "read_std", "read_var", "w_read", "out_scale", "digital_scale", "_probe_now",
                      *(f"param_{p}" for p in self.device_model.param_names)):
             self.register_buffer(name, None, persistent=False)
+        self._spare: dict[str, Tensor] = {}  # the last chips' arrays, reused by the next programming of the same size
+        self._workspaces: dict[tuple, Tensor] = {}  # temporaries of the chunk walks, by name and shape
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """A registered buffer or an existing plain attribute is set directly: program, drift and read set many of
+        them, and nn.Module's checks for parameters and submodules cost more than the small arrays' arithmetic."""
+        buffers = self.__dict__.get("_buffers")
+        if buffers is not None and name in buffers and (value is None or isinstance(value, Tensor)):
+            buffers[name] = value
+        elif name in self.__dict__ and not isinstance(value, (nn.Module, nn.Parameter)):
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> Tensor:
+        """A temporary of the chunk walks (the conductances' dtype), kept between calls: valid until the next use."""
+        key, g = (name, *shape), self.g_prog  # one per shape: the chunks of two segments alternate
+        buf = self._workspaces.get(key)
+        if buf is None or buf.dtype != g.dtype or buf.device != g.device:
+            buf = self._workspaces[key] = torch.empty(shape, dtype=g.dtype, device=g.device)
+        return buf
+
+    def _array(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Tensor:
+        """An uninitialized array for buffer `name`: the previous chips' one when it has this shape (no fresh pages
+        and cache misses on every programming of a training loop), else a new one."""
+        spare = self._spare.pop(name, None)
+        if spare is not None and spare.shape == shape and spare.dtype == dtype and spare.device == device:
+            return spare
+        return torch.empty(shape, dtype=dtype, device=device)
 
     def extra_repr(self) -> str:
         g, t = self.grid, self.config.tile
@@ -233,19 +270,29 @@ class Crossbar(nn.Module):
         if not weight.is_floating_point():
             raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
         weight = weight.detach()
-        # one inf would set its tile's scale and zero (or NaN) every other weight; max |w| is NaN or inf then (one pass)
-        if weight.numel() and not math.isfinite(float(torch.linalg.vector_norm(weight, float("inf")))):
-            bad = int((~torch.isfinite(weight)).sum())
-            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
-                             "check the model for a diverged training")
         dev, dtype = weight.device, weight.dtype
         model, faults = self.device_model, self.config.faults
         normalized, scale = tile_weights(weight, gr)
+        # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
+        # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
+        if not bool(torch.isfinite(scale).all()):
+            bad = int((~torch.isfinite(weight)).sum())
+            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
+                             "check the model for a diverged training")
         flat = self._device_flat(normalized)
         self.n_chips = n_chips
         total = n_chips * self.n_devices
-        g_prog = torch.empty((2, total), dtype=dtype, device=dev)
-        code = torch.empty((2, total), dtype=torch.int8, device=dev) if faults.active else None
+        self._spare.clear()  # the previous chips' arrays of this size become workspaces of these
+        if self.g_prog is None or self.g_prog.shape[-1] != total:
+            self._workspaces.clear()  # chunks of another shape
+        for name in (*_REUSED, *(f"param_{p}" for p in model.param_names)):
+            value = self._buffers.get(name)
+            if value is not None and value.shape[-1] == total and value.device == dev:
+                self._spare[name] = value
+        g_prog = self._array("g_prog", (2, total), dtype, dev)
+        code = self._array("fault_code", (2, total), torch.int8, dev) if faults.active else None
+        # |w|, what the device models program and draw drift exponents from
+        self.w_magnitude = torch.abs(flat, out=self._array("w_magnitude", tuple(flat.shape), dtype, dev))
         for k in range(n_chips):
             gen = torch.Generator(device=dev)
             gen.manual_seed(derive_seed(seed, layer_id, first_chip + k))
@@ -253,18 +300,22 @@ class Crossbar(nn.Module):
                 g_seg = self._seg(g_prog, seg)
                 code_seg = self._seg(code, seg) if code is not None else None
                 for part in _parts(seg.size):
-                    model.program(flat[_shift(part, seg.offset)].abs(), gen, out=g_seg[:, k, part])
+                    model.program(self.w_magnitude[_shift(part, seg.offset)], gen, out=g_seg[:, k, part])
                     if code_seg is not None:
                         code_seg[:, k, part] = draw_faults((2, part.stop - part.start), faults, gen, dev)
         self.g_prog, self.fault_code, self.w_normalized = g_prog, code, flat
         for p in model.param_names:
             setattr(self, f"param_{p}", None)  # drawn on the first drift_to(t > 0)
-        self._param_seeds = [derive_seed(seed, layer_id, first_chip + k, _PARAM_STREAM) for k in range(n_chips)]
+        self._chip_keys = (seed, layer_id, first_chip)  # the other streams' seeds are derived when first used
+        self._param_seeds, self._chip_read_seeds = [], []
         self.tile_scale = scale
         ir = self.config.tile.ir_drop
         self.ir_factor = self._device_flat(ir_drop_factor(normalized, ir, self.config.tile.rows)) if ir > 0 else None
-        self._read_seed = derive_seed(seed, layer_id, first_chip, n_chips, _READ_STREAM)
-        self._chip_read_seeds = [derive_seed(seed, layer_id, first_chip + k, _READ_STREAM) for k in range(n_chips)]
+        # what a pair's conductance difference is multiplied by (sign of its weight over g_max·ADC step, IR drop):
+        # it depends on the programmed weights only
+        unit = 1.0 / (model.g_max_us * self._adc_step)
+        pair_scale = self._array("pair_scale", tuple(flat.shape), dtype, dev).fill_(unit).copysign_(flat)  # ±0 too
+        self.pair_scale = pair_scale.mul_(self.ir_factor) if self.ir_factor is not None else pair_scale
         self._read_generator = self._read_generator_2 = None
         self.w_eff = self.read_std = self.read_var = self.w_read = None
         self.read_q = self.reference = self.out_scale = self.digital_scale = None
@@ -281,14 +332,17 @@ class Crossbar(nn.Module):
         model = self.device_model
         if not model.param_names or getattr(self, f"param_{model.param_names[0]}") is not None:
             return
-        params = {p: torch.empty_like(self.g_prog) for p in model.param_names}
+        g = self.g_prog
+        params = {p: self._array(f"param_{p}", tuple(g.shape), g.dtype, g.device) for p in model.param_names}
+        seed, layer_id, first_chip = self._chip_keys
+        self._param_seeds = [derive_seed(seed, layer_id, first_chip + k, _PARAM_STREAM) for k in range(self.n_chips)]
         for k in range(self.n_chips):
             gen = torch.Generator(device=self.g_prog.device)
             gen.manual_seed(self._param_seeds[k])
             for seg in self.segments:
                 views = {p: self._seg(v, seg) for p, v in params.items()}
                 for part in _parts(seg.size):
-                    magnitude = self.w_normalized[_shift(part, seg.offset)].abs()
+                    magnitude = self.w_magnitude[_shift(part, seg.offset)]
                     model.draw_params(magnitude, gen, {p: v[:, k, part] for p, v in views.items()})
         for p, value in params.items():
             setattr(self, f"param_{p}", value)
@@ -302,20 +356,19 @@ class Crossbar(nn.Module):
         return DeviceState(g=self._seg(self.g_prog, seg)[:, chips, part], params=params)
 
     def _conductance(self, state: DeviceState, seg: Segment, chips: slice, part: slice, t: float) -> Tensor:
-        g = self.device_model.conductance(state, t)
+        """Conductances (2, chips, n) of a chunk at t, stuck devices included (in a workspace when computed)."""
+        g = self.device_model.conductance(state, t, out=self._scratch("g_t", tuple(state.g.shape)))
         if self.fault_code is not None:
             g = apply_faults(g, self._seg(self.fault_code, seg)[:, chips, part], self.device_model.g_max_us)
         return g
 
-    def _empty_per_chip(self) -> Tensor:
-        return torch.empty(self.n_chips * self.n_devices, dtype=self.g_prog.dtype, device=self.g_prog.device)
+    def _empty_per_chip(self, name: str) -> Tensor:
+        return self._array(name, (self.n_chips * self.n_devices,), self.g_prog.dtype, self.g_prog.device)
 
     def _pair_scale(self, part: slice) -> Tensor:
-        """What a pair's conductance difference is multiplied by: its weight's sign over g_max·ADC step, IR drop."""
-        w = self.w_normalized[part]
-        unit = 1.0 / (self.device_model.g_max_us * self._adc_step)
-        scale = torch.full_like(w, unit).copysign_(w)  # a sign for w = ±0 too
-        return scale.mul_(self.ir_factor[part]) if self.ir_factor is not None else scale
+        """What a pair's conductance difference is multiplied by: its weight's sign over g_max·ADC step, IR drop
+        (a view of the buffer computed at programming: not to be modified)."""
+        return self.pair_scale[part]
 
     def _realize(self, t: float, with_read_std: bool = False, weights: bool = True) -> None:
         """Fill w_eff (C·N, normalized units / ADC step) for time t, chunk by chunk, and read_std with it when the
@@ -324,15 +377,17 @@ class Crossbar(nn.Module):
         if t > 0 and model.has_drift:
             self._materialize_params()
         if self.w_eff is None:
-            self.w_eff = self._empty_per_chip()
-        std_too = model.has_read_noise and (with_read_std or self.read_q is not None)
+            self.w_eff = self._empty_per_chip("w_eff")
+        # read_std is kept up to date once the coefficients are known, unless the clipped per_time read, which
+        # draws from the conductances, is the only read that would use it
+        std_too = model.has_read_noise and (with_read_std or (self.read_q is not None and not self._clipped_time_noise))
         if std_too and self.read_q is None:
-            self.read_q = torch.empty_like(self.g_prog)
+            self.read_q = self._array("read_q", tuple(self.g_prog.shape), self.g_prog.dtype, self.g_prog.device)
             new_q = True
         else:
             new_q = False
         if std_too and self.read_std is None:
-            self.read_std = self._empty_per_chip()
+            self.read_std = self._empty_per_chip("read_std")
         factor = model.read_time_factor(t) if std_too else 1.0
         for seg, chips, part in self._walk():
             state = self._state(seg, chips, part)
@@ -345,10 +400,8 @@ class Crossbar(nn.Module):
             if not std_too:
                 continue
             q = self._seg(self.read_q, seg)[:, chips, part]
-            if new_q:  # the read-noise coefficient depends on the programmed state only: once per chip
-                q.copy_(model.read_coefficient(state))
-                if self.fault_code is not None:  # a stuck device adds no read noise
-                    q.masked_fill_(self._seg(self.fault_code, seg)[:, chips, part] != 0, 0.0)
+            if new_q:
+                self._fill_read_q(q, state, seg, chips, part)
             sigma = torch.mul(g_t, q).square_()
             # the pair's read noise adds in quadrature: sqrt(σ_hold² + σ_partner²)·|sign/g_max·IR|·time factor
             std = self._seg(self.read_std, seg)[chips, part]
@@ -356,13 +409,21 @@ class Crossbar(nn.Module):
             if pair_scale is None:
                 std.mul_(factor / (model.g_max_us * self._adc_step))
             else:
-                std.mul_(pair_scale.abs_().mul_(factor))
+                std.mul_(pair_scale.abs().mul_(factor))
         self._realized_t = t
         self.read_var = None
         if std_too or not model.has_read_noise:
             self._read_std_t = t
             if not model.has_read_noise:
                 self.read_std = None
+
+    def _fill_read_q(self, q: Tensor, state: DeviceState, seg: Segment, chips: slice, part: slice) -> None:
+        """The read-noise coefficients of a chunk: they depend on the programmed state only (once per chip)."""
+        coefficient = self.device_model.read_coefficient(state, out=q)
+        if coefficient is not q:
+            q.copy_(coefficient)
+        if self.fault_code is not None:  # a stuck device adds no read noise
+            q.masked_fill_(self._seg(self.fault_code, seg)[:, chips, part] != 0, 0.0)
 
     def _current_read_std(self) -> Tensor | None:
         """read_std at the current time; computed on the first noisy read after programming or drift_to."""
@@ -493,8 +554,9 @@ class Crossbar(nn.Module):
 
     def _read_state(self, device: torch.device) -> ReadState:
         """What this read sees of the chips now: the weights read, per-input variance, generators, digital scale."""
-        noisy = self.device_model.has_read_noise or self.config.converter.adc_noise > 0
-        generators = self._generators(device) if noisy else None
+        # the read generators draw per_call and per_input read noise and the ADC noise (per_time has its own streams)
+        fresh_noise = self.device_model.has_read_noise and self.config.read_noise != "per_time"
+        generators = self._generators(device) if fresh_noise or self.config.converter.adc_noise > 0 else None
         per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
         weights = self._read_weights(generators)
         variance = self._read_variance() if per_input else None
@@ -508,37 +570,59 @@ class Crossbar(nn.Module):
         """The read-noise generator of these chips and its companion stream (readout.CrossbarReadout.randn)."""
         gen, second = self._read_generator, self._read_generator_2
         if gen is None or second is None or gen.device != device:
+            seed, layer_id, first_chip = self._chip_keys
+            read_seed = derive_seed(seed, layer_id, first_chip, self.n_chips, _READ_STREAM)
             gen = torch.Generator(device=device)
-            gen.manual_seed(self._read_seed)
+            gen.manual_seed(read_seed)
             second = torch.Generator(device=device)
-            second.manual_seed(derive_seed(self._read_seed, 2))
+            second.manual_seed(derive_seed(read_seed, 2))
             self._read_generator, self._read_generator_2 = gen, second
         return gen, second
 
     def _read_weights(self, generators: tuple[torch.Generator, torch.Generator] | None) -> Tensor:
         """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
-        std = self._current_read_std()
-        if std is None or self.config.read_noise == "per_input":
+        if not self.device_model.has_read_noise or self.config.read_noise == "per_input":
             return self.w_eff
         if self.config.read_noise == "per_time":
-            return self._time_read_weights(std)
-        assert generators is not None  # read noise makes the read noisy: _read_state drew the generators
+            return self._time_read_weights()
+        std = self._current_read_std()
+        assert generators is not None and std is not None  # read noise makes the read noisy: _read_state drew the generators
         noise = self.readout.randn("noisy_weights", tuple(self.w_eff.shape), self.w_eff, generators)
         return torch.addcmul(self.w_eff, std, noise, out=noise)  # one pass: w + σ·ε
 
-    def _time_read_weights(self, std: Tensor) -> Tensor:
+    @property
+    def _clipped_time_noise(self) -> bool:
+        """per_time read noise clipped at zero conductance: w_read comes from the conductances (no read_std)."""
+        return (self.config.read_noise == "per_time" and self.device_model.has_read_noise
+                and getattr(self.device_model.config, "clip_read_noise", False))
+
+    def _time_generators(self, t: float) -> list[torch.Generator]:
+        """One generator per chip for the per_time read noise at t, seeded by (chip, t)."""
+        if not self._chip_read_seeds:
+            seed, layer_id, first_chip = self._chip_keys
+            self._chip_read_seeds = [derive_seed(seed, layer_id, first_chip + k, _READ_STREAM)
+                                     for k in range(self.n_chips)]
+        t_key = int.from_bytes(struct.pack("<d", t), "little")  # the exact time, as 64 bits
+        gens = []
+        for chip_seed in self._chip_read_seeds:
+            gen = torch.Generator(device=self.g_prog.device)
+            gen.manual_seed(derive_seed(chip_seed, t_key))
+            gens.append(gen)
+        return gens
+
+    def _time_read_weights(self) -> Tensor:
         """w_eff + σ·ε with ε drawn once per chip and time t from a generator seeded by (chip, t)."""
         t = self._realized_t
+        assert t is not None  # programmed chips are realized
         if self.w_read is not None and self._w_read_t == t:
             return self.w_read
         if self.w_read is None:
-            self.w_read = torch.empty_like(self.w_eff)
-        t_key = int.from_bytes(struct.pack("<d", t), "little")  # the exact time, as 64 bits
-        if getattr(self.device_model.config, "clip_read_noise", False):
-            return self._clipped_read_weights(t, t_key)
-        for k, chip_seed in enumerate(self._chip_read_seeds):
-            gen = torch.Generator(device=self.w_read.device)
-            gen.manual_seed(derive_seed(chip_seed, t_key))
+            self.w_read = self._empty_per_chip("w_read")
+        if self._clipped_time_noise:
+            return self._clipped_read_weights(t)
+        std = self._current_read_std()
+        assert std is not None  # the device has read noise
+        for k, gen in enumerate(self._time_generators(t)):
             for seg in self.segments:
                 noise = self._seg(self.w_read, seg)[k]
                 torch.randn(noise.shape, generator=gen, out=noise, dtype=noise.dtype)
@@ -546,21 +630,25 @@ class Crossbar(nn.Module):
         self._w_read_t = t
         return self.w_read
 
-    def _clipped_read_weights(self, t: float, t_key: int) -> Tensor:
+    def _clipped_read_weights(self, t: float) -> Tensor:
         """w_read for time t with every device read as max(g(t) + σ_read·ε, 0) (aihwkit clips at zero), ε drawn
-        per device from a generator seeded by (chip, t), chunk by chunk."""
+        per device from a generator seeded by (chip, t), chunk by chunk; the read-noise coefficients are
+        computed in the same pass on the first read after programming."""
         model = self.device_model
         factor = model.read_time_factor(t)
-        gens = []
-        for chip_seed in self._chip_read_seeds:
-            gen = torch.Generator(device=self.w_read.device)
-            gen.manual_seed(derive_seed(chip_seed, t_key))
-            gens.append(gen)
+        gens = self._time_generators(t)
+        new_q = self.read_q is None
+        if new_q:
+            self.read_q = self._array("read_q", tuple(self.g_prog.shape), self.g_prog.dtype, self.g_prog.device)
         for seg, chips, part in self._walk():
-            g_t = self._conductance(self._state(seg, chips, part), seg, chips, part, t)  # (2, chips, n)
-            sigma = torch.mul(g_t, self._seg(self.read_q, seg)[:, chips, part]).mul_(factor)
+            state = self._state(seg, chips, part)
+            g_t = self._conductance(state, seg, chips, part, t)  # (2, chips, n)
+            q = self._seg(self.read_q, seg)[:, chips, part]
+            if new_q:
+                self._fill_read_q(q, state, seg, chips, part)
+            sigma = torch.mul(g_t, q, out=self._scratch("sigma", tuple(g_t.shape))).mul_(factor)
             n_chips, n = g_t.shape[1], g_t.shape[2]
-            noise = torch.empty((n_chips, 2, n), dtype=g_t.dtype, device=g_t.device)  # contiguous per chip: the
+            noise = self._scratch("noise", (n_chips, 2, n))  # contiguous per chip: the
             for j, k in enumerate(range(chips.start, chips.stop)):  # values do not depend on the chips in the pass
                 torch.randn((2, n), generator=gens[k], out=noise[j], dtype=noise.dtype)
             g_read = noise.transpose(0, 1).mul_(sigma).add_(g_t).clamp_(min=0.0)
@@ -580,17 +668,20 @@ class Crossbar(nn.Module):
         """The weights each chip realizes now, in weight units (C, out, in); converters not included."""
         self._require_programmed()
         w = self.w_eff
-        std = self._current_read_std() if read_noise else None
-        if std is not None and self.config.read_noise == "per_time":
-            w = self._time_read_weights(std)  # the realization every read at this time sees
-        elif std is not None:
-            gen, _ = self._generators(w.device)
-            w = torch.addcmul(w, std, torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype))
-        gr, blocks = self.grid, []
-        for seg in self.segments:
+        if read_noise and self.device_model.has_read_noise:
+            if self.config.read_noise == "per_time":
+                w = self._time_read_weights()  # the realization every read at this time sees
+            else:
+                std = self._current_read_std()
+                assert std is not None  # the device has read noise
+                gen, _ = self._generators(w.device)
+                w = torch.addcmul(w, std, torch.randn(w.shape, generator=gen, device=w.device, dtype=w.dtype))
+        gr, chips = self.grid, self.n_chips
+        m = torch.empty((chips, gr.out_padded, gr.in_features), dtype=w.dtype, device=w.device)
+        for seg in self.segments:  # each segment's tiles scaled straight into their columns of the matrix
             first_tile = seg.first_input // gr.rows
             out_scale = self.out_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(-1) * self._adc_step
-            scaled = self._seg_tiles(w, seg) * out_scale
-            blocks.append(scaled.transpose(1, 2).reshape(self.n_chips, gr.out_padded, seg.tiles * seg.rows))
-        m = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-1)
+            columns = m[:, :, seg.first_input: seg.first_input + seg.tiles * seg.rows]
+            target = columns.view(chips, gr.out_padded, seg.tiles, seg.rows).transpose(1, 2)
+            torch.mul(self._seg_tiles(w, seg), out_scale, out=target)
         return m[:, : gr.out_features]

@@ -212,3 +212,24 @@ def test_read_noise_does_not_depend_on_the_number_of_threads():
     assert torch.allclose(outputs[0], outputs[1], rtol=0, atol=1e-12)
     quiet = Crossbar(512, 512, config.replace(device=PCMConfig(read_noise_scale=0.0))).program(w, 5).drift_to(3600.0)
     assert float((outputs[0][:3] - quiet(x)).std()) > 1e-3  # the reads were noisy
+
+
+@pytest.mark.parametrize("config", [CIMConfig(), CIMConfig(read_noise="per_call"),
+                                    CIMConfig(device=PCMConfig(clip_read_noise=False), read_noise="per_input")])
+def test_reprogramming_reuses_arrays_without_leaking_the_previous_chips(config):
+    w, x = torch.randn(10, 300, generator=_gen(0)), torch.randn(4, 300, generator=_gen(1))
+    used = Crossbar(300, 10, config)
+    used.program(w * 2, 5).drift_to(3600.0)
+    kept = used.realized_weights(read_noise=True)
+    kept_copy = kept.clone()
+    with torch.no_grad():
+        used(x)
+    used.program(w, 7).drift_to(86400.0)  # same size: the previous chips' arrays are overwritten
+    fresh = Crossbar(300, 10, config).program(w, 7).drift_to(86400.0)
+    assert torch.equal(used.realized_weights(read_noise=True), fresh.realized_weights(read_noise=True))
+    if config.read_noise == "per_time":
+        with torch.no_grad():
+            assert torch.equal(used(x), fresh(x))
+    assert torch.equal(kept, kept_copy)  # what a caller holds of the old chips is its own
+    used.program(w, 7, n_chips=3).drift_to(86400.0)  # another size: new arrays
+    assert torch.equal(used.realized_weights()[0], fresh.realized_weights()[0])

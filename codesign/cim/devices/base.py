@@ -65,15 +65,18 @@ class DeviceModel(ABC):
         """Draw the per-device time-behaviour parameters into out[name] (2, ...); none by default."""
         return None
 
-    def conductance(self, state: DeviceState, t_s: float) -> Tensor:
-        """Conductances (2, ...) in µS at t_s seconds after programming (default: no change)."""
+    def conductance(self, state: DeviceState, t_s: float, out: Tensor | None = None) -> Tensor:
+        """Conductances (2, ...) in µS at t_s seconds after programming (default: no change, state.g itself).
+
+        A model that computes new values may write them into out (state.g's shape); use the returned tensor.
+        """
         return state.g
 
-    def read_coefficient(self, state: DeviceState) -> Tensor | None:
+    def read_coefficient(self, state: DeviceState, out: Tensor | None = None) -> Tensor | None:
         """Time-independent part q of the read-noise std, σ_read = q·g(t)·read_time_factor(t) (default: none).
 
         It depends on the programmed state only, so the crossbar computes it once per chip and
-        reuses it at every drift_to.
+        reuses it at every drift_to. A model may write it into out; use the returned tensor.
         """
         return None
 

@@ -82,7 +82,7 @@ def _drift_mean_std_of_magnitude(a: Tensor) -> tuple[Tensor, Tensor]:
     return mean, std
 
 
-def pcm_read_q(g_prog: Tensor, g_max: float) -> Tensor:
+def pcm_read_q(g_prog: Tensor, g_max: float, out: Tensor | None = None) -> Tensor:
     """The 1/f read-noise coefficient Q_s (relative, dimensionless) of programmed conductances."""
     coef, expo, floor, cap = _READ_Q
     # min(coef / max(x^e, floor), cap) = coef · max(x, x_lo)^(−e): x^(−e) falls with x, so the floor
@@ -90,7 +90,7 @@ def pcm_read_q(g_prog: Tensor, g_max: float) -> Tensor:
     x_lo = max(floor ** (1.0 / expo), (coef / cap) ** (1.0 / expo))
     # coef·(g/g_max)^(−e) = exp(−e·ln g + e·ln g_max + ln coef): one clamp, log, multiply-add and exp
     offset = expo * math.log(g_max) + math.log(coef)
-    return torch.clamp(g_prog, min=x_lo * g_max).log_().mul_(-expo).add_(offset).exp_()  # g_prog >= 0 (clipped)
+    return torch.clamp(g_prog, min=x_lo * g_max, out=out).log_().mul_(-expo).add_(offset).exp_()  # g_prog >= 0
 
 
 def pcm_read_time_factor(t_s: float, t0_s: float, t_read_s: float) -> float:
@@ -140,18 +140,18 @@ class PCMDevice(DeviceModel):
         if self.config.drift_scale != 1.0:
             nu.mul_(self.config.drift_scale)
 
-    def conductance(self, state: DeviceState, t_s: float) -> Tensor:
-        """g_prog·((t + t0)/t0)^(−ν); exactly g_prog at t = 0."""
+    def conductance(self, state: DeviceState, t_s: float, out: Tensor | None = None) -> Tensor:
+        """g_prog·((t + t0)/t0)^(−ν); exactly g_prog at t = 0 (state.g itself)."""
         if t_s == 0.0:
             return state.g
         log_ratio = math.log((t_s + self.config.t0_s) / self.config.t0_s)
-        return state.params["nu"].mul(-log_ratio).exp_().mul_(state.g)
+        return torch.mul(state.params["nu"], -log_ratio, out=out).exp_().mul_(state.g)
 
-    def read_coefficient(self, state: DeviceState) -> Tensor | None:
+    def read_coefficient(self, state: DeviceState, out: Tensor | None = None) -> Tensor | None:
         """Q_s(g_prog): σ_read(t) = g(t)·Q_s(g_prog)·sqrt(ln((t + t0 + t_read)/(2 t_read)))·read_noise_scale."""
         if self.config.read_noise_scale == 0.0:
             return None
-        return pcm_read_q(state.g, self.g_max_us)
+        return pcm_read_q(state.g, self.g_max_us, out=out)
 
     def read_time_factor(self, t_s: float) -> float:
         """sqrt(ln((t + t0 + t_read)/(2 t_read))), scaled by read_noise_scale."""
