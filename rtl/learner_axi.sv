@@ -110,17 +110,23 @@ module learner_axi #(
   end
 
   // ---------------------------------------------------------------- registers
+  // The counters add what happened one cycle earlier (registered events), so that the streams'
+  // handshakes do not run into their 32-bit carry chains; a read sees an event from the second
+  // cycle after it on.
   logic [31:0] samples, updates, predictions;
-  logic clear;
+  logic clear, accepted_q, updated_q, taken_q;
   always_ff @(posedge aclk) begin
+    accepted_q <= !rst && accepted;
+    updated_q <= !rst && core_done && in_flight_train;
+    taken_q <= !rst && taken;
     if (rst || clear) begin
       samples <= '0;
       updates <= '0;
       predictions <= '0;
     end else begin
-      samples <= samples + 32'(accepted);
-      updates <= updates + 32'(core_done && in_flight_train);
-      predictions <= predictions + 32'(taken);
+      samples <= samples + 32'(accepted_q);
+      updates <= updates + 32'(updated_q);
+      predictions <= predictions + 32'(taken_q);
     end
   end
 

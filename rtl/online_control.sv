@@ -39,6 +39,12 @@ module online_control #(
 );
   logic [W_STAGE-1:0] stage, stage_behind, stage_n, stage_behind_n;
   logic pending, busy_n, pending_n;  // pending: a sample accepted behind the one at the stage counter, in stage stage_behind
+  // open_behind's stage test on the next counter, worked out per candidate value from the
+  // registers (stage + 1, stage_behind + 1, 1) so that no comparator runs after the accept's select
+  localparam int OPEN_FROM = N_STAGES - N_FRONT;  // the counter's first stage with a sample allowed behind it
+  logic open_n, ahead_opens, behind_opens;
+  assign ahead_opens = 32'(stage) + 1 >= OPEN_FROM;
+  assign behind_opens = 32'(stage_behind) + 1 >= OPEN_FROM;
 
   // ready from registers only (open_behind is registered), so the accept does not lengthen the
   // path from the input ports into the first stage
@@ -71,17 +77,21 @@ module online_control #(
     stage_n = stage;
     pending_n = pending;
     stage_behind_n = stage_behind;
+    open_n = 1'b0;  // with busy_n low it does not matter
     if (N_STAGES > 1) begin
       if (busy && last) begin
         // the sample behind takes over the counter (accepted in this very cycle: it is in stage 0)
         busy_n = pending || accept;
         stage_n = pending ? stage_behind + 1'b1 : (accept ? W_STAGE'(1) : '0);
+        open_n = pending ? behind_opens : (OPEN_FROM <= 1);
         pending_n = 1'b0;
       end else if (accept && !busy) begin
         busy_n = 1'b1;
         stage_n = W_STAGE'(1);
+        open_n = OPEN_FROM <= 1;
       end else if (busy) begin
         stage_n = stage + 1'b1;
+        open_n = ahead_opens;
         if (accept) begin
           pending_n = 1'b1;
           stage_behind_n = W_STAGE'(1);
@@ -109,7 +119,7 @@ module online_control #(
       pending <= pending_n;
       stage_behind <= stage_behind_n;
       // behind a busy sample from its stage N_STAGES - N_FRONT on, while none is pending
-      open_behind <= (N_FRONT > 0) && busy_n && !pending_n && stage_n >= W_STAGE'(N_STAGES - N_FRONT);
+      open_behind <= (N_FRONT > 0) && busy_n && !pending_n && open_n;
     end
   end
 endmodule
