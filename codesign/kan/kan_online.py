@@ -1,0 +1,116 @@
+"""The operations of the KAN online learner, one numba function each, named as in the HLS and the RTL.
+
+Each function here is the Python reference of the HLS function of the same name in
+``hls/codesign/kan_grid.h`` / ``kan_online.h`` (docs/arithmetic.md, table "Operations"); the
+kernel ``fixed_learner._kan_stream`` is these calls in the order of §7. They work on int64 raw
+values, on one layer whose arrays are sized for the widest layer (``n_in``/``n_out`` say how
+much of them is used), and record a profile through ``probe`` when ``stats`` has rows.
+
+Layouts: ``coef`` is flat (layer, o, i, m) from ``offset``; ``basis``/``dbasis`` are
+(input, j); ``window`` is (o, i, j), the coefficients ``cell_i + j`` of edge (o, i).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codesign.kan.learner_base import njit, probe
+
+__all__ = ["grid_coordinate", "read_rom", "read_window", "layer_forward", "layer_input_gradient", "layer_update"]
+
+# Rows of the packed type table (learner_base.pack_type per type, in this order).
+T_ACT, T_COEF, T_BASIS, T_DBASIS, T_DPHI, T_ERR, T_GRAD = range(7)
+# Entries of the packed grid constants (KANLearner.grid).
+G_LO_RAW, G_INV_H_RAW, G_INV_H_FRAC, G_U_SHIFT, G_U_MAX, G_LUT_BITS = range(6)
+
+
+@njit(cache=True)
+def grid_coordinate(x: int, grid: np.ndarray) -> tuple[int, int, int]:
+    """(cell, ROM address, clamped) of one raw act_t input on the uniform grid (§2)."""
+    prod = (x - grid[G_LO_RAW]) * grid[G_INV_H_RAW]
+    u_shift = grid[G_U_SHIFT]
+    u = prod >> u_shift if u_shift >= 0 else prod << -u_shift
+    clamped = 0
+    if u < 0:
+        u = 0
+        clamped = 1
+    elif u > grid[G_U_MAX]:
+        u = grid[G_U_MAX]
+        clamped = 1
+    lut_bits = grid[G_LUT_BITS]
+    return u >> lut_bits, u & ((1 << lut_bits) - 1), clamped
+
+
+@njit(cache=True)
+def read_rom(addr: np.ndarray, rom: np.ndarray, values: np.ndarray, n_in: int) -> None:
+    """values[i, j] = rom[j, addr[i]]: the k+1 basis values (or derivatives) of every input (§3)."""
+    for i in range(n_in):
+        a = addr[i]
+        for j in range(rom.shape[0]):
+            values[i, j] = rom[j, a]
+
+
+@njit(cache=True)
+def read_window(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, offset: int, n_in: int, n_out: int,
+                n_coef: int) -> None:
+    """window[o, i, j] = c[o][i][cell_i + j]: the k+1 active coefficients of every edge."""
+    for o in range(n_out):
+        for i in range(n_in):
+            base = offset + (o * n_in + i) * n_coef + cell[i]
+            for j in range(window.shape[2]):
+                window[o, i, j] = coef[base + j]
+
+
+@njit(cache=True)
+def layer_forward(window: np.ndarray, basis: np.ndarray, y: np.ndarray, n_in: int, n_out: int, types: np.ndarray,
+                  stats: np.ndarray, sid: int, t: int) -> None:
+    """y_o = cast_act_t(sum_i sum_j B_j(a_i) c[o][i][cell_i + j]) (§3); signal sid + o."""
+    f_acc = types[T_BASIS, 1] + types[T_COEF, 1]
+    for o in range(n_out):
+        acc = 0
+        for i in range(n_in):
+            for j in range(basis.shape[1]):
+                acc += basis[i, j] * window[o, i, j]
+        y[o] = probe(acc, f_acc, types[T_ACT], stats, sid + o, t)
+
+
+@njit(cache=True)
+def layer_input_gradient(window: np.ndarray, dbasis: np.ndarray, clamped: np.ndarray, g_out: np.ndarray,
+                         g_in: np.ndarray, n_in: int, n_out: int, f_g: int, types: np.ndarray, grid: np.ndarray,
+                         stats: np.ndarray, sid_dphi: int, sid_grad: int, t: int) -> None:
+    """g_i = cast_grad_t(sum_o g_o cast_dphi_t(sum_j D_j(a_i) c[o][i][cell_i + j]) / h), 0 if clamped (§5).
+
+    f_g: fractional bits of g_out (err_t for the last layer, grad_t otherwise). Signals: dphi of
+    edge (o, i) at sid_dphi + o n_in + i, g_i at sid_grad + i (a clamped input records neither).
+    """
+    f_dacc = types[T_DBASIS, 1] + types[T_COEF, 1]
+    f_s = f_g + types[T_DPHI, 1] + grid[G_INV_H_FRAC]
+    for i in range(n_in):
+        if clamped[i] == 1:
+            g_in[i] = 0
+            continue
+        s = 0
+        for o in range(n_out):
+            dacc = 0
+            for j in range(dbasis.shape[1]):
+                dacc += dbasis[i, j] * window[o, i, j]
+            dphi = probe(dacc, f_dacc, types[T_DPHI], stats, sid_dphi + o * n_in + i, t)
+            s += g_out[o] * dphi
+        g_in[i] = probe(s * grid[G_INV_H_RAW], f_s, types[T_GRAD], stats, sid_grad + i, t)
+
+
+@njit(cache=True)
+def layer_update(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, basis: np.ndarray, g_out: np.ndarray,
+                 offset: int, n_in: int, n_out: int, n_coef: int, f_g: int, lr_shift: int, types: np.ndarray,
+                 stats: np.ndarray, sid: int, t: int) -> None:
+    """c[o][i][cell_i + j] = cast_coef_t(c - 2^-lr_shift g_o B_j(a_i)), c from the window (§6); signal sid + o n_in + i."""
+    f_coef = types[T_COEF, 1]
+    f_delta = f_g + types[T_BASIS, 1] + lr_shift
+    f_full = max(f_coef, f_delta)
+    for o in range(n_out):
+        g = g_out[o]
+        for i in range(n_in):
+            base = offset + (o * n_in + i) * n_coef + cell[i]
+            for j in range(basis.shape[1]):
+                full = (window[o, i, j] << (f_full - f_coef)) - ((g * basis[i, j]) << (f_full - f_delta))
+                coef[base + j] = probe(full, f_full, types[T_COEF], stats, sid + o * n_in + i, t)
