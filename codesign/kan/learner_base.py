@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from codesign.fixed import FixedType, OMode
-from codesign.fixed.kernel import requantize
+from codesign.fixed.kernel import fixed_cast
 from codesign.kan.spec import KANSpec, MLPSpec
 
 try:  # numba compiles the per-sample loops; without it they run (slowly) as plain Python.
@@ -35,13 +35,13 @@ def pack_type(t: FixedType) -> np.ndarray:
 @njit(cache=True)
 def quant(v, frac_in, trow):
     """Cast an exact value with frac_in fractional bits to the type packed in trow (assignment semantics)."""
-    return requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    return fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
 
 
 @njit(cache=True)
 def probe(v, frac_in, trow, stats, sid, t):
     """quant(), and when stats has rows, record the exact value and any overflow of signal sid at sample t."""
-    r = requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    r = fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
     if stats.shape[0] > 0:
         x = v * 2.0 ** (-frac_in)
         if stats[sid, 4] == 0 or x < stats[sid, 0]:
@@ -49,7 +49,7 @@ def probe(v, frac_in, trow, stats, sid, t):
         if stats[sid, 4] == 0 or x > stats[sid, 1]:
             stats[sid, 1] = x
         # the same rounding into a type too wide to overflow: any difference is an overflow
-        if requantize(v, frac_in - trow[1], _WIDE, 1, trow[3], _SAT) != r:
+        if fixed_cast(v, frac_in - trow[1], _WIDE, 1, trow[3], _SAT) != r:
             stats[sid, 2] += 1
             if stats[sid, 3] < 0:
                 stats[sid, 3] = t

@@ -27,11 +27,11 @@ def unpack(words: Sequence[int], bits: int, count: int, signed: bool) -> np.ndar
     return out
 
 
-def run_module(sources: Sequence[str], top: str, parameters: Mapping[str, object], inputs: Mapping[str, list[int]],
+def run_module(sources: Sequence[str | Path], top: str, parameters: Mapping[str, object], inputs: Mapping[str, list[int]],
                outputs: Sequence[str], build: Path) -> dict[str, list[int]]:
-    """Build `top` from rtl/ files with parameters, apply the input words, return the output words per port."""
+    """Build `top` from its sources (names in rtl/, or paths) with parameters, apply the input words, return the output words."""
     pytest.importorskip("cocotb")
-    build_simulation([rtl_dir() / s for s in sources], top, build, parameters)
+    build_simulation([rtl_dir() / s if isinstance(s, str) else s for s in sources], top, build, parameters)
     result = run_bench(build, top, "tests.ops.vector_bench", {"inputs": dict(inputs), "outputs": list(outputs)})
     assert result["passed"], result["failures"]
     return result["outputs"]
