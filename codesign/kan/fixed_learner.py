@@ -72,6 +72,8 @@ def init_kan_coefficients(spec: KANSpec, seed: int = 0) -> list[np.ndarray]:
 class KANLearner(OnlineLearner):
     """A KAN online learner on fixed-point integers, exactly as docs/arithmetic.md specifies."""
 
+    spec: KANSpec
+
     def __init__(self, spec: KANSpec | None = None, coefficients: list[np.ndarray] | None = None, seed: int = 0):
         self.spec = spec if spec is not None else KANSpec()
         shapes = [(o, i, self.spec.n_coef) for i, o in self.spec.layer_shapes]
@@ -131,7 +133,8 @@ class KANLearner(OnlineLearner):
         """Float coefficients per layer, shape (out, in, G+k)."""
         return [self.spec.coef_t.to_float(c) for c in self.coefficients_raw()]
 
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
+                stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
         stats = np.zeros((0, 5)) if stats is None else stats
@@ -144,7 +147,9 @@ class KANLearner(OnlineLearner):
 
 
 @njit(cache=True)
-def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, grid, lr_shift, pred, stats, sig):
+def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
+                n_coef: int, brom: np.ndarray, drom: np.ndarray, types: np.ndarray, grid: np.ndarray, lr_shift: int,
+                pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§7).
 
     The operations are those of kan_online.py (named as in hls/codesign/kan_online.h), in §7's order.
