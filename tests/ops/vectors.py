@@ -45,7 +45,8 @@ NO_STATS = np.zeros((0, 5))
 
 def layer_vectors(spec: KANSpec, layer: int, rng: np.random.Generator, n_random: int = 200,
                   n_extreme: int = 40) -> dict[str, np.ndarray]:
-    """Inputs of one layer's operations, n_random uniform vectors then n_extreme drawn from the corners.
+    """Inputs of one layer's operations: n_random vectors, half uniform over each type and half of
+    half its bits (sums that do not saturate), then n_extreme drawn from the types' corners.
 
     coef (n, o, i, m), cell (n, i) (0 and G-1 included), window (n, o, i, k1), basis and dbasis
     (n, i, k1), clamped (n, i), g_out (n, o) of g_t (err_t for the last layer, grad_t otherwise).
@@ -59,7 +60,9 @@ def layer_vectors(spec: KANSpec, layer: int, rng: np.random.Generator, n_random:
     }
     out = {}
     for name, (t, shape) in shapes.items():
-        out[name] = np.concatenate([random_raw(t, (n_random, *shape[1:]), rng), extreme_raw(t, (n_extreme, *shape[1:]), rng)])
+        wide = random_raw(t, (n_random - n_random // 2, *shape[1:]), rng)
+        narrow = random_raw(t, (n_random // 2, *shape[1:]), rng) >> (t.width // 2)
+        out[name] = np.concatenate([wide, narrow, extreme_raw(t, (n_extreme, *shape[1:]), rng)])
     cell = rng.integers(0, spec.grid_size, size=(n, n_in), dtype=np.int64)
     cell[:2] = [[0] * n_in, [spec.grid_size - 1] * n_in]
     out["cell"] = cell
