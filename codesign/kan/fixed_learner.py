@@ -163,7 +163,7 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
     addrs = np.zeros((n_layers, w_max), dtype=np.int64)
     clamped = np.zeros((n_layers, w_max), dtype=np.int64)
     basis = np.zeros((n_layers, w_max, k1), dtype=np.int64)
-    dbasis = np.zeros((w_max, k1), dtype=np.int64)
+    dbasis = np.zeros((n_layers, w_max, k1), dtype=np.int64)
     windows = np.zeros((n_layers, w_max, w_max, k1), dtype=np.int64)
     grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
     for t in range(x.shape[0]):
@@ -175,9 +175,9 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
             for i in range(n_in):
                 cells[l, i], addrs[l, i], clamped[l, i] = grid_coordinate(acts[l, i], grid)
                 note_clamp(acts[l, i], types[T_ACT, 1], clamped[l, i], stats, sig[l, 0] + i, t)
-            read_rom(addrs[l], brom, basis[l], n_in)
-            read_window(coef, cells[l], windows[l], offsets[l], n_in, n_out, n_coef)
-            layer_forward(windows[l], basis[l], acts[l + 1], n_in, n_out, types, stats, sig[l, 1], t)
+            read_rom(addrs, brom, basis, l, n_in)
+            read_window(coef, cells, windows, l, offsets[l], n_in, n_out, n_coef)
+            layer_forward(windows, basis, acts, l, n_in, n_out, types, stats, sig[l, 1], t)
         for o in range(widths[n_layers]):
             pred[t, o] = acts[n_layers, o]
         if train[t] == 0:
@@ -190,8 +190,8 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
             if l > 0:
-                read_rom(addrs[l], drom, dbasis, n_in)
-                layer_input_gradient(windows[l], dbasis, clamped[l], grads[l + 1], grads[l], n_in, n_out, f_g, types,
-                                     grid, stats, sig[l, 2], sig[l, 3], t)
-            layer_update(coef, cells[l], windows[l], basis[l], grads[l + 1], offsets[l], n_in, n_out, n_coef, f_g,
-                         lr_shift, types, stats, sig[l, 4], t)
+                read_rom(addrs, drom, dbasis, l, n_in)
+                layer_input_gradient(windows, dbasis, clamped, grads, l, n_in, n_out, f_g, types, grid, stats, sig[l, 2],
+                                     sig[l, 3], t)
+            layer_update(coef, cells, windows, basis, grads, l, offsets[l], n_in, n_out, n_coef, f_g, lr_shift, types,
+                         stats, sig[l, 4], t)

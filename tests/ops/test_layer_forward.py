@@ -20,6 +20,8 @@ def test_layer_forward_python_equals_hls(spec_name, hls_ops, layer):
     n_in, n_out = spec.layer_shapes[layer]
     v = layer_vectors(spec, layer, np.random.default_rng(20 + layer))
     py = np.zeros_like(v["g_out"])
+    acts = np.zeros((2, max(n_in, n_out)), dtype=np.int64)  # row 0 the layer's input, row 1 its output
     for t in range(py.shape[0]):
-        layer_forward(v["window"][t], v["basis"][t], py[t], n_in, n_out, types, NO_STATS, 0, t)
+        layer_forward(v["window"][t : t + 1], v["basis"][t : t + 1], acts, 0, n_in, n_out, types, NO_STATS, 0, t)
+        py[t] = acts[1, :n_out]
     assert_equal("y", py, hls_ops.layer_forward(layer, v["window"], v["basis"]), "hls")

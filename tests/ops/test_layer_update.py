@@ -23,10 +23,12 @@ def test_layer_update_python_equals_hls(spec_name, hls_ops, layer):
     # the window is the one read from these coefficients, as in the learner
     window = np.zeros_like(v["window"])
     py = v["coef"].copy()
+    grads = np.zeros((2, max(n_in, n_out)), dtype=np.int64)  # row 1: the gradient at the layer's outputs
     for t in range(py.shape[0]):
-        flat = py[t].reshape(-1)
-        read_window(flat, v["cell"][t], window[t], 0, n_in, n_out, spec.n_coef)
-        layer_update(flat, v["cell"][t], window[t], v["basis"][t], v["g_out"][t], 0, n_in, n_out, spec.n_coef, f_g,
+        flat, cell = py[t].reshape(-1), v["cell"][t : t + 1]
+        grads[1, :n_out] = v["g_out"][t]
+        read_window(flat, cell, window[t : t + 1], 0, 0, n_in, n_out, spec.n_coef)
+        layer_update(flat, cell, window[t : t + 1], v["basis"][t : t + 1], grads, 0, 0, n_in, n_out, spec.n_coef, f_g,
                      spec.lr_shift, types, NO_STATS, 0, t)
     hls = hls_ops.layer_update(layer, v["coef"], v["cell"], window, v["basis"], v["g_out"])
     assert_equal("coef", py, hls, "hls")

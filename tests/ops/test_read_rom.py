@@ -18,9 +18,9 @@ from tests.ops.vectors import reference_tables
 
 
 def _python_read_rom(rom: np.ndarray, addr: np.ndarray) -> np.ndarray:
-    values = np.zeros((addr.size, rom.shape[0]), dtype=np.int64)
-    read_rom(np.ascontiguousarray(addr, dtype=np.int64), rom, values, addr.size)
-    return values
+    values = np.zeros((1, addr.size, rom.shape[0]), dtype=np.int64)
+    read_rom(np.ascontiguousarray(addr, dtype=np.int64)[None], rom, values, 0, addr.size)
+    return values[0]
 
 
 @pytest.mark.parametrize("derivative", [False, True], ids=["basis", "dbasis"])

@@ -20,5 +20,5 @@ def test_read_window_python_equals_hls(spec_name, hls_ops, layer):
     v = layer_vectors(spec, layer, np.random.default_rng(10 + layer))
     py = np.zeros_like(v["window"])
     for t in range(py.shape[0]):
-        read_window(v["coef"][t].ravel(), v["cell"][t], py[t], 0, n_in, n_out, spec.n_coef)
+        read_window(v["coef"][t].ravel(), v["cell"][t : t + 1], py[t : t + 1], 0, 0, n_in, n_out, spec.n_coef)
     assert_equal("window", py, hls_ops.read_window(layer, v["coef"], v["cell"]), "hls")
