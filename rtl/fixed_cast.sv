@@ -1,6 +1,6 @@
 // fixed_cast: the assignment of an exact value to an ap_fixed / ap_ufixed type.
 //
-// This is cast_T of docs/arithmetic.md, bit for bit the same as codesign.fixed.kernel.requantize:
+// This is cast_T of docs/arithmetic.md, bit for bit the same as codesign.fixed.kernel.fixed_cast:
 // first quantization (drop SHIFT fractional bits, rounding by QMODE; a negative SHIFT appends
 // zero bits), then overflow handling to W_OUT bits by OMODE. The input is an exact signed
 // two's-complement value; the output is the raw bit pattern of the target type.

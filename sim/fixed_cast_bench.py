@@ -1,4 +1,4 @@
-"""Bench of rtl/fixed_cast.sv: every rounding and overflow mode against codesign.fixed.requantize.
+"""Bench of rtl/fixed_cast.sv: every rounding and overflow mode against codesign.fixed.fixed_cast.
 
 Drives ``fixed_cast_harness`` (one fixed_cast per shape and mode) with random inputs and the
 corner values of each shape (the extremes, zero, and exact ties of the dropped bits), and
@@ -14,7 +14,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
-from codesign.fixed.kernel import requantize_array
+from codesign.fixed.kernel import fixed_cast_array
 
 N_QMODES, N_OMODES = 7, 4
 
@@ -42,18 +42,18 @@ def _stimulus(w_in: int, shift: int, n_random: int, rng: np.random.Generator) ->
 
 
 def _expected(values: np.ndarray, shape: dict) -> np.ndarray:
-    """Raw bit patterns (n, 7, 4) that requantize gives for every mode."""
+    """Raw bit patterns (n, 7, 4) that fixed_cast gives for every mode."""
     out = np.empty((values.size, N_QMODES, N_OMODES), dtype=np.int64)
     for qm in range(N_QMODES):
         for om in range(N_OMODES):
-            r = requantize_array(values, shape["shift"], shape["w_out"], bool(shape["signed"]), qm, om)
+            r = fixed_cast_array(values, shape["shift"], shape["w_out"], bool(shape["signed"]), qm, om)
             out[:, qm, om] = r & ((1 << shape["w_out"]) - 1)
     return out
 
 
 @cocotb.test()
-async def fixed_cast_matches_requantize(dut):
-    """Every mode of every shape equals requantize on corner and random inputs."""
+async def fixed_cast_sv_matches_python(dut):
+    """Every mode of every shape equals fixed_cast on corner and random inputs."""
     config = _load_config()
     shapes = config["shapes"]
     rng = np.random.default_rng(config.get("seed", 0))

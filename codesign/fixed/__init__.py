@@ -1,6 +1,6 @@
 """Fixed-point arithmetic with the exact semantics of ap_fixed / ap_ufixed."""
 
-from .kernel import MAX_WIDTH, from_float, requantize, to_float
+from .kernel import MAX_WIDTH, fixed_cast, from_float, to_float
 from .modes import OMode, QMode
 from .ops import (
     FixedArray,
@@ -24,7 +24,7 @@ __all__ = [
     "OMode",
     "FixedType",
     "FixedArray",
-    "requantize",
+    "fixed_cast",
     "from_float",
     "to_float",
     "add",

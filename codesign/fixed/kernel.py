@@ -1,7 +1,7 @@
 """Scalar numba kernels: the single implementation of ap_fixed quantization and overflow.
 
 Every conversion in :mod:`codesign.fixed` (and in the bit-exact learners that jit-call these
-functions) goes through :func:`requantize`, which reproduces the assignment
+functions) goes through :func:`fixed_cast`, which reproduces the assignment
 ``T t = v;`` of Xilinx's ``ap_fixed.h`` for a target ``T = ap_[u]fixed<W, I, Q, O>`` (N = 0):
 
 1. quantization: the exact source value is brought to ``F = W - I`` fractional bits, rounding
@@ -34,10 +34,10 @@ Bool = bool | np.bool_
 
 __all__ = [
     "MAX_WIDTH",
-    "requantize",
+    "fixed_cast",
     "from_float",
     "to_float",
-    "requantize_array",
+    "fixed_cast_array",
     "from_float_array",
 ]
 
@@ -161,7 +161,7 @@ def _overflow(q: Int, width: int, signed: bool, omode: int) -> Int:
 
 
 @njit(cache=True)
-def requantize(v: Int, shift: int, width: int, signed: bool, qmode: int, omode: int) -> Int:
+def fixed_cast(v: Int, shift: int, width: int, signed: bool, qmode: int, omode: int) -> Int:
     """Assign raw ``v`` (F_in fractional bits) to a type with F_in - ``shift`` fractional bits.
 
     ``shift > 0`` drops ``shift`` low bits, rounding by ``qmode``; ``shift <= 0`` is an exact
@@ -191,7 +191,7 @@ def requantize(v: Int, shift: int, width: int, signed: bool, qmode: int, omode: 
 def from_float(x: float, frac: int, width: int, signed: bool, qmode: int, omode: int) -> Int:
     """Convert double ``x`` to a raw value with ``frac`` fractional bits, as ``ap_fixed(double)``.
 
-    The double is taken as the exact binary number it is and assigned by :func:`requantize`,
+    The double is taken as the exact binary number it is and assigned by :func:`fixed_cast`,
     so magnitudes far beyond int64 saturate or wrap correctly. Two header details are kept:
     a subnormal double is decoded as the header decodes it (exponent -1023 with an implicit
     leading one; visible only for types with more than ~1000 fractional bits), and a NaN or
@@ -214,7 +214,7 @@ def from_float(x: float, frac: int, width: int, signed: bool, qmode: int, omode:
         f_in = 53 - e
     if negative:
         mant = -mant
-    return requantize(mant, f_in - frac, width, signed, qmode, omode)
+    return fixed_cast(mant, f_in - frac, width, signed, qmode, omode)
 
 
 @njit(cache=True)
@@ -225,12 +225,12 @@ def to_float(v: Int, frac: int) -> float:
 
 
 @njit(cache=True)
-def requantize_array(v: np.ndarray, shift: int, width: int, signed: bool, qmode: int,
+def fixed_cast_array(v: np.ndarray, shift: int, width: int, signed: bool, qmode: int,
                      omode: int) -> np.ndarray:
-    """:func:`requantize` over a 1-D int64 array."""
+    """:func:`fixed_cast` over a 1-D int64 array."""
     out = np.empty(v.size, dtype=np.int64)
     for i in range(v.size):
-        out[i] = requantize(v[i], shift, width, signed, qmode, omode)
+        out[i] = fixed_cast(v[i], shift, width, signed, qmode, omode)
     return out
 
 

@@ -116,7 +116,7 @@ def _shift(a: Raw, ta: FixedType, n: npt.ArrayLike, left: bool) -> Result:
     if nn.dtype.kind not in "iu":
         raise TypeError(f"shift amount must be an integer, got dtype {nn.dtype}")
     ra, nn = np.broadcast_arrays(ra, nn.astype(np.int64))
-    # a left shift is requantize with a negative shift; a right shift drops bits by floor
+    # a left shift is fixed_cast with a negative shift; a right shift drops bits by floor
     # (AP_TRN); both wrap to the operand's width, which is what the header's shifts do
     sign = -1 if left else 1
     flat_a = np.ascontiguousarray(ra).ravel()
@@ -125,7 +125,7 @@ def _shift(a: Raw, ta: FixedType, n: npt.ArrayLike, left: bool) -> Result:
     trn, wrap = int(QMode.AP_TRN), int(OMode.AP_WRAP)
     for s in np.unique(flat_n):
         sel = flat_n == s
-        out[sel] = kernel.requantize_array(np.ascontiguousarray(flat_a[sel]), sign * int(s),
+        out[sel] = kernel.fixed_cast_array(np.ascontiguousarray(flat_a[sel]), sign * int(s),
                                            ta.width, ta.signed, trn, wrap)
     return out.reshape(ra.shape), ta
 

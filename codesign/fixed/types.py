@@ -197,7 +197,7 @@ class FixedType:
         r = _as_int64(raw, "from_raw")
         frac = _check_int("frac", frac)
         flat = np.ascontiguousarray(r).ravel()
-        out = kernel.requantize_array(flat, frac - self.frac, self.width, self.signed,
+        out = kernel.fixed_cast_array(flat, frac - self.frac, self.width, self.signed,
                                       int(self.qmode), int(self.omode))
         return out.reshape(r.shape)
 

@@ -213,8 +213,10 @@ def cox_de_boor(x: np.ndarray, knots: np.ndarray, order: int) -> np.ndarray:
         raise ValueError("knot vector must be non-decreasing")
 
     def basis(i: int, p: int) -> np.ndarray:
+        result: np.ndarray
         if p == 0:
-            return ((knots[i] <= x) & (x < knots[i + 1])).astype(np.float64)
+            result = ((knots[i] <= x) & (x < knots[i + 1])).astype(np.float64)
+            return result
         result = np.zeros_like(x)
         den_left = knots[i + p] - knots[i]
         if den_left > 0:

@@ -9,14 +9,21 @@ from __future__ import annotations
 import numpy as np
 
 from codesign.kan.bspline import cardinal_basis_derivative_np, cardinal_basis_np
+from codesign.kan.kan_online import (
+    T_ACT,
+    T_ERR,
+    T_GRAD,
+    grid_coordinate,
+    layer_forward,
+    layer_input_gradient,
+    layer_update,
+    read_rom,
+    read_window,
+)
 from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, probe
 from codesign.kan.spec import KANSpec
 
 __all__ = ["KANLearner", "basis_roms", "init_kan_coefficients"]
-
-# Rows of the packed type table the kernel reads.
-T_ACT, T_COEF, T_BASIS, T_DBASIS, T_DPHI, T_ERR, T_GRAD = range(7)
-
 
 def basis_roms(spec: KANSpec) -> tuple[np.ndarray, np.ndarray]:
     """Basis and derivative ROMs, raw ints of shape (k+1, 2^A), sampled at address centres."""
@@ -64,6 +71,8 @@ def init_kan_coefficients(spec: KANSpec, seed: int = 0) -> list[np.ndarray]:
 
 class KANLearner(OnlineLearner):
     """A KAN online learner on fixed-point integers, exactly as docs/arithmetic.md specifies."""
+
+    spec: KANSpec
 
     def __init__(self, spec: KANSpec | None = None, coefficients: list[np.ndarray] | None = None, seed: int = 0):
         self.spec = spec if spec is not None else KANSpec()
@@ -124,7 +133,8 @@ class KANLearner(OnlineLearner):
         """Float coefficients per layer, shape (out, in, G+k)."""
         return [self.spec.coef_t.to_float(c) for c in self.coefficients_raw()]
 
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
+                stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
         stats = np.zeros((0, 5)) if stats is None else stats
@@ -137,82 +147,51 @@ class KANLearner(OnlineLearner):
 
 
 @njit(cache=True)
-def _kan_stream(x, y, train, coef, widths, offsets, n_coef, brom, drom, types, grid, lr_shift, pred, stats, sig):
-    """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§6).
+def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
+                n_coef: int, brom: np.ndarray, drom: np.ndarray, types: np.ndarray, grid: np.ndarray, lr_shift: int,
+                pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
+    """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§7).
 
+    The operations are those of kan_online.py (named as in hls/codesign/kan_online.h), in §7's order.
     stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.
     """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
     k1 = brom.shape[0]
-    lo_raw, inv_h_raw, inv_h_frac, u_shift, u_max, lut_bits = grid[0], grid[1], grid[2], grid[3], grid[4], grid[5]
-    addr_mask = (1 << lut_bits) - 1
-    f_act, f_coef, f_basis, f_dbasis, f_dphi = types[T_ACT, 1], types[T_COEF, 1], types[T_BASIS, 1], types[T_DBASIS, 1], types[T_DPHI, 1]
     acts = np.zeros((n_layers + 1, w_max), dtype=np.int64)
     cells = np.zeros((n_layers, w_max), dtype=np.int64)
     addrs = np.zeros((n_layers, w_max), dtype=np.int64)
     clamped = np.zeros((n_layers, w_max), dtype=np.int64)
+    basis = np.zeros((n_layers, w_max, k1), dtype=np.int64)
+    dbasis = np.zeros((n_layers, w_max, k1), dtype=np.int64)
+    windows = np.zeros((n_layers, w_max, w_max, k1), dtype=np.int64)
     grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
     for t in range(x.shape[0]):
-        # §3 forward
+        # §2-§3 forward
         for i in range(widths[0]):
             acts[0, i] = x[t, i]
         for l in range(n_layers):
             n_in, n_out = widths[l], widths[l + 1]
             for i in range(n_in):
-                prod = (acts[l, i] - lo_raw) * inv_h_raw
-                u = prod >> u_shift if u_shift >= 0 else prod << -u_shift
-                clamped[l, i] = 0
-                if u < 0:
-                    u = 0
-                    clamped[l, i] = 1
-                elif u > u_max:
-                    u = u_max
-                    clamped[l, i] = 1
-                cells[l, i] = u >> lut_bits
-                addrs[l, i] = u & addr_mask
-                note_clamp(acts[l, i], f_act, clamped[l, i], stats, sig[l, 0] + i, t)
-            for o in range(n_out):
-                acc = 0
-                for i in range(n_in):
-                    base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
-                    a = addrs[l, i]
-                    for j in range(k1):
-                        acc += brom[j, a] * coef[base + j]
-                acts[l + 1, o] = probe(acc, f_basis + f_coef, types[T_ACT], stats, sig[l, 1] + o, t)
+                cells[l, i], addrs[l, i], clamped[l, i] = grid_coordinate(acts[l, i], grid)
+                note_clamp(acts[l, i], types[T_ACT, 1], clamped[l, i], stats, sig[l, 0] + i, t)
+            read_rom(addrs, brom, basis, l, n_in)
+            read_window(coef, cells, windows, l, offsets[l], n_in, n_out, n_coef)
+            layer_forward(windows, basis, acts, l, n_in, n_out, types, stats, sig[l, 1], t)
         for o in range(widths[n_layers]):
             pred[t, o] = acts[n_layers, o]
         if train[t] == 0:
             continue
         # §4 error at the output
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types[T_ERR], stats, sig[n_layers, 0] + o, t)
-        # §5 backward with pre-update coefficients, then §6 the sparse update, layer by layer
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], types[T_ERR], stats, sig[n_layers, 0] + o, t)
+        # §5 backward with the pre-update coefficients (the windows), then §6 the sparse update, layer by layer
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
             if l > 0:
-                for i in range(n_in):
-                    if clamped[l, i] == 1:
-                        grads[l, i] = 0
-                        continue
-                    a = addrs[l, i]
-                    s = 0
-                    for o in range(n_out):
-                        base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
-                        dacc = 0
-                        for j in range(k1):
-                            dacc += drom[j, a] * coef[base + j]
-                        dphi = probe(dacc, f_dbasis + f_coef, types[T_DPHI], stats, sig[l, 2] + o * n_in + i, t)
-                        s += grads[l + 1, o] * dphi
-                    grads[l, i] = probe(s * inv_h_raw, f_g + f_dphi + inv_h_frac, types[T_GRAD], stats, sig[l, 3] + i, t)
-            f_delta = f_g + f_basis + lr_shift
-            f_full = max(f_coef, f_delta)
-            for o in range(n_out):
-                g = grads[l + 1, o]
-                for i in range(n_in):
-                    base = offsets[l] + (o * n_in + i) * n_coef + cells[l, i]
-                    a = addrs[l, i]
-                    for j in range(k1):
-                        full = (coef[base + j] << (f_full - f_coef)) - ((g * brom[j, a]) << (f_full - f_delta))
-                        coef[base + j] = probe(full, f_full, types[T_COEF], stats, sig[l, 4] + o * n_in + i, t)
+                read_rom(addrs, drom, dbasis, l, n_in)
+                layer_input_gradient(windows, dbasis, clamped, grads, l, n_in, n_out, f_g, types, grid, stats, sig[l, 2],
+                                     sig[l, 3], t)
+            layer_update(coef, cells, windows, basis, grads, l, offsets[l], n_in, n_out, n_coef, f_g, lr_shift, types,
+                         stats, sig[l, 4], t)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeGuard, cast
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ __all__ = [
 ACTIVATIONS: tuple[str, ...] = ("relu", "hardtanh", "tanh", "silu")
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
     """Return True for a genuine integer (bool excluded)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -224,11 +225,15 @@ class KAN(nn.Module):
             )
             for w_in, w_out in zip(self.widths[:-1], self.widths[1:])
         )
-        first = self.layers[0]
+        first = self.kan_layers()[0]
         self.grid_size = first.grid_size
         self.spline_order = first.spline_order
         self.grid_range = first.grid_range
         self.base = first.base
+
+    def kan_layers(self) -> list[KANLayer]:
+        """The layers, input first (self.layers, typed)."""
+        return [cast(KANLayer, layer) for layer in self.layers]
 
     @property
     def in_features(self) -> int:
@@ -283,6 +288,10 @@ class MLP(nn.Module):
                     b = torch.rand(w_out, generator=generator, dtype=torch.float64)
                     lin.bias.copy_((2.0 * b - 1.0) * bound)
             self.layers.append(lin)
+
+    def linear_layers(self) -> list[nn.Linear]:
+        """The layers, input first (self.layers, typed)."""
+        return [cast(nn.Linear, layer) for layer in self.layers]
 
     @property
     def in_features(self) -> int:

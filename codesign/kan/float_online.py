@@ -7,7 +7,7 @@ goes through autograd. Both give the same predictions (tests/kan/test_float_mode
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -21,18 +21,20 @@ __all__ = ["train_online"]
 
 def _silu_np(z: np.ndarray) -> np.ndarray:
     """Numpy silu ``z * sigmoid(z)``."""
-    return z / (1.0 + np.exp(-z))
+    out: np.ndarray = z / (1.0 + np.exp(-z))
+    return out
 
 
 def _silu_grad_np(z: np.ndarray) -> np.ndarray:
     """Derivative of silu."""
     s = 1.0 / (1.0 + np.exp(-z))
-    return s * (1.0 + z * (1.0 - s))
+    out: np.ndarray = s * (1.0 + z * (1.0 - s))
+    return out
 
 
 def _train_online_kan(model: KAN, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
     """Hand-written forward/backward of a KAN for one-sample SGD (parameters' dtype)."""
-    dt = np.dtype(str(model.layers[0].coef.dtype).replace("torch.", ""))
+    dt = np.dtype(str(model.kan_layers()[0].coef.dtype).replace("torch.", ""))
     G, k = model.grid_size, model.spline_order
     lo, hi = model.grid_range
     inv_h = 1.0 / ((hi - lo) / G)
@@ -46,15 +48,15 @@ def _train_online_kan(model: KAN, x: np.ndarray, y: np.ndarray, lr: float) -> np
     # Flat (out, in * (G+k)) copies; coefficient of edge (o, i), basis m sits at i*(G+k) + m.
     coefs = [
         layer.coef.detach().cpu().numpy().astype(dt, copy=True).reshape(layer.out_features, -1)
-        for layer in model.layers
+        for layer in model.kan_layers()
     ]
     bases = [
         None
         if layer.base_weight is None
         else layer.base_weight.detach().cpu().numpy().astype(dt, copy=True)
-        for layer in model.layers
+        for layer in model.kan_layers()
     ]
-    row_starts = [(np.arange(layer.in_features) * n_basis)[:, None] + offsets for layer in model.layers]
+    row_starts = [(np.arange(layer.in_features) * n_basis)[:, None] + offsets for layer in model.kan_layers()]
     xs = x.astype(dt)
     ys = y.astype(dt)
     preds = np.empty((x.shape[0], model.out_features), dtype=np.float64)
@@ -101,7 +103,7 @@ def _train_online_kan(model: KAN, x: np.ndarray, y: np.ndarray, lr: float) -> np
                     g = g_in
 
     with torch.no_grad():
-        for layer, c, b in zip(model.layers, coefs, bases):
+        for layer, c, b in zip(model.kan_layers(), coefs, bases):
             layer.coef.copy_(torch.from_numpy(c.reshape(layer.coef.shape)))
             if b is not None:
                 layer.base_weight.copy_(torch.from_numpy(b))
@@ -110,13 +112,16 @@ def _train_online_kan(model: KAN, x: np.ndarray, y: np.ndarray, lr: float) -> np
 
 def _act_np(name: str, z: np.ndarray) -> np.ndarray:
     """Numpy hidden activation."""
+    out: np.ndarray
     if name == "relu":
-        return np.maximum(z, 0.0)
-    if name == "hardtanh":
-        return np.clip(z, -1.0, 1.0)
-    if name == "tanh":
-        return np.tanh(z)
-    return _silu_np(z)
+        out = np.maximum(z, 0.0)
+    elif name == "hardtanh":
+        out = np.clip(z, -1.0, 1.0)
+    elif name == "tanh":
+        out = np.tanh(z)
+    else:
+        out = _silu_np(z)
+    return out
 
 
 def _act_grad_np(name: str, z: np.ndarray) -> np.ndarray:
@@ -126,18 +131,19 @@ def _act_grad_np(name: str, z: np.ndarray) -> np.ndarray:
     if name == "hardtanh":
         return ((z > -1.0) & (z < 1.0)).astype(z.dtype)
     if name == "tanh":
-        return 1.0 - np.tanh(z) ** 2
+        out: np.ndarray = 1.0 - np.tanh(z) ** 2
+        return out
     return _silu_grad_np(z)
 
 
 def _train_online_mlp(model: MLP, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
     """Hand-written forward/backward of an MLP for one-sample SGD (parameters' dtype)."""
-    dt = np.dtype(str(model.layers[0].weight.dtype).replace("torch.", ""))
+    dt = np.dtype(str(model.linear_layers()[0].weight.dtype).replace("torch.", ""))
     lr = dt.type(lr)
-    ws = [layer.weight.detach().cpu().numpy().astype(dt, copy=True) for layer in model.layers]
+    ws = [layer.weight.detach().cpu().numpy().astype(dt, copy=True) for layer in model.linear_layers()]
     bs = [
         None if layer.bias is None else layer.bias.detach().cpu().numpy().astype(dt, copy=True)
-        for layer in model.layers
+        for layer in model.linear_layers()
     ]
     name = model.activation
     xs, ys = x.astype(dt), y.astype(dt)
@@ -162,7 +168,7 @@ def _train_online_mlp(model: MLP, x: np.ndarray, y: np.ndarray, lr: float) -> np
                 bs[li] -= lr * g
             g = g_in
     with torch.no_grad():
-        for layer, w, b in zip(model.layers, ws, bs):
+        for layer, w, b in zip(model.linear_layers(), ws, bs):
             layer.weight.copy_(torch.from_numpy(w))
             if b is not None:
                 layer.bias.copy_(torch.from_numpy(b))
@@ -235,4 +241,4 @@ def train_online(
     if isinstance(model, KAN):
         return _train_online_kan(model, x, y, float(lr))
     with np.errstate(over="ignore"):  # exp overflow in the sigmoid just gives 0 or 1
-        return _train_online_mlp(model, x, y, float(lr))
+        return _train_online_mlp(cast(MLP, model), x, y, float(lr))

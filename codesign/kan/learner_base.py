@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
 from codesign.fixed import FixedType, OMode
-from codesign.fixed.kernel import requantize
+from codesign.fixed.kernel import Int, fixed_cast
 from codesign.kan.spec import KANSpec, MLPSpec
 
 try:  # numba compiles the per-sample loops; without it they run (slowly) as plain Python.
     from numba import njit
 except ImportError:  # pragma: no cover - numba is a hard dependency; this keeps imports working
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
+    def njit(*args: Any, **kwargs: Any) -> Any:  # type: ignore[no-redef]
         """Identity decorator used when numba is missing."""
         if args and callable(args[0]):
             return args[0]
@@ -33,15 +34,15 @@ def pack_type(t: FixedType) -> np.ndarray:
 
 
 @njit(cache=True)
-def quant(v, frac_in, trow):
+def quant(v: int, frac_in: int, trow: np.ndarray) -> Int:
     """Cast an exact value with frac_in fractional bits to the type packed in trow (assignment semantics)."""
-    return requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    return fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
 
 
 @njit(cache=True)
-def probe(v, frac_in, trow, stats, sid, t):
+def probe(v: int, frac_in: int, trow: np.ndarray, stats: np.ndarray, sid: int, t: int) -> Int:
     """quant(), and when stats has rows, record the exact value and any overflow of signal sid at sample t."""
-    r = requantize(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    r = fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
     if stats.shape[0] > 0:
         x = v * 2.0 ** (-frac_in)
         if stats[sid, 4] == 0 or x < stats[sid, 0]:
@@ -49,7 +50,7 @@ def probe(v, frac_in, trow, stats, sid, t):
         if stats[sid, 4] == 0 or x > stats[sid, 1]:
             stats[sid, 1] = x
         # the same rounding into a type too wide to overflow: any difference is an overflow
-        if requantize(v, frac_in - trow[1], _WIDE, 1, trow[3], _SAT) != r:
+        if fixed_cast(v, frac_in - trow[1], _WIDE, True, trow[3], _SAT) != r:
             stats[sid, 2] += 1
             if stats[sid, 3] < 0:
                 stats[sid, 3] = t
@@ -58,7 +59,7 @@ def probe(v, frac_in, trow, stats, sid, t):
 
 
 @njit(cache=True)
-def note_clamp(x, frac, clamped, stats, sid, t):
+def note_clamp(x: int, frac: int, clamped: int, stats: np.ndarray, sid: int, t: int) -> None:
     """Record an input of the grid (value, and whether the grid clamped it) when profiling."""
     if stats.shape[0] > 0:
         v = x * 2.0 ** (-frac)
@@ -73,7 +74,7 @@ def note_clamp(x, frac, clamped, stats, sid, t):
         stats[sid, 4] += 1
 
 
-def _train_flags(train, n: int) -> np.ndarray:
+def _train_flags(train: bool | np.ndarray, n: int) -> np.ndarray:
     """Per-sample train-enable flags from a bool or an array."""
     return np.broadcast_to(np.asarray(train, dtype=np.int64), (n,)).copy()
 
@@ -83,7 +84,7 @@ class OnlineLearner(ABC):
 
     spec: KANSpec | MLPSpec
 
-    def _check_stream(self, x: np.ndarray, y: np.ndarray, train) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _check_stream(self, x: np.ndarray, y: np.ndarray, train: bool | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if x.ndim == 1:
@@ -103,7 +104,7 @@ class OnlineLearner(ABC):
                 raise ValueError(f"{name} hold a non-finite value {arr[tuple(idx)]} at sample {idx[0]}")
         return x, y, _train_flags(train, x.shape[0])
 
-    def run(self, x: np.ndarray, y: np.ndarray, train=True) -> np.ndarray:
+    def run(self, x: np.ndarray, y: np.ndarray, train: bool | np.ndarray = True) -> np.ndarray:
         """Stream float samples through the learner (predict, then update); returns float predictions."""
         x, y, train_arr = self._check_stream(x, y, train)
         act = self.spec.act_t
@@ -115,14 +116,15 @@ class OnlineLearner(ABC):
         """Names of the instrumented signals, in the row order of a profile's stats table."""
 
     @abstractmethod
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
+                stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs).
 
         With a stats table (rows = signal_names(), columns = STAT_COLUMNS, first_saturation
         preset to -1) every named signal's range and overflows are recorded in it.
         """
 
-    def _kernel_arrays(self, x_raw, y_raw, train) -> tuple[np.ndarray, ...]:
+    def _kernel_arrays(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray) -> tuple[np.ndarray, ...]:
         """What every kernel takes: contiguous int64 samples and targets, train flags, an empty
         prediction array and the layer widths."""
         x_raw = np.ascontiguousarray(x_raw, dtype=np.int64)

@@ -85,7 +85,8 @@ class MLPLearner(OnlineLearner):
             out.append((rows[:, :n_in].copy(), rows[:, n_in].copy()))
         return out
 
-    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train=True, stats: np.ndarray | None = None) -> np.ndarray:
+    def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
+                stats: np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
         stats = np.zeros((0, 5)) if stats is None else stats
@@ -97,7 +98,8 @@ class MLPLearner(OnlineLearner):
 
 
 @njit(cache=True)
-def _mlp_stream(x, y, train, wts, widths, offsets, types, activation, lr_shift, pred, stats, sig):
+def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
+                types: np.ndarray, activation: int, lr_shift: int, pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; wts is updated in place (docs/arithmetic.md §8).
 
     stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.

@@ -18,7 +18,7 @@ def profile_table(profile: Profile, proposals: list[TypeProposal], proposed_mse:
     lines = [f"running mse {profile.mse:.4g}, {profile.saturations} overflows over all casts", ""]
     lines.append(f"{'type':8s} {'declared':36s} {'observed min':>13s} {'observed max':>13s} {'overflows':>9s}  first overflow")
     for field, d in sorted(profile.by_type().items()):
-        declared = str(getattr(spec, field)) if field != "grid_range" else f"grid {spec.grid_range}"
+        declared = str(getattr(spec, field)) if field != "grid_range" else f"grid {getattr(spec, field)}"
         first = "—" if d["first"] is None else f"{d['first'][0]} at sample {d['first'][1]}"
         label = "clamps" if field == "grid_range" else ""
         lines.append(f"{field:8s} {declared:36s} {d['min']:13.5g} {d['max']:13.5g} {d['saturations']:9d}  {first} {label}".rstrip())

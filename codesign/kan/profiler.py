@@ -75,8 +75,9 @@ class Profile:
 
     def first_saturation(self) -> SignalStats | None:
         """The signal that overflowed first in the stream (ties: the first named)."""
-        hits = [s for s in self.signals if s.type_field != "grid_range" and s.first_saturation is not None]
-        return min(hits, key=lambda s: s.first_saturation) if hits else None
+        hits = [(s.first_saturation, n, s) for n, s in enumerate(self.signals)
+                if s.type_field != "grid_range" and s.first_saturation is not None]
+        return min(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
 
     def by_type(self) -> dict[str, dict[str, Any]]:
         """Per spec type: the observed range over its signals, overflows and the first one."""
@@ -210,4 +211,4 @@ def propose_types(
 
 
 def _replace_types(spec: KANSpec | MLPSpec, changes: dict[str, FixedType]) -> KANSpec | MLPSpec:
-    return dataclasses.replace(spec, **changes) if changes else spec
+    return dataclasses.replace(spec, **changes) if changes else spec  # type: ignore[arg-type]  # every key is a type field of spec

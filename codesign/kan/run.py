@@ -23,14 +23,14 @@ def fit_widths(spec: KANSpec | MLPSpec, n_inputs: int, n_outputs: int) -> KANSpe
     return spec if widths == spec.widths else dataclasses.replace(spec, widths=widths)
 
 
-def stream_options(task: str, n_inputs: int) -> dict:
+def stream_options(task: str, n_inputs: int) -> dict[str, Any]:
     """The task options that generate its stream at a spec's input width (for a task that takes n_inputs)."""
     return {"n_inputs": n_inputs} if "n_inputs" in task_options(task) else {}
 
 
 def task_spec(
     learner: str, config: str | None, task: str, n_samples: int, seed: int
-) -> tuple[KANSpec | MLPSpec, TaskStream, dict]:
+) -> tuple[KANSpec | MLPSpec, TaskStream, dict[str, Any]]:
     """The spec, the task's stream fitted to it, and the config's fields.
 
     A config's ``widths`` are kept: a task that takes ``n_inputs`` is generated at the first
@@ -67,7 +67,7 @@ def make_learner(spec: KANSpec | MLPSpec, seed: int = 0, initial: list[np.ndarra
 
 def learn_on_task(
     learner: str, task: str, n_samples: int = 20_000, seed: int = 0, config: str | None = None
-) -> tuple[np.ndarray, TaskStream, dict]:
+) -> tuple[np.ndarray, TaskStream, dict[str, Any]]:
     """Stream a task through a learner, print its online metrics, and return (predictions, stream, metrics)."""
     if n_samples < 1:
         raise ValueError(f"--samples={n_samples}: need at least one sample")

@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from codesign.fixed import FixedType, OMode, QMode
 from codesign.kan.spec_fields import (
@@ -104,7 +104,7 @@ class _LearnerSpecBase:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (type strings, lists) for JSON/TOML reports and configs."""
-        return {f.name: plain_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: plain_value(getattr(self, f.name)) for f in dataclasses.fields(cast(Any, self))}  # a dataclass subclass
 
 
 @dataclass(frozen=True)

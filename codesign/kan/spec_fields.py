@@ -183,19 +183,21 @@ class TypeRule(FieldRule):
     def check(self, name: str, value: Any) -> FixedType:
         if isinstance(value, str):
             try:
-                value = FixedType.parse(value)
+                t = FixedType.parse(value)
             except ValueError as exc:
                 raise ValueError(f"{name}={value!r}: {exc}") from None
-        elif not isinstance(value, FixedType):
+        elif isinstance(value, FixedType):
+            t = value
+        else:
             raise ValueError(f"{name}={value!r}: expected an ap_fixed type string such as "
                              f"'ap_fixed<16,6>', got {_kind(value)}")
-        if value.width > self.max_width:
-            raise ValueError(f"{name}={value}: widths above {self.max_width} bits are not supported by the learner")
-        if self.signed and not value.signed:
-            raise ValueError(f"{name}={value}: must be a signed type (values and updates change sign)")
-        if self.min_int_bits is not None and value.int_bits < self.min_int_bits:
-            raise ValueError(f"{name}={value}: needs >= {self.min_int_bits} integer bit(s) ({self.doc})")
-        return value
+        if t.width > self.max_width:
+            raise ValueError(f"{name}={t}: widths above {self.max_width} bits are not supported by the learner")
+        if self.signed and not t.signed:
+            raise ValueError(f"{name}={t}: must be a signed type (values and updates change sign)")
+        if self.min_int_bits is not None and t.int_bits < self.min_int_bits:
+            raise ValueError(f"{name}={t}: needs >= {self.min_int_bits} integer bit(s) ({self.doc})")
+        return t
 
 
 @dataclass(frozen=True)
@@ -234,10 +236,10 @@ def spec_field(default: Any = dataclasses.MISSING, rule: FieldRule | None = None
     return field(default=default, metadata=meta)
 
 
-def field_rule(f: dataclasses.Field) -> FieldRule:
+def field_rule(f: dataclasses.Field[Any]) -> FieldRule:
     """The rule of a spec field (every spec field has one)."""
     rule = f.metadata.get("rule")
-    if rule is None:
+    if not isinstance(rule, FieldRule):
         raise TypeError(f"spec field {f.name} has no rule in its metadata")
     return rule
 

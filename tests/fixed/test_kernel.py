@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from codesign.fixed import MAX_WIDTH, FixedType, OMode, QMode, from_float, requantize, to_float
-from codesign.fixed.kernel import from_float_array, requantize_array
+from codesign.fixed import MAX_WIDTH, FixedType, OMode, QMode, fixed_cast, from_float, to_float
+from codesign.fixed.kernel import fixed_cast_array, from_float_array
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -63,7 +63,7 @@ def ref_overflow(v: int, width: int, signed: bool, o: OMode) -> int:
     return lo + 1 if sym else lo
 
 
-def ref_requantize(v: int, shift: int, width: int, signed: bool, q: QMode, o: OMode) -> int:
+def ref_fixed_cast(v: int, shift: int, width: int, signed: bool, q: QMode, o: OMode) -> int:
     return ref_overflow(ref_round(v, shift, q), width, signed, o)
 
 
@@ -93,7 +93,7 @@ def _interesting_ints(rng: np.random.Generator, n: int) -> list[int]:
     return fixed + pows + rand + small
 
 
-def test_requantize_matches_exact_model() -> None:
+def test_fixed_cast_matches_exact_model() -> None:
     rng = np.random.default_rng(7)
     values = _interesting_ints(rng, 1500)
     modes = [(q, o) for q in QMode for o in OMode]
@@ -105,23 +105,23 @@ def test_requantize_matches_exact_model() -> None:
             width = int(rng.integers(1, MAX_WIDTH + 1))
             signed = bool(rng.integers(0, 2))
             q, o = modes[int(rng.integers(len(modes)))]
-            got = int(requantize(v, shift, width, signed, int(q), int(o)))
-            want = ref_requantize(v, shift, width, signed, q, o)
+            got = int(fixed_cast(v, shift, width, signed, int(q), int(o)))
+            want = ref_fixed_cast(v, shift, width, signed, q, o)
             assert got == want, (v, shift, width, signed, q.name, o.name)
             checked += 1
     assert checked > 10_000
 
 
 @pytest.mark.parametrize("q", list(QMode), ids=lambda q: q.name)
-def test_requantize_array_equals_scalar(q: QMode) -> None:
+def test_fixed_cast_array_equals_scalar(q: QMode) -> None:
     rng = np.random.default_rng(int(q))
     v = rng.integers(-(2**40), 2**40, size=2000)
     for o in OMode:
         for shift in (-5, 0, 3, 17, 70):
-            arr = requantize_array(v, shift, 16, True, int(q), int(o))
-            one = [requantize(int(x), shift, 16, True, int(q), int(o)) for x in v[:50]]
+            arr = fixed_cast_array(v, shift, 16, True, int(q), int(o))
+            one = [fixed_cast(int(x), shift, 16, True, int(q), int(o)) for x in v[:50]]
             assert arr[:50].tolist() == one
-            assert arr.tolist() == [ref_requantize(int(x), shift, 16, True, q, o) for x in v]
+            assert arr.tolist() == [ref_fixed_cast(int(x), shift, 16, True, q, o) for x in v]
 
 
 def test_from_float_matches_exact_model() -> None:
@@ -180,8 +180,8 @@ def test_kernels_callable_from_other_jitted_code() -> None:
         acc = 0
         for x in xs:
             acc += from_float(x, frac, width, True, 4, 0)
-        return requantize(acc, 2, width, True, 4, 0)
+        return fixed_cast(acc, 2, width, True, 4, 0)
 
     xs = np.array([0.3, -1.7, 2.25])
     raw = [from_float(x, 6, 12, True, 4, 0) for x in xs]
-    assert accumulate(xs, 6, 12) == requantize(sum(raw), 2, 12, True, 4, 0)
+    assert accumulate(xs, 6, 12) == fixed_cast(sum(raw), 2, 12, True, 4, 0)

@@ -1,4 +1,4 @@
-"""rtl/fixed_cast.sv through Verilator equals codesign.fixed.requantize in all 7 x 4 modes."""
+"""rtl/fixed_cast.sv through Verilator equals codesign.fixed.fixed_cast in all 7 x 4 modes."""
 
 from __future__ import annotations
 
