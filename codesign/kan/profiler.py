@@ -11,7 +11,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -186,7 +186,8 @@ def propose_types(
             t = getattr(current, f)
             lo, hi = r["min"], r["max"]
             if f == "act_t" and kind_of(current).has_grid:  # the grid ends must stay exact in act_t
-                lo, hi = min(lo, current.grid_range[0]), max(hi, current.grid_range[1])
+                grid_lo, grid_hi = cast(KANSpec, current).grid_range
+                lo, hi = min(lo, grid_lo), max(hi, grid_hi)
             need = _int_bits_needed(t, lo, hi)
             if need != t.int_bits:
                 changes[f] = FixedType(need + t.frac, need, t.signed, t.qmode, t.omode)

@@ -61,8 +61,10 @@ def make_learner(spec: KANSpec | MLPSpec, seed: int = 0, initial: list[np.ndarra
     if initial is not None:
         if not kind.takes_initial_coefficients:
             raise ValueError("initial coefficients (--init) are for the KAN learner only")
-        return learner_class(spec, coefficients=[spec.coef_t.to_float(np.asarray(c, dtype=np.int64)) for c in initial])
-    return learner_class(spec, seed=seed)
+        learner: OnlineLearner = learner_class(spec, coefficients=[spec.coef_t.to_float(np.asarray(c, dtype=np.int64)) for c in initial])
+        return learner
+    learner = learner_class(spec, seed=seed)
+    return learner
 
 
 def learn_on_task(
