@@ -19,10 +19,10 @@ void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // The RTL's schedule (pipeline auto 0x6:0x77e:2): a sample every 17 cycles, its update
-  // written 19 cycles after it is accepted (README.md, Schedule).
-#pragma HLS PIPELINE II=17
-#pragma HLS LATENCY max=19
+  // The RTL's schedule (pipeline auto 0x7:0x77e:2): a sample every 18 cycles, its update
+  // written 20 cycles after it is accepted (README.md, Schedule).
+#pragma HLS PIPELINE II=18
+#pragma HLS LATENCY max=20
   // One table per basis function j; every input of a layer reads each table in the same cycle.
 #pragma HLS ARRAY_PARTITION variable=basis_rom complete dim=1
 #pragma HLS ARRAY_PARTITION variable=dbasis_rom complete dim=1

@@ -115,7 +115,7 @@ module kan_online_axi #(
       .INV_H_FRAC(-2),
       .U_SHIFT(2),
       .LR_SHIFT(4),
-      .PIPE(64'd6),
+      .PIPE(64'd7),
       .CUTS(1918),
       .TREE_SPLIT(2),
       .MEM_DIR(MEM_DIR),
