@@ -100,13 +100,36 @@ module learner_axi #(
   assign core_y = s_axis_tdata[N_IN*W_ACT+:N_OUT*W_ACT];
   assign core_train = s_axis_tdata[(N_IN+N_OUT)*W_ACT] && train_enable;
 
-  logic accepted, taken, in_flight_train;
+  logic accepted, taken, done_train;
   assign accepted = s_axis_tvalid && s_axis_tready;
   assign taken = m_axis_tvalid && m_axis_tready;
   always_ff @(posedge aclk) begin
     if (rst) out_held <= 1'b0;
     else out_held <= m_axis_tvalid && !m_axis_tready;
-    if (accepted) in_flight_train <= core_train;  // core_done of this sample reads it
+  end
+  // The train flags of the samples in flight, oldest first: with the overlap a sample is accepted
+  // behind one not yet done, so core_done reads the flag of the oldest, not of the last accepted.
+  // At most two are in flight (the one done in this cycle included; online_control).
+  logic [1:0] flight_train;
+  logic [1:0] n_flight;
+  assign done_train = flight_train[0];
+  always_ff @(posedge aclk) begin
+    if (rst) begin
+      n_flight <= '0;
+    end else if (accepted && !core_done) begin
+      flight_train[n_flight[0]] <= core_train;
+      n_flight <= n_flight + 1'b1;
+    end else if (core_done && !accepted) begin
+      flight_train[0] <= flight_train[1];
+      n_flight <= n_flight - 1'b1;
+    end else if (core_done && accepted) begin
+      if (n_flight == 2'd1) begin
+        flight_train[0] <= core_train;
+      end else begin
+        flight_train[0] <= flight_train[1];
+        flight_train[1] <= core_train;
+      end
+    end
   end
 
   // ---------------------------------------------------------------- registers
@@ -117,7 +140,7 @@ module learner_axi #(
   logic clear, accepted_q, updated_q, taken_q;
   always_ff @(posedge aclk) begin
     accepted_q <= !rst && accepted;
-    updated_q <= !rst && core_done && in_flight_train;
+    updated_q <= !rst && core_done && done_train;
     taken_q <= !rst && taken;
     if (rst || clear) begin
       samples <= '0;

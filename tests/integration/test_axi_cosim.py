@@ -43,3 +43,18 @@ def test_axi_stream_is_bit_exact_under_back_pressure_and_resets(tmp_path):
     # coefficients over AXI4-Lite: the initial state read back, 12 written (before and mid-stream), the final read back
     assert result["coefficient_access"] and result["coefficients_written"] == 12
     assert result["initial_readback_mismatches"] == 0 and result["final_readback_mismatches"] == 0
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_axi_stream_counts_updates_of_overlapped_samples(tmp_path):
+    """A sample accepted behind one not yet done (auto: II 8 of 10 stages) keeps its own train flag for UPDATES."""
+    from codesign.fpga.axi_cosim import run_axi_cosim
+
+    spec = KANSpec(widths=(1, 1), grid_size=5, spline_order=3)
+    result = run_axi_cosim(spec, tmp_path / "work", samples=300, pipeline="auto", resets=2, seed=2)
+    assert result["expected"]["ii"] < result["expected"]["stages"]  # the overlap is on
+    assert result["passed"], result["failures"]
+    assert result["bit_exact"] is True
+    assert result["counters"] == result["counters_expected"]
+    assert 0 < result["counters"]["UPDATES"] < result["counters"]["SAMPLES"]  # training is off for part of the stream
