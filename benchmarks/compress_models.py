@@ -238,7 +238,10 @@ def main() -> int:
     specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
     if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" for (m, _), s in specs.items()):
         start = time.perf_counter()
-        stats = calibrate(args.model, model, tokenizer, names, budget, inputs=True, outputs=True)
+        # output covariances (and block importance) only for the rows that use them: they double the cost
+        stats = calibrate(args.model, model, tokenizer, names, budget,
+                          inputs=any(s.needs_input_covariance for s in specs.values()),
+                          outputs=any(s.needs_output_covariance for s in specs.values()))
         calib_seconds = time.perf_counter() - start
         print(f"calibration of {len(names)} layers: {calib_seconds:.0f} s", flush=True)
     memo = KMeansMemo()
