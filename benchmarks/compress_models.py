@@ -79,6 +79,60 @@ class KMeansMemo:
         registry.register_quantizer("kmeans", KMeansConfig)(self)
 
 
+def hqq_replacements(model: torch.nn.Module, names: list[str], bits: int, group_size: int, axis: int = 1):
+    """HQQ (the `hqq` package, half-quadratic zero/scale fit) of the named linears, as dense nn.Linears.
+
+    axis 1 groups `group_size` consecutive input weights of a row (our layout); axis 0 is HQQ's
+    other grouping (the weight reshaped to [group_size, -1], one group per column), which its
+    documentation recommends for quality.
+
+    Each replacement holds the weight HQQ's own dequantize rebuilds from its codes and the fp16 scale and
+    zero of each group of `group_size` input weights (HQQ's storage in fp16); returns (replacements,
+    stored bytes: packed codes + 2 fp16 values per group).
+    """
+    try:
+        from hqq.core.quantize import Quantizer
+    except ImportError:
+        raise SystemExit("the hqq rows need the peer package: pip install 'codesign[peers]'") from None
+    modules = dict(model.named_modules())
+    replacements, stored = {}, 0
+    for name in names:
+        linear = modules[name]
+        weight = linear.weight.detach().float()
+        codes, meta = Quantizer.quantize(weight, nbits=bits, group_size=group_size, optimize=True, axis=axis,
+                                         device="cpu", compute_dtype=torch.float32)
+        meta["scale"], meta["zero"] = meta["scale"].half().float(), meta["zero"].half().float()
+        dense = torch.nn.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None)
+        dense.weight.data = Quantizer.dequantize(codes, meta).reshape(weight.shape).float()
+        if linear.bias is not None:
+            dense.bias.data = linear.bias.detach().clone()
+        replacements[name] = dense.requires_grad_(False)
+        stored += weight.numel() * bits // 8 + 2 * 2 * (weight.numel() // group_size)
+        stored += 0 if linear.bias is None else linear.bias.numel() * linear.bias.element_size()
+    return replacements, stored
+
+
+def peer_row(name: str, model, tokenizer, names: list[str], bits: int, group_size: int, budget: Budget,
+             axis: int = 1) -> dict:
+    """One HQQ row in the report format of compress_model (size, bits per weight, metric, time)."""
+    from codesign.compress.pipeline import evaluate, reference_metric
+    from codesign.llm import swapped
+
+    reference_metric(name, budget)
+    start = time.perf_counter()
+    replacements, stored = hqq_replacements(model, names, bits, group_size, axis)
+    seconds = time.perf_counter() - start
+    modules = dict(model.named_modules())
+    n_weights = sum(modules[n].weight.numel() for n in names)
+    with swapped(model, replacements):
+        metric = evaluate(name, model, tokenizer, budget)
+    return {"model": name, "method": "hqq", "bits": bits, "rank": None, "group_size": group_size, "blocks": None,
+            "layers": len(names), "weights": n_weights, "bytes": stored,
+            "fp16_bytes": sum(modules[n].weight.numel() * 2 for n in names),
+            "bits_per_weight": 8 * stored / n_weights, "compression_seconds": seconds,
+            "mean_activation_error": None, "metric": metric, "hqq_axis": axis}
+
+
 def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
@@ -86,6 +140,10 @@ def _rank(r: dict):
 def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
     """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef" / "+ef-act"."""
     method, _, extra = row.partition("+")
+    if method == "hqq":
+        if extra:
+            raise SystemExit(f"row {row!r}: the hqq peer takes no suffix")
+        return MethodSpec("int-asym", bits, group_size=group_size)  # stands in for the row key; run by peer_row
     if extra not in ("", "winq", "ef", "ef-act"):
         raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT), +ef and +ef-act (error feedback)")
     spec = MethodSpec(method, bits, group_size=group_size)
@@ -101,15 +159,19 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
 def _label(r: dict) -> str:
     steps = f" ({r['steps']} steps" + (f", lr {r['lr']:g}" if r.get("lr") else "") + ")" if r.get("steps") else ""
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
+    group += ", axis 0" if r.get("hqq_axis") == 0 else ""
     feedback = (" + error feedback" + (" (act order)" if r.get("act_order") else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 
-def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget, spec: MethodSpec) -> bool:
+def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget, spec: MethodSpec,
+              hqq_axis: int = 1) -> bool:
     metric = d.get("metric", {})
     same_data = (metric.get("n_tokens") == budget.eval_tokens - (budget.eval_tokens + budget.context - 1) // budget.context
                  if model != "minilm" else metric.get("n_sentences") == budget.eval_sentences)
     name, _, extra = method.partition("+")
+    if (name == "hqq") != (d["method"] == "hqq") or d.get("hqq_axis", 1) != hqq_axis:
+        return False
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
@@ -159,6 +221,7 @@ def main() -> int:
     parser.add_argument("--qat-steps", type=int, default=40, help="training steps of the QAT rows (default 40)")
     parser.add_argument("--qat-lr", type=float, default=None, help="Adam learning rate of the QAT rows (default 1e-4)")
     parser.add_argument("--group-size", type=int, default=64, help="weights per scale (default 64)")
+    parser.add_argument("--hqq-axis", type=int, choices=(0, 1), default=1, help="grouping axis of the hqq rows (default 1)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
     args = parser.parse_args()
     done = json.loads(args.out.read_text()) if args.out.exists() else []
@@ -172,7 +235,8 @@ def main() -> int:
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
     todo = [(m, b) for m, b in rows
-            if not any(_same_row(d, args.model, m, b, blocks, budget, _spec(m, b, args.qat_steps, args.qat_lr, args.group_size))
+            if not any(_same_row(d, args.model, m, b, blocks, budget, _spec(m, b, args.qat_steps, args.qat_lr, args.group_size),
+                                 args.hqq_axis if m == "hqq" else 1)
                        for d in done)]
     if not todo:
         print(table([d for d in done if d["model"] == args.model]))
@@ -181,14 +245,24 @@ def main() -> int:
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
     specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
-    if any(s.needs_input_covariance or s.needs_output_covariance for s in specs.values()):
+    if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" for (m, _), s in specs.items()):
         start = time.perf_counter()
-        stats = calibrate(args.model, model, tokenizer, names, budget, inputs=True, outputs=True)
+        # output covariances (and block importance) only for the rows that use them: they double the cost
+        stats = calibrate(args.model, model, tokenizer, names, budget,
+                          inputs=any(s.needs_input_covariance for s in specs.values()),
+                          outputs=any(s.needs_output_covariance for s in specs.values()))
         calib_seconds = time.perf_counter() - start
         print(f"calibration of {len(names)} layers: {calib_seconds:.0f} s", flush=True)
     memo = KMeansMemo()
     memo.install()
     for method, bits in todo:
+        if method == "hqq":
+            report = peer_row(args.model, model, tokenizer, names, bits, args.group_size, budget, args.hqq_axis)
+            report["calib_tokens"], report["threads"] = budget.calib_tokens, torch.get_num_threads()
+            done.append(report)
+            args.out.write_text(json.dumps(done, indent=1))
+            print(table([report]).splitlines()[-1], flush=True)
+            continue
         memo.reused_seconds = 0.0
         spec = specs[(method, bits)]
         torch.manual_seed(0)  # QAT's dropout and WinQ noise

@@ -96,12 +96,15 @@ class _ScalarColumns:
     width = 1
 
     def __init__(self, grid: ScalarQuantizedWeight, order: torch.Tensor) -> None:
-        self.grid, self.order = grid, order
+        self.grid, self.order = grid, order.tolist()
         self.codes = torch.zeros(grid.shape, dtype=torch.uint8, device=grid.scales.device)
+        self._group, self._levels = -1, torch.empty(0)
 
     def __call__(self, position: int, columns: torch.Tensor) -> torch.Tensor:
-        column = int(self.order[position])
-        levels = _scalar_levels(self.grid, column)
+        column = self.order[position]
+        if column // self.grid.group_size != self._group:  # the levels change only from group to group
+            self._group, self._levels = column // self.grid.group_size, _scalar_levels(self.grid, column)
+        levels = self._levels
         code = (columns[:, :1] - levels).abs().argmin(dim=1)
         self.codes[:, column] = code.to(torch.uint8)
         return levels.gather(1, code[:, None])
