@@ -109,25 +109,30 @@ module learner_axi #(
   end
   // The train flags of the samples in flight, oldest first: with the overlap a sample is accepted
   // behind one not yet done, so core_done reads the flag of the oldest, not of the last accepted.
-  // At most two are in flight (the one done in this cycle included; online_control).
+  // A flag enters the list a cycle after its accept (accepted_q, train_q: the streams' handshake
+  // stays off this logic); a sample done in that cycle reads train_q itself. At most two are in
+  // flight (the one done in this cycle included; online_control).
+  logic accepted_q, train_q;
   logic [1:0] flight_train;
   logic [1:0] n_flight;
-  assign done_train = flight_train[0];
+  assign done_train = (n_flight == 2'd0) ? train_q : flight_train[0];
   always_ff @(posedge aclk) begin
+    accepted_q <= !rst && accepted;
+    train_q <= core_train;
     if (rst) begin
       n_flight <= '0;
-    end else if (accepted && !core_done) begin
-      flight_train[n_flight[0]] <= core_train;
+    end else if (accepted_q && !core_done) begin
+      flight_train[n_flight[0]] <= train_q;
       n_flight <= n_flight + 1'b1;
-    end else if (core_done && !accepted) begin
+    end else if (core_done && !accepted_q) begin
       flight_train[0] <= flight_train[1];
       n_flight <= n_flight - 1'b1;
-    end else if (core_done && accepted) begin
-      if (n_flight == 2'd1) begin
-        flight_train[0] <= core_train;
-      end else begin
+    end else if (core_done && accepted_q) begin
+      // the oldest leaves, the newest enters (with none listed, the newest was the one done)
+      if (n_flight == 2'd1) flight_train[0] <= train_q;
+      if (n_flight == 2'd2) begin
         flight_train[0] <= flight_train[1];
-        flight_train[1] <= core_train;
+        flight_train[1] <= train_q;
       end
     end
   end
@@ -137,9 +142,8 @@ module learner_axi #(
   // handshakes do not run into their 32-bit carry chains; a read sees an event from the second
   // cycle after it on.
   logic [31:0] samples, updates, predictions;
-  logic clear, accepted_q, updated_q, taken_q;
+  logic clear, updated_q, taken_q;
   always_ff @(posedge aclk) begin
-    accepted_q <= !rst && accepted;
     updated_q <= !rst && core_done && done_train;
     taken_q <= !rst && taken;
     if (rst || clear) begin
