@@ -310,9 +310,10 @@ def _targets(by: dict) -> list[str]:
         "sum and cast; update multiply, difference, cast), and at 250 MHz a stage holds about one of them, so",
         "C is about one plus that count. Fewer cycles need cheaper operations on the chain (the update's",
         "difference and rounding in one adder, adder trees in the DSPs' post-adders), not another placement",
-        "of registers. The auto placement is chosen by the analytic model; where the netlist estimate",
-        "disagrees (a row above under 250 MHz: a wide overflow check after the backward sum at G = 64, which",
-        "the model does not see), `codesign build --synth` says so in its report. At II = 1 the whole loop is",
+        "of registers: with any one register of the 1-1 auto placement removed (`codesign build --pipeline",
+        "MASK --synth`), a stage exceeds 4 ns by the netlist estimate, and a stage with a multiplier spends",
+        "most of its 4 ns in the DSP. The auto placement is chosen by the analytic model; where the netlist estimate disagrees,",
+        "`codesign build --synth` says so in its report. At II = 1 the whole loop is",
         "one clock, for KAN and MLP alike; see docs/rtl.md, \"The loop, and what the pipeline can and cannot do\".",
     ]
     return lines + [""]
