@@ -25,8 +25,8 @@ def _tiers(item: pytest.Item) -> set[str]:
     tiers = set()
     if parts[-1].startswith(("test_synth", "test_pnr")):
         tiers.add("synth")
-    elif parts[0] in ("sim", "ops"):
-        tiers.add("rtl")
+    elif parts[0] == "sim" or (parts[0] == "ops" and item.name.split("[")[0].endswith("_sv")):
+        tiers.add("rtl")  # tests/ops: only the SystemVerilog harnesses; the HLS (g++ + ctypes) ones are fast
     if parts[0] in ("llm", "compress_e2e") or _LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
         tiers.add("llm")
     return tiers
