@@ -96,6 +96,11 @@ class ExactCore:
             key_pos = _cached_positions(q_pos, k.shape[2])
         return _dense(q, k, v, _visible(q_pos, key_pos, block.sliding_window, mask), block.scaling)
 
+    def from_exact_cache(self, block: GemmaAttention, keys: torch.Tensor, values: torch.Tensor,
+                         positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What this core keeps in the KV cache for keys/values an exact prefill cached (keys rotated, at positions [N])."""
+        return keys, values
+
 
 class KVMomentCore(ExactCore):
     """Exact attention that also accumulates second moments of pre-RoPE keys, rotated keys and values."""
@@ -152,6 +157,12 @@ class LowRankCore(ExactCore):
         latent = torch.einsum("bhnd,hdr->bhnr", x.float(), down.to(x.device))
         codes, scale = quantize_latent(latent, self.bits, self.group_size)
         return dequantize_latent(codes, scale, self.bits, latent.shape[-1], self.group_size).to(x.dtype)
+
+    def from_exact_cache(self, block, keys, values, positions):
+        """The (dequantized) latents of cached keys (un-rotated first for pre-RoPE projections) and values."""
+        if self.projection.rope_mode == "pre":
+            keys = rotate(keys, -positions, block.inv_freq)
+        return self._roundtrip(keys, self.projection.key_down), self._roundtrip(values, self.projection.value_down)
 
     def attend(self, block, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
         """Attention over keys and values reconstructed from their (quantized) latents."""
@@ -231,14 +242,20 @@ def _inv_freq(model: torch.nn.Module, attention: torch.nn.Module) -> torch.Tenso
     return getattr(rotary, f"{layer_type}_inv_freq")
 
 
-def gemma_attention_replacements(model: torch.nn.Module, make_core) -> dict[str, torch.nn.Module]:
-    """{name: GemmaAttention(original, make_core(layer_index))} for every layer (use with codesign.llm.swap)."""
+def gemma_attention_replacements(model: torch.nn.Module, make_core,
+                                 layers: str = "all") -> dict[str, torch.nn.Module]:
+    """{name: GemmaAttention(original, make_core(layer_index))} for every layer, or only the global ones (layers="global")."""
     from codesign.llm.swap import attention_replacements
 
-    def make(index: int, attention: torch.nn.Module) -> torch.nn.Module:
+    if layers not in ("all", "global"):
+        raise ValueError(f"layers must be 'all' or 'global', got {layers!r}")
+
+    def make(index: int, attention: torch.nn.Module) -> torch.nn.Module | None:
+        if layers == "global" and attention.sliding_window is not None:
+            return None  # a sliding-window layer keeps its own attention
         return GemmaAttention(attention, make_core(index), _inv_freq(model, attention))
 
-    return attention_replacements(model, make)
+    return {name: m for name, m in attention_replacements(model, make).items() if m is not None}
 
 
 @torch.no_grad()

@@ -7,11 +7,13 @@ missing.
     model, tokenizer = load_gemma()                       # Gemma-3-270M, GGUF dequantized to float32
     tokens = token_stream(tokenizer, "test", 4096)        # held-out Wikipedia summaries
     perplexity(model, tokens, context=512)
+    long_contexts(tokenizer, "test", 8192, 4)           # long contexts of whole held-out articles (long_context.py)
     with swapped(model, linear_replacements(model, make)):  # evaluate a modified model, then restore
         ...
 """
 
 from codesign.llm.embeddings import SimilarityResult, embedding_similarity, sentence_embeddings
+from codesign.llm.long_context import LongContext, TailScores, bootstrap_perplexity, bootstrap_ratio, long_contexts
 from codesign.llm.models import (
     LLM_EXTRA_PACKAGES,
     gemma_gguf_path,
@@ -44,6 +46,11 @@ __all__ = [
     "token_stream",
     "PerplexityResult",
     "perplexity",
+    "LongContext",
+    "TailScores",
+    "long_contexts",
+    "bootstrap_perplexity",
+    "bootstrap_ratio",
     "SimilarityResult",
     "sentence_embeddings",
     "embedding_similarity",

@@ -1,0 +1,180 @@
+"""Long-context perplexity: held-out articles joined into long contexts, the last tokens of each scored.
+
+Protocol (fixed, so numbers compare across methods and context lengths):
+- A context is consecutive whole articles of one split, each BOS + its tokens, cut at `length`
+  tokens; the article cut at the end is not used again, so no article is in two contexts and a
+  context never mixes splits (held-out contexts come from `test` only).
+- The first `length - tail` tokens are the prefix, prefilled once with exact attention; the KV
+  cache it leaves is what an attention method starts from (a method stores its own form of the
+  prefix's keys and values: rotated keys, or quantized latents). The last `tail` tokens are then
+  run in one pass through the method, every row as the decode step it would be, and scored: each
+  scored token sees at least `length - tail` tokens before it.
+- Only the layers a method replaces change; Gemma-3's sliding-window layers keep their window.
+- The interval is a bootstrap over documents: the scored tokens grouped by (context, article),
+  groups resampled with replacement; a paired interval of the perplexity ratio to a reference
+  resamples the same groups for both.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "score_tail", "bootstrap_perplexity",
+           "bootstrap_ratio", "concat", "evaluate"]
+
+
+@dataclass(frozen=True)
+class LongContext:
+    """One context: tokens [L] and, per token, the index of its article in the split."""
+
+    tokens: torch.Tensor
+    article: torch.Tensor
+
+
+@dataclass(frozen=True)
+class TailScores:
+    """Negative log-likelihoods (nats) of the scored tokens and the document each belongs to."""
+
+    nll: torch.Tensor
+    document: torch.Tensor
+
+    @property
+    def perplexity(self) -> float:
+        """exp(mean NLL) over every scored token."""
+        return math.exp(float(self.nll.mean()))
+
+
+def long_contexts(tokenizer: Any, split: str, length: int, count: int, skip_articles: int = 0) -> list[LongContext]:
+    """`count` contexts of `length` tokens from consecutive whole articles of `split` (see the module doc)."""
+    from codesign.llm.wiki import wiki_articles
+
+    if length < 2 or count < 1:
+        raise ValueError(f"need a context length >= 2 and a count >= 1, got {length} and {count}")
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        raise ValueError("the tokenizer has no BOS token to separate articles")
+    articles = wiki_articles(split)
+    contexts: list[LongContext] = []
+    ids: list[int] = []
+    owner: list[int] = []
+    for index in range(skip_articles, len(articles)):
+        piece = [bos, *tokenizer(articles[index][1], add_special_tokens=False)["input_ids"]]
+        ids.extend(piece)
+        owner.extend([index] * len(piece))
+        if len(ids) >= length:
+            contexts.append(LongContext(torch.tensor(ids[:length]), torch.tensor(owner[:length])))
+            ids, owner = [], []
+            if len(contexts) == count:
+                return contexts
+    raise ValueError(f"split {split!r} holds only {len(contexts)} contexts of {length} tokens, asked for {count}")
+
+
+@torch.no_grad()
+def prefill(model: Any, context: LongContext, tail: int) -> Any:
+    """The KV cache (transformers DynamicCache) of an exact pass over the prefix: all but the last tail + 1 tokens.
+
+    The prefix's last token is left to the tail's pass: its position predicts the first scored token.
+    """
+    if not 1 <= tail <= context.tokens.numel() - 2:
+        raise ValueError(f"tail must be in 1..{context.tokens.numel() - 2}, got {tail}")
+    device = next(model.parameters()).device
+    prefix = context.tokens[: context.tokens.numel() - tail - 1].to(device)
+    return model.get_decoder()(input_ids=prefix[None], use_cache=True).past_key_values
+
+
+def _method_cache(cache: Any, replaced: Mapping[str, Any]) -> Any:
+    """A copy of an exact prefill's cache with each replaced layer's keys/values in its core's stored form."""
+    run = copy.deepcopy(cache)
+    for block in replaced.values():
+        layer = run.layers[block.layer_idx]
+        positions = torch.arange(layer.keys.shape[2], device=layer.keys.device)
+        layer.keys, layer.values = block.core.from_exact_cache(block, layer.keys, layer.values, positions)
+    return run
+
+
+@torch.no_grad()
+def score_tail(model: Any, context: LongContext, cache: Any, tail: int, document_base: int = 0,
+               logit_rows: int = 128) -> TailScores:
+    """NLL of the last `tail` tokens of `context`, one pass after `cache` (the prefix's, in the model's layers' form)."""
+    device = next(model.parameters()).device
+    ids = context.tokens[-tail - 1 :].to(device)
+    hidden = model.get_decoder()(input_ids=ids[None], cache=cache, use_cache=True).last_hidden_state[0]
+    head = model.get_output_embeddings()
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    nll = []
+    for row in range(0, tail, logit_rows):
+        stop = min(row + logit_rows, tail)
+        logits = head(hidden[row:stop]).float()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        nll.append(torch.nn.functional.cross_entropy(logits, ids[row + 1 : stop + 1], reduction="none").double())
+    return TailScores(torch.cat(nll).cpu(), context.article[-tail:] + document_base)
+
+
+def _groups(scores: TailScores) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per document: (sum of NLL, token count)."""
+    _, inverse = torch.unique(scores.document, return_inverse=True)
+    n = int(inverse.max()) + 1
+    sums = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, scores.nll)
+    counts = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(scores.nll))
+    return sums, counts
+
+
+def _draws(n: int, resamples: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, n, (resamples, n), generator=torch.Generator().manual_seed(seed))
+
+
+def bootstrap_perplexity(scores: TailScores, resamples: int = 2000, seed: int = 0,
+                         level: float = 0.95) -> tuple[float, float]:
+    """(low, high) percentile interval of the perplexity, documents resampled."""
+    sums, counts = _groups(scores)
+    pick = _draws(sums.numel(), resamples, seed)
+    ppl = torch.exp(sums[pick].sum(1) / counts[pick].sum(1))
+    tail = (1 - level) / 2
+    return float(torch.quantile(ppl, tail)), float(torch.quantile(ppl, 1 - tail))
+
+
+def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float]:
+    """(low, high) interval of perplexity / reference perplexity on the same tokens, documents resampled together."""
+    if not torch.equal(scores.document, reference.document):
+        raise ValueError("the two scores are not of the same tokens")
+    sums, counts = _groups(scores)
+    ref_sums, _ = _groups(reference)
+    pick = _draws(sums.numel(), resamples, seed)
+    ratio = torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1))
+    tail = (1 - level) / 2
+    return float(torch.quantile(ratio, tail)), float(torch.quantile(ratio, 1 - tail))
+
+
+def concat(scores: Sequence[TailScores]) -> TailScores:
+    """The scores of several contexts as one."""
+    return TailScores(torch.cat([s.nll for s in scores]), torch.cat([s.document for s in scores]))
+
+
+def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
+             methods: Mapping[str, Callable[[], Mapping[str, torch.nn.Module]] | None],
+             progress: Callable[[str], None] = print) -> dict[str, TailScores]:
+    """Scores of every method on every context; a method is a factory of attention replacements (None: as loaded).
+
+    The prefix is prefilled once per context, exactly; each method then starts from its own copy of that cache.
+    """
+    from codesign.llm.swap import swapped
+
+    per_method: dict[str, list[TailScores]] = {name: [] for name in methods}
+    stride = max(int(c.article.max()) for c in contexts) + 1
+    for k, context in enumerate(contexts):
+        cache = prefill(model, context, tail)
+        for name, make in methods.items():
+            replaced = {} if make is None else make()
+            with swapped(model, replaced):
+                run = _method_cache(cache, replaced)
+                per_method[name].append(score_tail(model, context, run, tail, k * stride))
+        progress(f"context {k + 1}/{len(contexts)} ({context.tokens.numel()} tokens): {len(methods)} methods scored")
+    return {name: concat(s) for name, s in per_method.items()}

@@ -1,0 +1,65 @@
+"""Long-context perplexity: a prefill then a tail pass equals one pass over the context; contexts are whole articles."""
+
+import pytest
+import torch
+
+from codesign.attention.gemma import ExactCore, LowRankCore, collect_kv_moments, fit_gemma_projections, gemma_attention_replacements
+from codesign.llm import token_stream, wiki_articles
+from codesign.llm.long_context import evaluate, long_contexts
+from tests.support import requires_llm
+
+pytestmark = requires_llm
+
+
+def _one_pass_nll(model, context, tail: int) -> torch.Tensor:
+    with torch.no_grad():
+        hidden = model.get_decoder()(input_ids=context.tokens[None]).last_hidden_state[0]
+        logits = model.get_output_embeddings()(hidden[-tail - 1 : -1]).float()
+    cap = model.config.final_logit_softcapping
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return torch.nn.functional.cross_entropy(logits, context.tokens[-tail:], reduction="none").double()
+
+
+def test_prefill_then_tail_scores_what_one_pass_over_the_context_scores(gemma):
+    model, tokenizer = gemma
+    contexts = long_contexts(tokenizer, "test", 700, 2)
+    tail = 96
+    reference = torch.cat([_one_pass_nll(model, c, tail) for c in contexts])
+    glob = [i for i, layer in enumerate(model.get_decoder().layers) if layer.self_attn.sliding_window is None]
+    moments = collect_kv_moments(model, token_stream(tokenizer, "train", 1024), context=512)
+    full_rank = dict(zip(glob, fit_gemma_projections([moments[i] for i in glob], 1.0)))
+    scores = evaluate(model, contexts, tail, {
+        "as loaded": None,
+        "exact on the global layers": lambda: gemma_attention_replacements(model, lambda i: ExactCore(), layers="global"),
+        "exact on every layer": lambda: gemma_attention_replacements(model, lambda i: ExactCore()),
+        # full rank and fp16: the cache's keys are un-rotated, projected and rotated back
+        "full-rank latents": lambda: gemma_attention_replacements(
+            model, lambda i: LowRankCore(full_rank[i], bits=16), layers="global"),
+    }, progress=lambda _: None)
+    for name in ("as loaded", "exact on the global layers", "exact on every layer"):
+        assert scores[name].nll.shape == reference.shape
+        assert torch.allclose(scores[name].nll, reference, atol=1e-4), name
+    assert (scores["full-rank latents"].nll - reference).abs().mean() < 2e-3
+    assert abs(scores["full-rank latents"].perplexity / scores["as loaded"].perplexity - 1) < 2e-3
+
+
+def test_contexts_are_whole_held_out_articles_never_shared(gemma):
+    _, tokenizer = gemma
+    contexts = long_contexts(tokenizer, "test", 600, 3)
+    held_out = wiki_articles("test")
+    seen: set[int] = set()
+    for c in contexts:
+        assert c.tokens.shape == c.article.shape == (600,)
+        articles = torch.unique(c.article).tolist()
+        assert not seen & set(articles)
+        seen |= set(articles)
+        assert bool((c.article[1:] >= c.article[:-1]).all())
+        starts = torch.nonzero(torch.diff(c.article)).flatten() + 1
+        assert c.tokens[0] == tokenizer.bos_token_id and bool((c.tokens[starts] == tokenizer.bos_token_id).all())
+        first = articles[0]
+        ids = tokenizer(held_out[first][1], add_special_tokens=False)["input_ids"]
+        n = int((c.article == first).sum())
+        assert c.tokens[1:n].tolist() == ids[: n - 1]
+    with pytest.raises(ValueError, match="holds only"):
+        long_contexts(tokenizer, "test", 600, 10**6)
