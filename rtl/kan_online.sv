@@ -72,7 +72,13 @@ module kan_online #(
     input  logic [27:0]            coef_addr,
     input  logic                   coef_we,
     input  logic [W_COEF-1:0]      coef_wdata,
-    output logic [W_COEF-1:0]      coef_rdata
+    output logic [W_COEF-1:0]      coef_rdata,
+    // overflows: how many of the sample's casts overflowed their type (fixed_cast's overflow, the
+    // reference's probe), counted at its last stage: every forward cast, and with train the error,
+    // dphi and input-gradient casts of unclamped inputs and the update casts of the window; a
+    // sample dropped by a reset counts nothing. Several cycles late (flag_count); the AXI shell
+    // adds it up into SATURATIONS. The bare top leaves it open.
+    output logic [31:0]            overflows
 );
   `include "mem_names.svh"
 
@@ -127,6 +133,15 @@ module kan_online #(
   localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ * CUT_FORWARD;
   localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
   localparam int READ_IN_FRONT = (CUT_READ * CUT_FORWARD != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
+  // the overflow flags of a layer (kan_layer's ovf_y, ovf_back, ovf_upd) and where they sit in sat_flags
+  function automatic int layer_flags(input int l);
+    layer_flags = width_of(l + 1) * (1 + width_of(l) + width_of(l) * P) + width_of(l);
+  endfunction
+  function automatic int flags_before(input int l);
+    flags_before = 0;
+    for (int q = 0; q < l; q++) flags_before = flags_before + layer_flags(q);
+  endfunction
+  localparam int N_FLAGS = flags_before(N_LAYERS) + N_OUT;  // the error casts last
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
@@ -181,6 +196,10 @@ module kan_online #(
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
+  logic [N_FLAGS-1:0] sat_flags /*verilator split_var*/;  // the overflows counted in this cycle
+  logic count_forward, count_train;  // the sample ends its last stage: its forward casts, and its backward ones
+  assign count_forward = last && !ap_rst;
+  assign count_train = last && train_now && !ap_rst;
   logic [N_LAYERS*W_COEF-1:0] coef_rdata_l;  // layer l's host read (0 unless the address names it)
   logic coef_we_idle, host_mode;
   assign host_mode = coef_hold && !busy;  // registers only: no update is written while it is high
@@ -201,6 +220,9 @@ module kan_online #(
     logic [NI*P*W_D-1:0] db;
     logic [NI*P*W_BADDR-1:0] baddr;
     logic [NI*P-1:0] used;
+    logic [NO-1:0] ovf_y;
+    logic [NO*NI+NI-1:0] ovf_back;
+    logic [NI*P*NO-1:0] ovf_upd;
 
     // layer 0 needs no derivative ROM: it passes no gradient back
     kan_decode #(
@@ -244,8 +266,14 @@ module kan_online #(
         .g_in(g_in),
         .commit(commit),
         .hold(hold_load),
-        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
+        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata),
+        .ovf_y(ovf_y), .ovf_back(ovf_back), .ovf_upd(ovf_upd)
     );
+    // At the last stage every value of the sample is still its own (the inputs and banks are held
+    // until the commit, and a sample accepted behind it is still in the front), so each cast is
+    // counted once per sample, whatever the registers, II and overlap.
+    assign sat_flags[flags_before(l)+:layer_flags(l)] =
+        {{(NI*P*NO){count_train}} & ovf_upd, {(NO*NI+NI){count_train}} & ovf_back, {NO{count_forward}} & ovf_y};
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
     end
@@ -261,10 +289,13 @@ module kan_online #(
   for (genvar o = 0; o < N_OUT; o++) begin : g_error
     logic signed [W_ACT:0] diff;
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
+    logic ovf_err;
     fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR), .CUT(CUT_ROUND)) u_err (
-        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR])
+        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR]), .overflow(ovf_err)
     );
+    assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
   end
+  flag_count #(.N(N_FLAGS), .W_COUNT(32)) u_overflows (.clk(ap_clk), .rst(ap_rst), .flags(sat_flags), .count(overflows));
   pipe_reg #(.W(N_OUT * W_ERR), .ON(CUT_ERR)) u_cut_err (.clk(ap_clk), .d(err), .q(grads[N_LAYERS*G_SLOT+:N_OUT*W_ERR]));
 
   // the prediction register loads the last layer's output at the end of its forward phase

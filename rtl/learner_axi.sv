@@ -19,6 +19,9 @@
 //
 // aresetn (synchronous, active low) resets the registers and counters, drops a sample whose
 // update is not committed and a prediction not yet taken; the learned state is kept.
+//
+// SATURATIONS adds up the core's `overflows`: the casts of the learner that overflowed their
+// type, over every sample that ends its last stage (codesign/fpga/axi.py states the definition).
 module learner_axi #(
     parameter int N_IN = 2,
     parameter int N_OUT = 1,
@@ -76,7 +79,8 @@ module learner_axi #(
     output logic [27:0]            core_coef_addr,
     output logic                   core_coef_we,
     output logic [W_COEF-1:0]      core_coef_wdata,
-    input  logic [W_COEF-1:0]      core_coef_rdata
+    input  logic [W_COEF-1:0]      core_coef_rdata,
+    input  logic [31:0]            core_overflows  // the core's overflow count of the cycle (registered)
 );
   `include "learner_axi_regs.svh"
 
@@ -141,7 +145,7 @@ module learner_axi #(
   // The counters add what happened one cycle earlier (registered events), so that the streams'
   // handshakes do not run into their 32-bit carry chains; a read sees an event from the second
   // cycle after it on.
-  logic [31:0] samples, updates, predictions;
+  logic [31:0] samples, updates, predictions, saturations;
   logic clear, updated_q, taken_q;
   always_ff @(posedge aclk) begin
     updated_q <= !rst && core_done && done_train;
@@ -150,10 +154,12 @@ module learner_axi #(
       samples <= '0;
       updates <= '0;
       predictions <= '0;
+      saturations <= '0;
     end else begin
       samples <= samples + 32'(accepted_q);
       updates <= updates + 32'(updated_q);
       predictions <= predictions + 32'(taken_q);
+      saturations <= saturations + core_overflows;
     end
   end
 
@@ -212,6 +218,7 @@ module learner_axi #(
       REG_SAMPLES: rword = samples;
       REG_UPDATES: rword = updates;
       REG_PREDICTIONS: rword = predictions;
+      REG_SATURATIONS: rword = saturations;
       REG_GEOMETRY: rword = (32'(N_IN) << GEOMETRY_N_IN_LSB) | (32'(N_OUT) << GEOMETRY_N_OUT_LSB)
                           | (32'(W_ACT) << GEOMETRY_W_ACT_LSB) | (32'(F_ACT & 8'hFF) << GEOMETRY_F_ACT_LSB);
       REG_TDATA: rword = (32'(W_S) << TDATA_S_WIDTH_LSB) | (32'(W_M) << TDATA_M_WIDTH_LSB);

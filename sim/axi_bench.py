@@ -3,7 +3,8 @@
 An AxiStreamSource sends the samples and an AxiStreamSink takes the predictions, both with
 random pauses (back-pressure on the master stream, idle gaps on the slave stream); an
 AxiLiteMaster checks ID and GEOMETRY, turns TRAIN_ENABLE off for the middle third of the
-stream and reads the counters at the end. Where the build has coefficient access it reads
+stream and reads the counters at the end (SATURATIONS against the reference's overflow count
+over the samples accepted after the last reset, codesign.kan.profiler.cast_overflows). Where the build has coefficient access it reads
 every coefficient back before the stream (the initial state) and after it (the final state),
 and writes random coefficients before the stream and after its first third (the reference
 gets the same writes at the same points). The bench also pulses aresetn while chosen samples
@@ -32,6 +33,7 @@ from learner_bench import load_config, read_state, reference_state
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.fpga.rtl_emit import initial_state_of
+from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
 
@@ -230,7 +232,9 @@ async def axi_stream(dut):
     await send(off_until, n)
     while not sink.empty():
         sink.read_nowait()  # the frames were checked by the monitor, beat by beat
-    await registers.load([0x08, 0x0C, 0x10, 0x14])
+    for _ in range(32):  # SATURATIONS lags the last sample by a few cycles (flag_count)
+        await RisingEdge(dut.aclk)
+    await registers.load([0x08, 0x0C, 0x10, 0x14, 0x2C])
     got_counts = driver.counters()
     final_read = await read_coefficients() if has_coef else None
     loop_seconds = time.monotonic() - started
@@ -250,10 +254,20 @@ async def axi_stream(dut):
             learner.coef[learner.offsets[layer] + (o * n_in_l + i) * spec.n_coef + m] = value
 
     committed_arr = np.array(committed, dtype=np.int64)
+    # SATURATIONS restarts at every reset: the reference's overflows over the samples accepted after the last one
+    counted_from = sum(1 for a in accept_cycle if reset_cycles and a < max(reset_cycles))
+    stats = learner.new_stats()
+
+    def run_reference(lo: int, hi: int) -> np.ndarray:
+        parts = [learner.run_raw(x[a:b], y[a:b], committed_arr[a:b], stats=stats if profiled else None)
+                 for a, b, profiled in ((lo, min(hi, counted_from), False), (max(lo, counted_from), hi, True)) if a < b]
+        return np.concatenate(parts)
+
     apply(writes_before)
-    head = learner.run_raw(x[:off_from], y[:off_from], committed_arr[:off_from])
+    head = run_reference(0, off_from)
     apply(writes_middle)
-    expected = np.concatenate([head, learner.run_raw(x[off_from:], y[off_from:], committed_arr[off_from:])])
+    expected = np.concatenate([head, run_reference(off_from, n)])
+    counts["SATURATIONS"] = cast_overflows(learner, stats)
     mismatches = [k for k, got in predictions.items() if got != [int(v) for v in expected[k]]]
     state_got = read_state(dut, manifest, spec)  # the AXI top names its core u_core, as the bare top does
     state_mismatches = sum(int(np.count_nonzero(g != w)) for g, w in zip(state_got, reference_state(learner)))
@@ -277,6 +291,7 @@ async def axi_stream(dut):
         "final_readback_mismatches": readback_mismatches,
         "counters": got_counts,
         "counters_expected": counts,
+        "saturations_counted_from": counted_from,
         "status": driver.read("STATUS"),
         "cycles": state["cycle"],
         "bit_exact": not mismatches and state_mismatches == 0 and len(predictions) > 0 and not initial_mismatches

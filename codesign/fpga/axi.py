@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Field", "Register", "REGISTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
+__all__ = ["Field", "Register", "REGISTERS", "COUNTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
            "coef_address", "coef_format_value",
            "register_markdown", "register_header", "write_register_docs", "LearnerAxiDriver"]
 
-SHELL_ID = 0x4C524E01  # "LRN" and layout version 1: the host checks it before trusting the map
+SHELL_ID = 0x4C524E02  # "LRN" and layout version 2 (SATURATIONS): the host checks it before trusting the map
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ REGISTERS: tuple[Register, ...] = (
     Register("ID", 0x00, "RO", f"0x{SHELL_ID:08X}", "identifies the shell and this register layout"),
     Register("CTRL", 0x04, "RW", "0x00000001", "control", (
         Field("TRAIN_ENABLE", 0, 1, "1: a sample whose train flag is 1 updates the learner; 0: every sample only predicts"),
-        Field("CLEAR_COUNTERS", 1, 1, "write 1: SAMPLES, UPDATES and PREDICTIONS restart at 0 (reads 0)"),
+        Field("CLEAR_COUNTERS", 1, 1, "write 1: SAMPLES, UPDATES, PREDICTIONS and SATURATIONS restart at 0 (reads 0)"),
     )),
     Register("STATUS", 0x08, "RO", "-", "status", (
         Field("IDLE", 0, 1, "no sample in flight in the learner"),
@@ -85,7 +85,15 @@ REGISTERS: tuple[Register, ...] = (
         Field("F_COEF", 8, 8, "fraction bits of coef_t (two's complement)"),
         Field("HAS_COEF", 16, 1, "1: COEF_ADDR / COEF_DATA reach the coefficients (KAN builds)"),
     )),
+    Register("SATURATIONS", 0x2C, "RO", "0", "casts that overflowed their type (wraps at 2^32): of every fixed_cast of "
+             "the learner, those whose value, rounded as the type rounds, lay outside the type's range before its "
+             "overflow mode (AP_SAT, AP_SAT_ZERO, AP_SAT_SYM, AP_WRAP) applied, AP_SAT_SYM's excluded most negative "
+             "code included; over every sample that finished: its forward casts, and for a sample that updates the "
+             "output error, the dphi and input-gradient casts of inputs the grid did not clamp, and the coefficient "
+             "(weight) updates. Grid clamps are not casts and are not counted. A sample dropped by a reset counts "
+             "nothing; the count lags the sample by a few cycles"),
 )
+COUNTERS = ("SAMPLES", "UPDATES", "PREDICTIONS", "SATURATIONS")  # what CTRL.CLEAR_COUNTERS restarts
 ADDR_BITS = 6  # byte address bits the shell decodes (64 bytes of registers)
 
 
@@ -266,7 +274,7 @@ class LearnerAxiDriver:
         self._write32(self._BY_NAME["CTRL"].offset, int(bool(on)))
 
     def clear_counters(self) -> None:
-        """Restart the three counters at 0 (keeps TRAIN_ENABLE)."""
+        """Restart the four counters at 0 (keeps TRAIN_ENABLE)."""
         ctrl = self.read("CTRL") & 1
         self._write32(self._BY_NAME["CTRL"].offset, ctrl | 1 << 1)
 
@@ -290,5 +298,5 @@ class LearnerAxiDriver:
         self._write32(self._BY_NAME["COEF_DATA"].offset, raw & 0xFFFFFFFF)
 
     def counters(self) -> dict[str, int]:
-        """SAMPLES, UPDATES and PREDICTIONS."""
-        return {name: self.read(name) for name in ("SAMPLES", "UPDATES", "PREDICTIONS")}
+        """SAMPLES, UPDATES, PREDICTIONS and SATURATIONS."""
+        return {name: self.read(name) for name in COUNTERS}

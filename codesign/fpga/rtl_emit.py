@@ -241,7 +241,7 @@ def _top_text(kind: FpgaKind, params: dict[str, int | str]) -> str:
     core_instance = _core_instance(kind.core, params, {
         "ap_clk": "ap_clk", "ap_rst": "ap_rst", "ap_start": "ap_start", "ap_done": "ap_done", "ap_idle": "ap_idle",
         "ap_ready": "ap_ready", "x": "x", "x_ap_vld": "x_ap_vld", "y": "y", "y_ap_vld": "y_ap_vld", "train": "train",
-        "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld",
+        "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld", "overflows": "",
         **({"coef_hold": "1'b0", "coef_addr": "28'd0", "coef_we": "1'b0", "coef_wdata": "'0", "coef_rdata": ""}
            if kind.coefficient_port else {}),
     })
@@ -260,6 +260,7 @@ def _axi_top_text(kind: FpgaKind, params: dict[str, int | str], layout: StreamLa
         "ap_clk": "aclk", "ap_rst": "core_rst", "ap_start": "core_start", "ap_done": "core_done",
         "ap_idle": "core_idle", "ap_ready": "core_ready", "x": "core_x", "x_ap_vld": "1'b1", "y": "core_y",
         "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
+        "overflows": "core_overflows",
         **({"coef_hold": "core_coef_hold", "coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
             "coef_rdata": "core_coef_rdata"} if kind.coefficient_port else {}),
     }, host_port=has_coef)

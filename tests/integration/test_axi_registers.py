@@ -27,7 +27,7 @@ class FakeRegisters:
     def __init__(self, geometry: int, tdata: int):
         self.words = {r.offset: 0 for r in REGISTERS}
         self.words.update({0x00: SHELL_ID, 0x04: 1, 0x0C: 7, 0x10: 5, 0x14: 6, 0x18: geometry, 0x1C: tdata,
-                           0x28: 12 | (-4 & 0xFF) << 8 | 1 << 16})
+                           0x28: 12 | (-4 & 0xFF) << 8 | 1 << 16, 0x2C: 0xFFFFFFFE})
         self.coefficients: dict[int, int] = {}  # COEF_ADDR word -> raw 12-bit coefficient
         self.writes: list[tuple[int, int]] = []
 
@@ -46,7 +46,7 @@ class FakeRegisters:
         if offset == 0x04:
             self.words[0x04] = value & 1
             if value & 2:
-                self.words.update({0x0C: 0, 0x10: 0, 0x14: 0})
+                self.words.update({0x0C: 0, 0x10: 0, 0x14: 0, 0x2C: 0})
 
 
 def test_the_checked_in_svh_is_the_generated_one():
@@ -83,12 +83,14 @@ def test_driver_reads_geometry_counters_and_writes_ctrl():
     driver = LearnerAxiDriver(regs.read32, regs.write32)
     driver.check_id()
     assert driver.layout() == layout and driver.f_act() == -2
-    assert driver.counters() == {"SAMPLES": 7, "UPDATES": 5, "PREDICTIONS": 6}
+    # SATURATIONS is a full 32-bit unsigned count (the word above 2^31 is not read as negative)
+    assert driver.counters() == {"SAMPLES": 7, "UPDATES": 5, "PREDICTIONS": 6, "SATURATIONS": 0xFFFFFFFE}
     assert driver.train_enable
     driver.train_enable = False
     assert regs.writes[-1] == (0x04, 0) and not driver.train_enable
     driver.clear_counters()
-    assert regs.writes[-1] == (0x04, 2) and driver.counters() == {"SAMPLES": 0, "UPDATES": 0, "PREDICTIONS": 0}
+    assert regs.writes[-1] == (0x04, 2)
+    assert driver.counters() == {"SAMPLES": 0, "UPDATES": 0, "PREDICTIONS": 0, "SATURATIONS": 0}
     regs.words[0x00] = 0xDEADBEEF
     with pytest.raises(RuntimeError, match="0xDEADBEEF"):
         driver.check_id()
@@ -98,10 +100,11 @@ def test_markdown_and_header_carry_the_builds_values():
     layout = stream_layout(2, 1, 16)
     table = register_markdown(layout, 10, 18, 12, True)
     assert "| 0x18 | GEOMETRY | RO | 0x0A100102 |" in table and "train flag at bit 48" in table
-    assert "| 0x28 | COEF_FORMAT | RO | 0x00010C12 |" in table
+    assert "| 0x28 | COEF_FORMAT | RO | 0x00010C12 |" in table and "| 0x2C | SATURATIONS | RO | 0 |" in table
     header = register_header(layout, 10, 18, 12, True)
     defines = dict(re.findall(r"#define (\w+) (0x[0-9A-F]+|\d+)u", header))
     assert defines["LEARNER_AXI_CTRL"] == "0x04" and defines["LEARNER_AXI_CTRL_CLEAR_COUNTERS_MASK"] == "0x00000002"
+    assert defines["LEARNER_AXI_SATURATIONS"] == "0x2C" and defines["LEARNER_AXI_SHELL_ID"] == "0x4C524E02"
     assert defines["LEARNER_AXI_TRAIN_BIT"] == "48" and defines["LEARNER_AXI_TDATA_VALUE"] == f"0x{56 | 16 << 16:08X}"
 
 

@@ -2,7 +2,7 @@
 #ifndef LEARNER_AXI_H
 #define LEARNER_AXI_H
 
-#define LEARNER_AXI_SHELL_ID 0x4C524E01u
+#define LEARNER_AXI_SHELL_ID 0x4C524E02u
 #define LEARNER_AXI_ID 0x00u  /* RO: identifies the shell and this register layout */
 #define LEARNER_AXI_CTRL 0x04u  /* RW: control */
 #define LEARNER_AXI_CTRL_TRAIN_ENABLE_SHIFT 0u
@@ -50,6 +50,7 @@
 #define LEARNER_AXI_COEF_FORMAT_F_COEF_MASK 0x0000FF00u
 #define LEARNER_AXI_COEF_FORMAT_HAS_COEF_SHIFT 16u
 #define LEARNER_AXI_COEF_FORMAT_HAS_COEF_MASK 0x00010000u
+#define LEARNER_AXI_SATURATIONS 0x2Cu  /* RO: casts that overflowed their type (wraps at 2^32): of every fixed_cast of the learner, those whose value, rounded as the type rounds, lay outside the type's range before its overflow mode (AP_SAT, AP_SAT_ZERO, AP_SAT_SYM, AP_WRAP) applied, AP_SAT_SYM's excluded most negative code included; over every sample that finished: its forward casts, and for a sample that updates the output error, the dphi and input-gradient casts of inputs the grid did not clamp, and the coefficient (weight) updates. Grid clamps are not casts and are not counted. A sample dropped by a reset counts nothing; the count lags the sample by a few cycles */
 #define LEARNER_AXI_COEF_FORMAT_VALUE 0x00000A10u
 #define LEARNER_AXI_GEOMETRY_VALUE 0x0A100102u
 #define LEARNER_AXI_TDATA_VALUE 0x00100038u
