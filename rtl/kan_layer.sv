@@ -40,6 +40,8 @@ module kan_layer #(
     parameter int INV_H = 1,
     parameter int INV_H_FRAC = -2,
     parameter int LR_SHIFT = 4,
+    // run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (lr_up below); 0: the shift is LR_SHIFT, no shifter
+    parameter int LR_SPAN = 0,
     parameter int HAS_BACKWARD = 1,
     parameter int REG_F = 0,
     parameter int REG_B = 0,
@@ -65,6 +67,8 @@ module kan_layer #(
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
+    // the sample's shift is LR_SHIFT + LR_SPAN - lr_up (held while a sample is in flight; read only with LR_SPAN > 0)
+    input  logic [2:0]            lr_up,
     input  logic                  hold,    // READ_IN_FRONT: the sample's decoded inputs are read at this edge
     // host access to the banks (kan_host.sv): one address for all banks, a write enable per bank
     input  logic                      host_mode,
@@ -95,11 +99,14 @@ module kan_layer #(
   localparam int W_SPROD = W_G + W_DPHI;
   localparam int W_S = W_SPROD + $clog2(N_OUT) + 1;
   localparam int W_T = W_S + W_INV + 1;
-  localparam int F_DELTA = F_G + F_B + LR_SHIFT;
+  // The update's exact value at the fraction bits of the largest shift: every shift of the range
+  // gives the same value there, and so the same cast (docs/arithmetic.md §6); a smaller shift moves
+  // the product up by lr_up bits.
+  localparam int F_DELTA = F_G + F_B + LR_SHIFT + LR_SPAN;
   localparam int F_FULL = (F_COEF > F_DELTA) ? F_COEF : F_DELTA;
   localparam int W_GB = W_G + W_B + 1;
   localparam int W_FULL_C = W_COEF + F_FULL - F_COEF;
-  localparam int W_FULL_D = W_GB + F_FULL - F_DELTA;
+  localparam int W_FULL_D = W_GB + F_FULL - F_DELTA + LR_SPAN;
   localparam int W_FULL = ((W_FULL_C > W_FULL_D) ? W_FULL_C : W_FULL_D) + 2;
 
   // the cuts (bit positions as in kan_online)
@@ -274,8 +281,13 @@ module kan_layer #(
         logic ovf_coef;
         assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
         pipe_reg #(.W(W_GB), .ON(CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
-        assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
-                    - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));
+        if (LR_SPAN == 0) begin : g_fixed_lr
+          assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
+                      - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));
+        end else begin : g_runtime_lr
+          assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
+                      - ((W_FULL'(gb_r) <<< (F_FULL - F_DELTA)) <<< lr_up);
+        end
         pipe_reg #(.W(W_FULL), .ON(CUT_UFULL)) u_cut_full (.clk(clk), .d(full), .q(full_r));
         fixed_cast #(
             .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF), .CUT(CUT_ROUND)

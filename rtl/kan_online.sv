@@ -44,6 +44,7 @@ module kan_online #(
     parameter int INV_H_FRAC = -2,
     parameter int U_SHIFT = 6,
     parameter int LR_SHIFT = 4,
+    parameter int LR_SPAN = 0,  // run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (lr_up); 0: fixed
     parameter logic [63:0] PIPE = 64'd0,
     parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
@@ -61,6 +62,10 @@ module kan_online #(
     input  logic [N_OUT*W_ACT-1:0] y,
     input  logic                   y_ap_vld,
     input  logic                   train,
+    // the learning-rate shift of the samples accepted from now on is LR_SHIFT + LR_SPAN - lr_up; it
+    // must not change while a sample is in flight (the AXI shell changes it only when idle; the
+    // bare top ties it to LR_SPAN, the build's LR_SHIFT)
+    input  logic [2:0]             lr_up,
     output logic [N_OUT*W_ACT-1:0] y_hat,
     output logic                   y_hat_ap_vld,
     // host access to the coefficients (kan_host.sv; the bare top ties it off): coef_addr is the
@@ -251,7 +256,7 @@ module kan_online #(
         .W_DPHI(W_DPHI), .F_DPHI(F_DPHI), .Q_DPHI(Q_DPHI), .O_DPHI(O_DPHI),
         .W_G(WG), .F_G(FG),
         .W_GR(W_GRAD), .F_GR(F_GRAD), .Q_GR(Q_GRAD), .O_GR(O_GRAD),
-        .INV_H(INV_H), .INV_H_FRAC(INV_H_FRAC), .LR_SHIFT(LR_SHIFT),
+        .INV_H(INV_H), .INV_H_FRAC(INV_H_FRAC), .LR_SHIFT(LR_SHIFT), .LR_SPAN(LR_SPAN),
         .HAS_BACKWARD(l > 0 ? 1 : 0),
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
@@ -265,6 +270,7 @@ module kan_online #(
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .commit(commit),
+        .lr_up(lr_up),
         .hold(hold_load),
         .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata),
         .ovf_y(ovf_y), .ovf_back(ovf_back), .ovf_upd(ovf_upd)

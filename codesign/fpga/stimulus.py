@@ -49,6 +49,9 @@ class Stimulus:
     task_samples: int
     corner_samples: int
     seed: int
+    # (n,) the learning-rate shift of each sample, in the spec's run-time range (the AXI tops' lr_shift);
+    # None: the spec's lr_shift for all. Only the AXI top's testbench can follow one (the plain top's is fixed)
+    lr_shifts: np.ndarray | None = None
 
     @property
     def samples(self) -> int:
@@ -125,12 +128,12 @@ def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleT
     counting = make_learner(spec, seed=stimulus.seed, initial=initial)
     start_state = firmware.learner_state(learner)
     start = time.perf_counter()
-    pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train)
+    pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train, lr_shifts=stimulus.lr_shifts)
     seconds = time.perf_counter() - start
     final = firmware.flat_state(firmware.learner_state(learner))
     # the same run profiled (timed apart from it) for the overflow count of the AXI tops' SATURATIONS
     stats = counting.new_stats()
-    counting.run_raw(stimulus.x, stimulus.y, stimulus.train, stats=stats)
+    counting.run_raw(stimulus.x, stimulus.y, stimulus.train, stats=stats, lr_shifts=stimulus.lr_shifts)
     return Reference(start_state, pred, final, firmware.state_names(spec), seconds, cast_overflows(counting, stats))
 
 
@@ -153,3 +156,6 @@ def write_tb_data(folder: Path, stimulus: Stimulus, reference: Reference) -> Non
     with open(folder / "expected_saturations.txt", "w") as f:
         f.write("# casts of the Python reference that overflowed their type over the stream (the AXI top's saturations)\n")
         f.write(f"{reference.saturations}\n")
+    if stimulus.lr_shifts is not None:  # only the AXI top's testbench applies them (the plain top's shift is fixed)
+        np.savetxt(folder / "lr_shifts.txt", stimulus.lr_shifts, fmt="%d",
+                   header="the learning-rate shift of each sample, written to the AXI top's lr_shift")

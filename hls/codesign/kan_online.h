@@ -170,12 +170,15 @@ void layer_input_gradient(const typename CFG::coef_t window[CFG::n_out][CFG::n_i
 
 // c[o][i][cell_i + j] = cast_coef_t(c - 2^-lr_shift * g_o * B_j(a_i)) for the k + 1 active
 // coefficients of every edge, written back to the bank each was read from.
+// With CFG::lr_span > 0 the shift is CFG::lr_shift + CFG::lr_span - lr_up (the AXI top's run-time
+// shift): g * b moved up lr_up bits, read at the largest shift's fraction bits, is the same exact
+// value as at the shift's own, so the cast is too (docs/arithmetic.md §6).
 template <class CFG, class COUNT>
 void layer_update(typename CFG::coef_t coef[CFG::n_out][CFG::n_in][CFG::k1][CFG::bank_depth],
                   const typename CFG::cell_t cell[CFG::n_in],
                   const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
                   const typename CFG::basis_t basis[CFG::n_in][CFG::k1],
-                  const typename CFG::g_t g_out[CFG::n_out], COUNT& overflows) {
+                  const typename CFG::g_t g_out[CFG::n_out], COUNT& overflows, unsigned lr_up = 0) {
 #pragma HLS INLINE
 layer_update_inputs:
   for (int i = 0; i < CFG::n_in; i++) {
@@ -189,7 +192,15 @@ layer_update_inputs:
       for (int o = 0; o < CFG::n_out; o++) {
 #pragma HLS UNROLL
         // g * b is exact; reading it with lr_shift more fractional bits multiplies by 2^-lr_shift.
-        const typename CFG::upd_t full = window[o][i][j] - scale_down<CFG::lr_shift>(g_out[o] * basis[i][j]);
+        typename CFG::upd_t full;
+        if (CFG::lr_span == 0) {
+          full = window[o][i][j] - scale_down<CFG::lr_shift>(g_out[o] * basis[i][j]);
+        } else {
+          auto gb = g_out[o] * basis[i][j];
+          ap_fixed<decltype(gb)::width + CFG::lr_span, decltype(gb)::iwidth + CFG::lr_span> up = gb;
+          up <<= lr_up;  // exact: lr_up <= lr_span
+          full = window[o][i][j] - scale_down<CFG::lr_shift + CFG::lr_span>(up);
+        }
         coef[o][i][b][row] = cast_counted<typename CFG::coef_t>(full, overflows);  // cast_coef_t
       }
     }

@@ -11,8 +11,10 @@ namespace {
 
 // One sample of the learner, for both tops below; COUNT counts the casts' overflows
 // (codesign/fixed_bits.h): nothing for mlp_online_top, the AXI top's SATURATIONS for mlp_online_top_counted.
+// lr_up is 0: the MLP's learning-rate shift is LR_SHIFT (LR_SHIFT_MAX = LR_SHIFT).
 template <class COUNT>
-void mlp_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows) {
+void mlp_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows,
+                       unsigned lr_up) {
 #pragma HLS INLINE
   // Every weight is read and written every sample: registers.
 ${weight_pragmas}
@@ -58,20 +60,20 @@ void mlp_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t
   // Target: one sample per clock.
 #pragma HLS PIPELINE II=1
   codesign::no_overflow_count none;
-  mlp_online_sample(x, y, train, y_hat, none);
+  mlp_online_sample(x, y, train, y_hat, none, LR_SHIFT_MAX - LR_SHIFT);  // the build's shift
 }
 
 // The same learner on the same state, also telling how many of the sample's casts overflowed their
-// type (the AXI top's SATURATIONS register).
+// type (the AXI top's SATURATIONS register), at the learning-rate shift LR_SHIFT_MAX - lr_up.
 void mlp_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT],
-                            unsigned& overflows) {
+                            unsigned& overflows, unsigned lr_up) {
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
   // Target: one sample per clock.
 #pragma HLS PIPELINE II=1
   codesign::overflow_count count;
-  mlp_online_sample(x, y, train, y_hat, count);
+  mlp_online_sample(x, y, train, y_hat, count, lr_up);
   overflows = count.n;
 }
 

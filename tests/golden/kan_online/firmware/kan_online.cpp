@@ -12,8 +12,10 @@ namespace {
 
 // One sample of the learner, for both tops below; COUNT counts the casts' overflows
 // (codesign/fixed_bits.h): nothing for kan_online_top, the AXI top's SATURATIONS for kan_online_top_counted.
+// The learning-rate shift is LR_SHIFT_MAX - lr_up (codesign/kan_online.h layer_update).
 template <class COUNT>
-void kan_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows) {
+void kan_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows,
+                       unsigned lr_up) {
 #pragma HLS INLINE
   // One table per basis function j; every input of a layer reads each table in the same cycle.
 #pragma HLS ARRAY_PARTITION variable=basis_rom complete dim=1
@@ -86,10 +88,10 @@ copy_prediction:
 #pragma HLS ARRAY_PARTITION variable=grad1 complete
     codesign::kan_online::read_rom<layer1_config>(addr1, dbasis_rom, dbasis1);
     codesign::kan_online::layer_input_gradient<layer1_config>(window1, dbasis1, clamped1, grad2, grad1, overflows);
-    codesign::kan_online::layer_update<layer1_config>(coef_l1, cell1, window1, basis1, grad2, overflows);
+    codesign::kan_online::layer_update<layer1_config>(coef_l1, cell1, window1, basis1, grad2, overflows, lr_up);
 
     // Layer 0: its update (§6); the input layer passes no gradient on.
-    codesign::kan_online::layer_update<layer0_config>(coef_l0, cell0, window0, basis0, grad1, overflows);
+    codesign::kan_online::layer_update<layer0_config>(coef_l0, cell0, window0, basis0, grad1, overflows, lr_up);
   }
 }
 
@@ -111,13 +113,13 @@ void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t
 #pragma HLS PIPELINE II=18
 #pragma HLS LATENCY max=20
   codesign::no_overflow_count none;
-  kan_online_sample(x, y, train, y_hat, none);
+  kan_online_sample(x, y, train, y_hat, none, LR_SHIFT_MAX - LR_SHIFT);  // the build's shift
 }
 
 // The same learner on the same state, also telling how many of the sample's casts overflowed their
-// type (the AXI top's SATURATIONS register).
+// type (the AXI top's SATURATIONS register), at the learning-rate shift LR_SHIFT_MAX - lr_up.
 void kan_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT],
-                            unsigned& overflows) {
+                            unsigned& overflows, unsigned lr_up) {
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
@@ -126,7 +128,7 @@ void kan_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool trai
 #pragma HLS PIPELINE II=18
 #pragma HLS LATENCY max=20
   codesign::overflow_count count;
-  kan_online_sample(x, y, train, y_hat, count);
+  kan_online_sample(x, y, train, y_hat, count, lr_up);
   overflows = count.n;
 }
 
