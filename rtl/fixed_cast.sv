@@ -12,6 +12,9 @@
 //   OMODE 0 AP_SAT, 1 AP_SAT_ZERO, 2 AP_SAT_SYM, 3 AP_WRAP
 // Combinational, every mode resolved at elaboration so only the chosen logic is built; CUT = 1
 // puts a register (pipe_reg) between the quantization and the overflow handling.
+// `overflow` is 1 when the quantized value lies outside the target's range (for AP_SAT_SYM the
+// excluded most negative code counts), whatever OMODE then does with it: the overflow that
+// codesign.kan.learner_base.probe counts. It comes from the same registered terms as q.
 module fixed_cast #(
     parameter int W_IN   = 32,  // width of the exact signed input
     parameter int SHIFT  = 0,   // fractional bits dropped (> 0) or appended (<= 0)
@@ -23,7 +26,8 @@ module fixed_cast #(
 ) (
     input  logic                    clk,    // only read when CUT = 1
     input  logic signed [W_IN-1:0]  v,
-    output logic        [W_OUT-1:0] q
+    output logic        [W_OUT-1:0] q,
+    output logic                    overflow
 );
   localparam int DROP = (SHIFT > 0) ? SHIFT : 0;
   localparam int APPEND = (SHIFT < 0) ? -SHIFT : 0;
@@ -146,5 +150,8 @@ module fixed_cast #(
     else if (negative_r) limit = SYM ? MIN_RAW[W_OUT-1:0] + 1'b1 : MIN_RAW[W_OUT-1:0];
     else limit = MAX_RAW[W_OUT-1:0];
   end
-  assign q = (OMODE == 3 || (up_r ? ok_up_r : ok_stay_r)) ? low : limit;  // AP_WRAP keeps the low bits
+  logic fits_r;
+  assign fits_r = up_r ? ok_up_r : ok_stay_r;
+  assign q = (OMODE == 3 || fits_r) ? low : limit;  // AP_WRAP keeps the low bits
+  assign overflow = !fits_r;
 endmodule

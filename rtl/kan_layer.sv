@@ -40,6 +40,8 @@ module kan_layer #(
     parameter int INV_H = 1,
     parameter int INV_H_FRAC = -2,
     parameter int LR_SHIFT = 4,
+    // run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (lr_up below); 0: the shift is LR_SHIFT, no shifter
+    parameter int LR_SPAN = 0,
     parameter int HAS_BACKWARD = 1,
     parameter int REG_F = 0,
     parameter int REG_B = 0,
@@ -65,13 +67,23 @@ module kan_layer #(
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
+    // the sample's shift is LR_SHIFT + LR_SPAN - lr_up (held while a sample is in flight; read only with LR_SPAN > 0)
+    input  logic [2:0]            lr_up,
     input  logic                  hold,    // READ_IN_FRONT: the sample's decoded inputs are read at this edge
     // host access to the banks (kan_host.sv): one address for all banks, a write enable per bank
     input  logic                      host_mode,
     input  logic [W_BADDR-1:0]        host_addr,
     input  logic [N_IN*P-1:0]         host_we,
     input  logic [N_OUT*W_COEF-1:0]   host_wdata,
-    output logic [N_IN*P*N_OUT*W_COEF-1:0] host_rdata
+    output logic [N_IN*P*N_OUT*W_COEF-1:0] host_rdata,
+    // the casts' overflow flags (fixed_cast), each 1 only where the reference casts: the forward
+    // output o at bit o; dphi of edge (o, i) at bit o*N_IN+i and g_in[i] at bit N_OUT*N_IN+i, both
+    // 0 for a clamped input (the reference skips them) and without HAS_BACKWARD; the update of
+    // (input i, bank b, output o) at bit (i*P+b)*N_OUT+o, 0 for a bank outside the window. Right
+    // for the sample from the cycle its values are (kan_online samples them at the last stage).
+    output logic [N_OUT-1:0]          ovf_y,
+    output logic [N_OUT*N_IN+N_IN-1:0] ovf_back,
+    output logic [N_IN*P*N_OUT-1:0]   ovf_upd
 );
   localparam int W_WORD = N_OUT * W_COEF;
   localparam int W_INV = $clog2(INV_H + 1);
@@ -87,11 +99,14 @@ module kan_layer #(
   localparam int W_SPROD = W_G + W_DPHI;
   localparam int W_S = W_SPROD + $clog2(N_OUT) + 1;
   localparam int W_T = W_S + W_INV + 1;
-  localparam int F_DELTA = F_G + F_B + LR_SHIFT;
+  // The update's exact value at the fraction bits of the largest shift: every shift of the range
+  // gives the same value there, and so the same cast (docs/arithmetic.md §6); a smaller shift moves
+  // the product up by lr_up bits.
+  localparam int F_DELTA = F_G + F_B + LR_SHIFT + LR_SPAN;
   localparam int F_FULL = (F_COEF > F_DELTA) ? F_COEF : F_DELTA;
   localparam int W_GB = W_G + W_B + 1;
   localparam int W_FULL_C = W_COEF + F_FULL - F_COEF;
-  localparam int W_FULL_D = W_GB + F_FULL - F_DELTA;
+  localparam int W_FULL_D = W_GB + F_FULL - F_DELTA + LR_SPAN;
   localparam int W_FULL = ((W_FULL_C > W_FULL_D) ? W_FULL_C : W_FULL_D) + 2;
 
   // the cuts (bit positions as in kan_online)
@@ -166,6 +181,7 @@ module kan_layer #(
   logic [N_OUT*W_ACT-1:0] y_now;
   assign y_comb = y_now;
   logic [N_OUT*N_IN*W_DPHI-1:0] dphi, dphi_h;  // edge (o, i) at [(o*N_IN+i)*W_DPHI +: W_DPHI]
+  logic [N_OUT*N_IN-1:0] ovf_dphi;
   for (genvar o = 0; o < N_OUT; o++) begin : g_output
     logic [N_IN*P*W_BPROD-1:0] prod, prod_r;  // one product per (input, bank)
     logic signed [W_ACC-1:0] acc, acc_r;
@@ -179,7 +195,7 @@ module kan_layer #(
     pipe_reg #(.W(W_ACC), .ON(CUT_SUM)) u_cut_acc (.clk(clk), .d(acc), .q(acc_r));
     fixed_cast #(
         .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND)
-    ) u_y (.clk(clk), .v(acc_r), .q(y_now[o*W_ACT+:W_ACT]));
+    ) u_y (.clk(clk), .v(acc_r), .q(y_now[o*W_ACT+:W_ACT]), .overflow(ovf_y[o]));
 
     if (HAS_BACKWARD != 0) begin : g_dphi
       for (genvar i = 0; i < N_IN; i++) begin : g_edge
@@ -195,10 +211,11 @@ module kan_layer #(
         pipe_reg #(.W(W_DACC), .ON(CUT_SUM)) u_cut_dacc (.clk(clk), .d(dacc), .q(dacc_r));
         fixed_cast #(
             .W_IN(W_DACC), .SHIFT(F_D + F_COEF - F_DPHI), .W_OUT(W_DPHI), .SIGNED(1), .QMODE(Q_DPHI), .OMODE(O_DPHI), .CUT(CUT_ROUND)
-        ) u_dphi (.clk(clk), .v(dacc_r), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]));
+        ) u_dphi (.clk(clk), .v(dacc_r), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]), .overflow(ovf_dphi[o*N_IN+i]));
       end
     end else begin : g_no_dphi
       assign dphi[o*N_IN*W_DPHI+:N_IN*W_DPHI] = '0;
+      assign ovf_dphi[o*N_IN+:N_IN] = '0;
     end
   end
 
@@ -223,6 +240,7 @@ module kan_layer #(
       logic signed [W_S-1:0] s;
       logic signed [W_T-1:0] t, t_r;
       logic [W_GR-1:0] cast_t;
+      logic ovf_grad;
       for (genvar o = 0; o < N_OUT; o++) begin : g_sprod
         assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
       end
@@ -234,12 +252,21 @@ module kan_layer #(
       pipe_reg #(.W(W_T), .ON(CUT_GSUM)) u_cut_t (.clk(clk), .d(t), .q(t_r));
       fixed_cast #(
           .W_IN(W_T), .SHIFT(F_G + F_DPHI + INV_H_FRAC - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR), .CUT(CUT_ROUND)
-      ) u_grad (.clk(clk), .v(t_r), .q(cast_t));
+      ) u_grad (.clk(clk), .v(t_r), .q(cast_t), .overflow(ovf_grad));
       // the clamp is part of the function: a clamped input has derivative zero
       assign g_in_now[i*W_GR+:W_GR] = clamped_h[i] ? '0 : cast_t;
+      assign ovf_back[N_OUT*N_IN+i] = ovf_grad && !clamped_h[i];
+      for (genvar o = 0; o < N_OUT; o++) begin : g_ovf_dphi
+        assign ovf_back[o*N_IN+i] = ovf_dphi[o*N_IN+i] && !clamped_h[i];
+      end
     end
   end else begin : g_no_backward
     assign g_in_now = '0;
+    assign ovf_back = '0;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_ovf_dphi;
+    assign unused_ovf_dphi = ^ovf_dphi;
+    /* verilator lint_on UNUSEDSIGNAL */
   end
 
   // the stage boundary after B
@@ -251,14 +278,21 @@ module kan_layer #(
       for (genvar o = 0; o < N_OUT; o++) begin : g_upd_out
         logic signed [W_GB-1:0] gb, gb_r;
         logic signed [W_FULL-1:0] full, full_r;
+        logic ovf_coef;
         assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
         pipe_reg #(.W(W_GB), .ON(CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
-        assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
-                    - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));
+        if (LR_SPAN == 0) begin : g_fixed_lr
+          assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
+                      - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));
+        end else begin : g_runtime_lr
+          assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
+                      - ((W_FULL'(gb_r) <<< (F_FULL - F_DELTA)) <<< lr_up);
+        end
         pipe_reg #(.W(W_FULL), .ON(CUT_UFULL)) u_cut_full (.clk(clk), .d(full), .q(full_r));
         fixed_cast #(
             .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF), .CUT(CUT_ROUND)
-        ) u_coef (.clk(clk), .v(full_r), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]));
+        ) u_coef (.clk(clk), .v(full_r), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]), .overflow(ovf_coef));
+        assign ovf_upd[(i*P+b)*N_OUT+o] = ovf_coef && used_h[i*P+b];
       end
     end
   end

@@ -44,6 +44,7 @@ module kan_online #(
     parameter int INV_H_FRAC = -2,
     parameter int U_SHIFT = 6,
     parameter int LR_SHIFT = 4,
+    parameter int LR_SPAN = 0,  // run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (lr_up); 0: fixed
     parameter logic [63:0] PIPE = 64'd0,
     parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
@@ -61,6 +62,10 @@ module kan_online #(
     input  logic [N_OUT*W_ACT-1:0] y,
     input  logic                   y_ap_vld,
     input  logic                   train,
+    // the learning-rate shift of the samples accepted from now on is LR_SHIFT + LR_SPAN - lr_up; it
+    // must not change while a sample is in flight (the AXI shell changes it only when idle; the
+    // bare top ties it to LR_SPAN, the build's LR_SHIFT)
+    input  logic [2:0]             lr_up,
     output logic [N_OUT*W_ACT-1:0] y_hat,
     output logic                   y_hat_ap_vld,
     // host access to the coefficients (kan_host.sv; the bare top ties it off): coef_addr is the
@@ -72,7 +77,13 @@ module kan_online #(
     input  logic [27:0]            coef_addr,
     input  logic                   coef_we,
     input  logic [W_COEF-1:0]      coef_wdata,
-    output logic [W_COEF-1:0]      coef_rdata
+    output logic [W_COEF-1:0]      coef_rdata,
+    // overflows: how many of the sample's casts overflowed their type (fixed_cast's overflow, the
+    // reference's probe), counted at its last stage: every forward cast, and with train the error,
+    // dphi and input-gradient casts of unclamped inputs and the update casts of the window; a
+    // sample dropped by a reset counts nothing. Several cycles late (flag_count); the AXI shell
+    // adds it up into SATURATIONS. The bare top leaves it open.
+    output logic [31:0]            overflows
 );
   `include "mem_names.svh"
 
@@ -127,6 +138,15 @@ module kan_online #(
   localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ * CUT_FORWARD;
   localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
   localparam int READ_IN_FRONT = (CUT_READ * CUT_FORWARD != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
+  // the overflow flags of a layer (kan_layer's ovf_y, ovf_back, ovf_upd) and where they sit in sat_flags
+  function automatic int layer_flags(input int l);
+    layer_flags = width_of(l + 1) * (1 + width_of(l) + width_of(l) * P) + width_of(l);
+  endfunction
+  function automatic int flags_before(input int l);
+    flags_before = 0;
+    for (int q = 0; q < l; q++) flags_before = flags_before + layer_flags(q);
+  endfunction
+  localparam int N_FLAGS = flags_before(N_LAYERS) + N_OUT;  // the error casts last
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
@@ -181,6 +201,10 @@ module kan_online #(
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
   assign acts[0+:N_IN*W_ACT] = x_now;
+  logic [N_FLAGS-1:0] sat_flags /*verilator split_var*/;  // the overflows counted in this cycle
+  logic count_forward, count_train;  // the sample ends its last stage: its forward casts, and its backward ones
+  assign count_forward = last && !ap_rst;
+  assign count_train = last && train_now && !ap_rst;
   logic [N_LAYERS*W_COEF-1:0] coef_rdata_l;  // layer l's host read (0 unless the address names it)
   logic coef_we_idle, host_mode;
   assign host_mode = coef_hold && !busy;  // registers only: no update is written while it is high
@@ -201,6 +225,9 @@ module kan_online #(
     logic [NI*P*W_D-1:0] db;
     logic [NI*P*W_BADDR-1:0] baddr;
     logic [NI*P-1:0] used;
+    logic [NO-1:0] ovf_y;
+    logic [NO*NI+NI-1:0] ovf_back;
+    logic [NI*P*NO-1:0] ovf_upd;
 
     // layer 0 needs no derivative ROM: it passes no gradient back
     kan_decode #(
@@ -229,7 +256,7 @@ module kan_online #(
         .W_DPHI(W_DPHI), .F_DPHI(F_DPHI), .Q_DPHI(Q_DPHI), .O_DPHI(O_DPHI),
         .W_G(WG), .F_G(FG),
         .W_GR(W_GRAD), .F_GR(F_GRAD), .Q_GR(Q_GRAD), .O_GR(O_GRAD),
-        .INV_H(INV_H), .INV_H_FRAC(INV_H_FRAC), .LR_SHIFT(LR_SHIFT),
+        .INV_H(INV_H), .INV_H_FRAC(INV_H_FRAC), .LR_SHIFT(LR_SHIFT), .LR_SPAN(LR_SPAN),
         .HAS_BACKWARD(l > 0 ? 1 : 0),
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
@@ -243,9 +270,16 @@ module kan_online #(
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .commit(commit),
+        .lr_up(lr_up),
         .hold(hold_load),
-        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata)
+        .host_mode(host_mode), .host_addr(host_addr), .host_we(host_we), .host_wdata(host_wdata), .host_rdata(host_rdata),
+        .ovf_y(ovf_y), .ovf_back(ovf_back), .ovf_upd(ovf_upd)
     );
+    // At the last stage every value of the sample is still its own (the inputs and banks are held
+    // until the commit, and a sample accepted behind it is still in the front), so each cast is
+    // counted once per sample, whatever the registers, II and overlap.
+    assign sat_flags[flags_before(l)+:layer_flags(l)] =
+        {{(NI*P*NO){count_train}} & ovf_upd, {(NO*NI+NI){count_train}} & ovf_back, {NO{count_forward}} & ovf_y};
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
     end
@@ -261,10 +295,13 @@ module kan_online #(
   for (genvar o = 0; o < N_OUT; o++) begin : g_error
     logic signed [W_ACT:0] diff;
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
+    logic ovf_err;
     fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR), .CUT(CUT_ROUND)) u_err (
-        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR])
+        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR]), .overflow(ovf_err)
     );
+    assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
   end
+  flag_count #(.N(N_FLAGS), .W_COUNT(32)) u_overflows (.clk(ap_clk), .rst(ap_rst), .flags(sat_flags), .count(overflows));
   pipe_reg #(.W(N_OUT * W_ERR), .ON(CUT_ERR)) u_cut_err (.clk(ap_clk), .d(err), .q(grads[N_LAYERS*G_SLOT+:N_OUT*W_ERR]));
 
   // the prediction register loads the last layer's output at the end of its forward phase

@@ -19,6 +19,12 @@
 //
 // aresetn (synchronous, active low) resets the registers and counters, drops a sample whose
 // update is not committed and a prediction not yet taken; the learned state is kept.
+//
+// LR_SHIFT sets the KAN core's run-time learning-rate shift (lr_up); its write waits for an idle core
+// and holds the stream as a COEF_DATA access does.
+//
+// SATURATIONS adds up the core's `overflows`: the casts of the learner that overflowed their
+// type, over every sample that ends its last stage (codesign/fpga/axi.py states the definition).
 module learner_axi #(
     parameter int N_IN = 2,
     parameter int N_OUT = 1,
@@ -27,6 +33,8 @@ module learner_axi #(
     parameter int W_COEF = 16,
     parameter int F_COEF = 10,
     parameter int HAS_COEF = 1,    // 0: the learner has no coefficient port (COEF_DATA reads 0)
+    parameter int LR_SHIFT = 4,    // the build's learning-rate shift: LR_SHIFT's reset value and MIN
+    parameter int LR_SPAN = 0,     // LR_SHIFT takes LR_SHIFT .. LR_SHIFT + LR_SPAN (0: only the build's)
     parameter int ADDR_WIDTH = 6,  // AXI4-Lite address bits (the low 6 are decoded)
     parameter int W_S = (((N_IN + N_OUT) * W_ACT + 1 + 7) / 8) * 8,  // derived, do not set
     parameter int W_M = ((N_OUT * W_ACT + 7) / 8) * 8                // derived, do not set
@@ -76,7 +84,9 @@ module learner_axi #(
     output logic [27:0]            core_coef_addr,
     output logic                   core_coef_we,
     output logic [W_COEF-1:0]      core_coef_wdata,
-    input  logic [W_COEF-1:0]      core_coef_rdata
+    input  logic [W_COEF-1:0]      core_coef_rdata,
+    input  logic [31:0]            core_overflows,  // the core's overflow count of the cycle (registered)
+    output logic [2:0]             core_lr_up       // the shift is LR_SHIFT + LR_SPAN - core_lr_up (KAN cores)
 );
   `include "learner_axi_regs.svh"
 
@@ -141,7 +151,7 @@ module learner_axi #(
   // The counters add what happened one cycle earlier (registered events), so that the streams'
   // handshakes do not run into their 32-bit carry chains; a read sees an event from the second
   // cycle after it on.
-  logic [31:0] samples, updates, predictions;
+  logic [31:0] samples, updates, predictions, saturations;
   logic clear, updated_q, taken_q;
   always_ff @(posedge aclk) begin
     updated_q <= !rst && core_done && done_train;
@@ -150,10 +160,12 @@ module learner_axi #(
       samples <= '0;
       updates <= '0;
       predictions <= '0;
+      saturations <= '0;
     end else begin
       samples <= samples + 32'(accepted_q);
       updates <= updates + 32'(updated_q);
       predictions <= predictions + 32'(taken_q);
+      saturations <= saturations + core_overflows;
     end
   end
 
@@ -163,9 +175,11 @@ module learner_axi #(
   logic [27:0] coef_addr;
   assign waddr = s_axi_awaddr[REG_ADDR_BITS-1:0];
   assign raddr = s_axi_araddr[REG_ADDR_BITS-1:0];
+  logic lr_write;  // a write of LR_SHIFT with a range: like COEF_DATA's, it waits until no sample is in flight
   assign coef_write = s_axi_awvalid && s_axi_wvalid && waddr == REG_COEF_DATA;
   assign coef_read = s_axi_arvalid && raddr == REG_COEF_DATA;
-  assign coef_wait = coef_write || coef_read;
+  assign lr_write = LR_SPAN > 0 && s_axi_awvalid && s_axi_wvalid && waddr == REG_LR_SHIFT;
+  assign coef_wait = coef_write || coef_read || lr_write;
   // An access first raises coef_hold (the stream then accepts nothing); once the core is idle with
   // coef_hold high, the banks' port is the host's, and HOST_CYCLES cycles later (quiet: that port
   // read with no register write in between, through kan_host's registers and coef_rdata_q) a read
@@ -181,10 +195,31 @@ module learner_axi #(
     coef_rdata_q <= core_coef_rdata;
   end
   assign coef_ready = host_now && quiet[HOST_CYCLES-1];
-  assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid && (!coef_write || coef_ready);
+  assign s_axi_awready = !rst && !s_axi_bvalid && s_axi_awvalid && s_axi_wvalid && (!(coef_write || lr_write) || coef_ready);
   assign s_axi_wready = s_axi_awready;
   assign s_axi_bresp = 2'b00;
   assign clear = s_axi_awready && waddr == REG_CTRL && s_axi_wstrb[0] && s_axi_wdata[CTRL_CLEAR_COUNTERS_LSB];
+  // LR_SHIFT: a write outside LR_SHIFT .. LR_SHIFT + LR_SPAN is ignored; the core sees the shift as
+  // how far the product moves up from the largest shift's alignment (kan_layer). Without a range
+  // (LR_SPAN = 0) the shift is a constant and a write changes nothing, at once.
+  logic [7:0] lr_shift;
+  if (LR_SPAN > 0) begin : g_lr_range
+    logic [7:0] lr_new;
+    assign lr_new = s_axi_wdata[LR_SHIFT_SHIFT_LSB+:8];
+    always_ff @(posedge aclk) begin
+      if (rst) begin
+        lr_shift <= 8'(LR_SHIFT);
+        core_lr_up <= 3'(LR_SPAN);
+      end else if (s_axi_awready && lr_write && s_axi_wstrb[0] && 32'(lr_new) >= LR_SHIFT
+                   && 32'(lr_new) <= LR_SHIFT + LR_SPAN) begin
+        lr_shift <= lr_new;
+        core_lr_up <= 3'(LR_SHIFT + LR_SPAN - 32'(lr_new));
+      end
+    end
+  end else begin : g_lr_fixed
+    assign lr_shift = 8'(LR_SHIFT);
+    assign core_lr_up = '0;
+  end
   always_ff @(posedge aclk) begin
     if (rst) begin
       s_axi_bvalid <= 1'b0;
@@ -212,6 +247,9 @@ module learner_axi #(
       REG_SAMPLES: rword = samples;
       REG_UPDATES: rword = updates;
       REG_PREDICTIONS: rword = predictions;
+      REG_SATURATIONS: rword = saturations;
+      REG_LR_SHIFT: rword = (32'(lr_shift) << LR_SHIFT_SHIFT_LSB) | (32'(LR_SHIFT & 8'hFF) << LR_SHIFT_MIN_LSB)
+                          | (32'((LR_SHIFT + LR_SPAN) & 8'hFF) << LR_SHIFT_MAX_LSB);
       REG_GEOMETRY: rword = (32'(N_IN) << GEOMETRY_N_IN_LSB) | (32'(N_OUT) << GEOMETRY_N_OUT_LSB)
                           | (32'(W_ACT) << GEOMETRY_W_ACT_LSB) | (32'(F_ACT & 8'hFF) << GEOMETRY_F_ACT_LSB);
       REG_TDATA: rword = (32'(W_S) << TDATA_S_WIDTH_LSB) | (32'(W_M) << TDATA_M_WIDTH_LSB);

@@ -1,7 +1,7 @@
 // learner_axi_regs.svh: the AXI4-Lite register map of learner_axi.sv.
 // Generated from codesign/fpga/axi.py (REGISTERS); edit that table, not this file.
 localparam int REG_ADDR_BITS = 6;
-localparam logic [31:0] SHELL_ID = 32'h4C524E01;
+localparam logic [31:0] SHELL_ID = 32'h4C524E03;
 localparam logic [REG_ADDR_BITS-1:0] REG_ID = 6'h00;
 localparam logic [REG_ADDR_BITS-1:0] REG_CTRL = 6'h04;
 localparam int CTRL_TRAIN_ENABLE_LSB = 0;
@@ -31,3 +31,8 @@ localparam logic [REG_ADDR_BITS-1:0] REG_COEF_FORMAT = 6'h28;
 localparam int COEF_FORMAT_W_COEF_LSB = 0;
 localparam int COEF_FORMAT_F_COEF_LSB = 8;
 localparam int COEF_FORMAT_HAS_COEF_LSB = 16;
+localparam logic [REG_ADDR_BITS-1:0] REG_SATURATIONS = 6'h2C;
+localparam logic [REG_ADDR_BITS-1:0] REG_LR_SHIFT = 6'h30;
+localparam int LR_SHIFT_SHIFT_LSB = 0;
+localparam int LR_SHIFT_MIN_LSB = 8;
+localparam int LR_SHIFT_MAX_LSB = 16;

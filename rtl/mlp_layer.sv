@@ -35,7 +35,13 @@ module mlp_layer #(
     input  logic [N_OUT*W_G-1:0]   g_out,
     output logic [N_IN*W_GR-1:0]   g_in,
     input  logic                   b_load,
-    input  logic                   commit
+    input  logic                   commit,
+    // the casts' overflow flags (fixed_cast): z of output o at bit o; g_in[i] at bit i (0 without
+    // HAS_BACKWARD); the update of weight i of neuron o (i = N_IN: the bias) at bit o*(N_IN+1)+i.
+    // Right for the sample until its commit (mlp_online samples them at the last stage).
+    output logic [N_OUT-1:0]          ovf_z,
+    output logic [N_IN-1:0]           ovf_grad,
+    output logic [N_OUT*(N_IN+1)-1:0] ovf_upd
 );
   localparam int W_ROW = (N_IN + 1) * W_COEF;
   localparam int W_PROD = W_ACT + W_COEF;
@@ -72,7 +78,7 @@ module mlp_layer #(
     end
     fixed_cast #(
         .W_IN(W_ACC), .SHIFT(F_COEF), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT)
-    ) u_z (.clk(1'b0), .v(acc), .q(z));
+    ) u_z (.clk(1'b0), .v(acc), .q(z), .overflow(ovf_z[o]));
     assign z_now[o*W_ACT+:W_ACT] = z;
     if (HAS_ACT == 0) begin : g_linear
       assign y_now[o*W_ACT+:W_ACT] = z;
@@ -134,10 +140,11 @@ module mlp_layer #(
       end
       fixed_cast #(
           .W_IN(W_S), .SHIFT(F_G + F_COEF - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR)
-      ) u_grad (.clk(1'b0), .v(s), .q(g_in_now[i*W_GR+:W_GR]));
+      ) u_grad (.clk(1'b0), .v(s), .q(g_in_now[i*W_GR+:W_GR]), .overflow(ovf_grad[i]));
     end
   end else begin : g_no_backward
     assign g_in_now = '0;
+    assign ovf_grad = '0;
   end
 
   generate
@@ -163,7 +170,7 @@ module mlp_layer #(
                   - (W_FULL'(gx) <<< (F_FULL - F_DELTA));
       fixed_cast #(
           .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF)
-      ) u_coef (.clk(1'b0), .v(full), .q(new_row[i*W_COEF+:W_COEF]));
+      ) u_coef (.clk(1'b0), .v(full), .q(new_row[i*W_COEF+:W_COEF]), .overflow(ovf_upd[o*(N_IN+1)+i]));
     end
     always_ff @(posedge clk) if (commit) rows[o] <= new_row;
   end

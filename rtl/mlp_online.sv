@@ -29,7 +29,12 @@ module mlp_online #(
     input  logic                   y_ap_vld,
     input  logic                   train,
     output logic [N_OUT*W_ACT-1:0] y_hat,
-    output logic                   y_hat_ap_vld
+    output logic                   y_hat_ap_vld,
+    // overflows: how many of the sample's casts overflowed their type (fixed_cast's overflow, the
+    // reference's probe), counted at its last stage: every forward cast, and with train the error,
+    // input-gradient and update casts; a sample dropped by a reset counts nothing. Several cycles
+    // late (flag_count); the AXI shell adds it up into SATURATIONS. The bare top leaves it open.
+    output logic [31:0]            overflows
 );
   `include "mem_names.svh"
 
@@ -40,6 +45,15 @@ module mlp_online #(
 
   localparam int N_PHASES = 2 * N_LAYERS;
   localparam int N_STAGES = stage_of(N_PHASES - 1) + 1;
+  // the overflow flags of a layer (mlp_layer's ovf_z, ovf_grad, ovf_upd) and where they sit in sat_flags
+  function automatic int layer_flags(input int l);
+    layer_flags = WIDTHS[16*(l+1)+:16] * (WIDTHS[16*l+:16] + 2) + WIDTHS[16*l+:16];
+  endfunction
+  function automatic int flags_before(input int l);
+    flags_before = 0;
+    for (int q = 0; q < l; q++) flags_before = flags_before + layer_flags(q);
+  endfunction
+  localparam int N_FLAGS = flags_before(N_LAYERS) + N_OUT;  // the error casts last
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
@@ -70,6 +84,11 @@ module mlp_online #(
   assign train_now = busy ? train_cur : train;
   assign commit = last && train_now && !ap_rst;
 
+  logic [N_FLAGS-1:0] sat_flags /*verilator split_var*/;  // the overflows counted in this cycle
+  logic count_forward, count_train;  // the sample ends its last stage: its forward casts, and its backward ones
+  assign count_forward = last && !ap_rst;
+  assign count_train = last && train_now && !ap_rst;
+
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads;
   assign acts[0+:N_IN*W_ACT] = x_now;
@@ -84,6 +103,9 @@ module mlp_online #(
     localparam int PHASE_B = 2 * N_LAYERS - 1 - l;
     logic [NI*W_GRAD-1:0] g_in;
     logic [NO*W_ACT-1:0] y_comb;
+    logic [NO-1:0] ovf_z;
+    logic [NI-1:0] ovf_grad;
+    logic [NO*(NI+1)-1:0] ovf_upd;
 
     mlp_layer #(
         .N_IN(NI), .N_OUT(NO),
@@ -107,8 +129,12 @@ module mlp_online #(
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .b_load(stage_on[stage_of(PHASE_B)]),
-        .commit(commit)
+        .commit(commit),
+        .ovf_z(ovf_z), .ovf_grad(ovf_grad), .ovf_upd(ovf_upd)
     );
+    // at the last stage every value of the sample is still its own (inputs and rows held until the commit)
+    assign sat_flags[flags_before(l)+:layer_flags(l)] =
+        {{(NO*(NI+1)){count_train}} & ovf_upd, {NI{count_train}} & ovf_grad, {NO{count_forward}} & ovf_z};
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
     end
@@ -117,10 +143,13 @@ module mlp_online #(
   for (genvar o = 0; o < N_OUT; o++) begin : g_error
     logic signed [W_ACT:0] diff;
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
+    logic ovf_err;
     fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_err (
-        .clk(1'b0), .v(diff), .q(grads[N_LAYERS*G_SLOT+o*W_ERR+:W_ERR])
+        .clk(1'b0), .v(diff), .q(grads[N_LAYERS*G_SLOT+o*W_ERR+:W_ERR]), .overflow(ovf_err)
     );
+    assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
   end
+  flag_count #(.N(N_FLAGS), .W_COUNT(32)) u_overflows (.clk(ap_clk), .rst(ap_rst), .flags(sat_flags), .count(overflows));
 
   always_ff @(posedge ap_clk) begin
     if (pred_load) y_hat <= g_layer[N_LAYERS-1].y_comb;

@@ -3,7 +3,11 @@
 An AxiStreamSource sends the samples and an AxiStreamSink takes the predictions, both with
 random pauses (back-pressure on the master stream, idle gaps on the slave stream); an
 AxiLiteMaster checks ID and GEOMETRY, turns TRAIN_ENABLE off for the middle third of the
-stream and reads the counters at the end. Where the build has coefficient access it reads
+stream, and with a run-time learning-rate range writes LR_SHIFT (an out-of-range value, refused, then the
+largest shift, then the second smallest, with the stream drained, so three shifts train; a reset restores
+its reset value, the smallest, and the model follows), and reads the
+counters at the end (SATURATIONS against the reference's overflow count
+over the samples accepted after the last reset, codesign.kan.profiler.cast_overflows). Where the build has coefficient access it reads
 every coefficient back before the stream (the initial state) and after it (the final state),
 and writes random coefficients before the stream and after its first third (the reference
 gets the same writes at the same points). The bench also pulses aresetn while chosen samples
@@ -32,6 +36,7 @@ from learner_bench import load_config, read_state, reference_state
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.fpga.rtl_emit import initial_state_of
+from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner
 from codesign.kan.spec import spec_from_mapping
 
@@ -99,7 +104,14 @@ async def axi_stream(dut):
 
     # TRAIN_ENABLE is 0 for samples [off_from, off_until): sent only after the stream before them is drained
     off_from, off_until = n // 3, 2 * n // 3
-    reset_after = {int(k): (int(d), int(l)) for k, d, l in config.get("resets", []) if not off_from - 2 <= k < off_until + 2}
+    # a run-time learning-rate range (LR_SHIFT MIN < MAX): the largest shift from off_until, then the second smallest
+    # from lr_at, both written with the stream drained; the reference gets the same shift per sample
+    lr_lo, lr_hi = (int(v) for v in axi.get("lr_shift_range", (spec.lr_shift, spec.lr_shift)))
+    runtime_lr = lr_hi > lr_lo
+    lr_at = off_until + (n - off_until) // 2
+    lr_of: list[int] = []  # LR_SHIFT when each sample was accepted (a reset restores its reset value, MIN)
+    reset_after = {int(k): (int(d), int(l)) for k, d, l in config.get("resets", [])
+                   if not off_from - 2 <= k < off_until + 2 and not (runtime_lr and lr_at - 2 <= k < lr_at + 2)}
     beats = [layout.pack_sample(x[k], y[k], bool(train[k])).to_bytes(layout.s_width // 8, "little") for k in range(n)]
 
     accept_cycle: list[int] = []  # per accepted sample (all samples are accepted once, in order)
@@ -112,7 +124,7 @@ async def axi_stream(dut):
     next_pred = 0  # the sample whose prediction is next on the master stream
     reset_plan: list[tuple[int, int]] = []  # (from cycle, until cycle) of aresetn low
     train_enable = 1
-    state = {"cycle": 0, "last": 0}
+    state = {"cycle": 0, "last": 0, "lr": lr_lo}
 
     async def monitor():
         nonlocal next_pred
@@ -136,12 +148,14 @@ async def axi_stream(dut):
                     dropped_predictions.append(next_pred)
                     next_pred += 1
                 counts.update(SAMPLES=0, UPDATES=0, PREDICTIONS=0)
+                state["lr"] = lr_lo
                 continue
             if dut.s_axis_tvalid.value == 1 and dut.s_axis_tready.value == 1:
                 k = len(accept_cycle)
                 assert dut.s_axis_tdata.value.to_unsigned() == int.from_bytes(beats[k], "little"), f"sample {k} out of order"
                 accept_cycle.append(c)
                 enabled.append(train_enable)
+                lr_of.append(state["lr"])
                 pending_updates.append(k)
                 counts["SAMPLES"] += 1
                 state["last"] = c
@@ -222,15 +236,34 @@ async def axi_stream(dut):
         assert driver.train_enable == bool(on)
         train_enable = on
 
+    async def set_lr_shift(shift: int):
+        await lite_write(0x30, shift)
+        await registers.load([0x30])
+        assert driver.lr_shift == shift, f"LR_SHIFT reads {driver.lr_shift} after writing {shift}"
+        state["lr"] = shift  # written with the stream drained: from the next sample accepted on
+
+    await registers.load([0x30])
+    assert driver.lr_shift_range() == (lr_lo, lr_hi) and driver.lr_shift == lr_lo, f"LR_SHIFT reads 0x{driver.read('LR_SHIFT'):08X}"
     await send(0, off_from)
     await write_coefficients(writes_middle)
     await set_train_enable(0)
     await send(off_from, off_until)
     await set_train_enable(1)
-    await send(off_until, n)
+    if runtime_lr:
+        await lite_write(0x30, lr_hi + 1)  # outside the range: ignored
+        await registers.load([0x30])
+        assert driver.lr_shift == lr_lo, f"LR_SHIFT took {driver.lr_shift}, outside {lr_lo}..{lr_hi}"
+        await set_lr_shift(lr_hi)
+        await send(off_until, lr_at)
+        await set_lr_shift(lr_lo + 1)
+        await send(lr_at, n)
+    else:
+        await send(off_until, n)
     while not sink.empty():
         sink.read_nowait()  # the frames were checked by the monitor, beat by beat
-    await registers.load([0x08, 0x0C, 0x10, 0x14])
+    for _ in range(32):  # SATURATIONS lags the last sample by a few cycles (flag_count)
+        await RisingEdge(dut.aclk)
+    await registers.load([0x08, 0x0C, 0x10, 0x14, 0x2C])
     got_counts = driver.counters()
     final_read = await read_coefficients() if has_coef else None
     loop_seconds = time.monotonic() - started
@@ -250,10 +283,22 @@ async def axi_stream(dut):
             learner.coef[learner.offsets[layer] + (o * n_in_l + i) * spec.n_coef + m] = value
 
     committed_arr = np.array(committed, dtype=np.int64)
+    lr_shifts = np.array(lr_of, dtype=np.int64)
+    # SATURATIONS restarts at every reset: the reference's overflows over the samples accepted after the last one
+    counted_from = sum(1 for a in accept_cycle if reset_cycles and a < max(reset_cycles))
+    stats = learner.new_stats()
+
+    def run_reference(lo: int, hi: int) -> np.ndarray:
+        parts = [learner.run_raw(x[a:b], y[a:b], committed_arr[a:b], stats=stats if profiled else None,
+                                 **({"lr_shifts": lr_shifts[a:b]} if runtime_lr else {}))
+                 for a, b, profiled in ((lo, min(hi, counted_from), False), (max(lo, counted_from), hi, True)) if a < b]
+        return np.concatenate(parts)
+
     apply(writes_before)
-    head = learner.run_raw(x[:off_from], y[:off_from], committed_arr[:off_from])
+    head = run_reference(0, off_from)
     apply(writes_middle)
-    expected = np.concatenate([head, learner.run_raw(x[off_from:], y[off_from:], committed_arr[off_from:])])
+    expected = np.concatenate([head, run_reference(off_from, n)])
+    counts["SATURATIONS"] = cast_overflows(learner, stats)
     mismatches = [k for k, got in predictions.items() if got != [int(v) for v in expected[k]]]
     state_got = read_state(dut, manifest, spec)  # the AXI top names its core u_core, as the bare top does
     state_mismatches = sum(int(np.count_nonzero(g != w)) for g, w in zip(state_got, reference_state(learner)))
@@ -277,6 +322,8 @@ async def axi_stream(dut):
         "final_readback_mismatches": readback_mismatches,
         "counters": got_counts,
         "counters_expected": counts,
+        "saturations_counted_from": counted_from,
+        "lr_shifts_used": sorted({int(s) for s in lr_shifts[committed_arr == 1]}),
         "status": driver.read("STATUS"),
         "cycles": state["cycle"],
         "bit_exact": not mismatches and state_mismatches == 0 and len(predictions) > 0 and not initial_mismatches

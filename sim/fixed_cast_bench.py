@@ -42,12 +42,13 @@ def _stimulus(w_in: int, shift: int, n_random: int, rng: np.random.Generator) ->
 
 
 def _expected(values: np.ndarray, shape: dict) -> np.ndarray:
-    """Raw bit patterns (n, 7, 4) that fixed_cast gives for every mode."""
+    """Raw bit patterns (n, 7, 4) that fixed_cast gives for every mode, the overflow flag at bit 31."""
     out = np.empty((values.size, N_QMODES, N_OMODES), dtype=np.int64)
     for qm in range(N_QMODES):
+        wide = fixed_cast_array(values, shape["shift"], 62, True, qm, 0)  # AP_SAT into 62 bits: never overflows
         for om in range(N_OMODES):
             r = fixed_cast_array(values, shape["shift"], shape["w_out"], bool(shape["signed"]), qm, om)
-            out[:, qm, om] = r & ((1 << shape["w_out"]) - 1)
+            out[:, qm, om] = (r & ((1 << shape["w_out"]) - 1)) | (r != wide).astype(np.int64) << 31
     return out
 
 

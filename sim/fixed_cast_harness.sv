@@ -1,7 +1,8 @@
 // Test harness of fixed_cast: every quantization x overflow mode on a table of shapes.
 // The table comes from the bench as packed parameters, 32 bits per shape (SHIFT in two's
 // complement). Shape s reads its input from v_all[64*s +: W_IN] and writes mode (qm, om) to
-// the 32-bit slot q_all[32*((s*7 + qm)*4 + om) +: W_OUT]. Simulation only.
+// the 32-bit slot q_all[32*((s*7 + qm)*4 + om) +: W_OUT], its overflow flag at bit 31 of the
+// slot (W_OUT <= 31). Simulation only.
 module fixed_cast_harness #(
     parameter int N_SHAPES = 1,
     parameter logic [32*N_SHAPES-1:0] W_IN_TABLE = 32'd24,
@@ -20,11 +21,12 @@ module fixed_cast_harness #(
     for (genvar qm = 0; qm < 7; qm++) begin : g_q
       for (genvar om = 0; om < 4; om++) begin : g_o
         logic [WO-1:0] q;
+        logic overflow;
         fixed_cast #(.W_IN(WI), .SHIFT(SH), .W_OUT(WO), .SIGNED(SG), .QMODE(qm), .OMODE(om)) u_cast (
             .clk(1'b0), .v(v_all[64*s+:WI]),
-            .q(q)
+            .q(q), .overflow(overflow)
         );
-        assign q_all[32*((s*7+qm)*4+om)+:32] = 32'(q);
+        assign q_all[32*((s*7+qm)*4+om)+:32] = {overflow, 31'(q)};
       end
     end
   end

@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Field", "Register", "REGISTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
-           "coef_address", "coef_format_value",
+__all__ = ["Field", "Register", "REGISTERS", "COUNTERS", "SHELL_ID", "StreamLayout", "stream_layout", "register_svh",
+           "coef_address", "coef_format_value", "lr_shift_value",
            "register_markdown", "register_header", "write_register_docs", "LearnerAxiDriver"]
 
-SHELL_ID = 0x4C524E01  # "LRN" and layout version 1: the host checks it before trusting the map
+SHELL_ID = 0x4C524E03  # "LRN" and layout version 3 (SATURATIONS, LR_SHIFT): the host checks it before trusting the map
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ REGISTERS: tuple[Register, ...] = (
     Register("ID", 0x00, "RO", f"0x{SHELL_ID:08X}", "identifies the shell and this register layout"),
     Register("CTRL", 0x04, "RW", "0x00000001", "control", (
         Field("TRAIN_ENABLE", 0, 1, "1: a sample whose train flag is 1 updates the learner; 0: every sample only predicts"),
-        Field("CLEAR_COUNTERS", 1, 1, "write 1: SAMPLES, UPDATES and PREDICTIONS restart at 0 (reads 0)"),
+        Field("CLEAR_COUNTERS", 1, 1, "write 1: SAMPLES, UPDATES, PREDICTIONS and SATURATIONS restart at 0 (reads 0)"),
     )),
     Register("STATUS", 0x08, "RO", "-", "status", (
         Field("IDLE", 0, 1, "no sample in flight in the learner"),
@@ -85,7 +85,24 @@ REGISTERS: tuple[Register, ...] = (
         Field("F_COEF", 8, 8, "fraction bits of coef_t (two's complement)"),
         Field("HAS_COEF", 16, 1, "1: COEF_ADDR / COEF_DATA reach the coefficients (KAN builds)"),
     )),
+    Register("SATURATIONS", 0x2C, "RO", "0", "casts that overflowed their type (wraps at 2^32): of every fixed_cast of "
+             "the learner, those whose value, rounded as the type rounds, lay outside the type's range before its "
+             "overflow mode (AP_SAT, AP_SAT_ZERO, AP_SAT_SYM, AP_WRAP) applied, AP_SAT_SYM's excluded most negative "
+             "code included; over every sample that finished: its forward casts, and for a sample that updates the "
+             "output error, the dphi and input-gradient casts of inputs the grid did not clamp, and the coefficient "
+             "(weight) updates. Grid clamps are not casts and are not counted. A sample dropped by a reset counts "
+             "nothing; the count lags the sample by a few cycles"),
+    Register("LR_SHIFT", 0x30, "RW", "build", "the learning-rate shift (learning rate 2^-SHIFT) of the samples accepted from "
+             "now on. A write waits until no sample is in flight and holds the slave stream meanwhile, as COEF_DATA's "
+             "does, so it applies from the first sample accepted after its response; a SHIFT outside MIN..MAX is "
+             "ignored (the register keeps its value). MIN = MAX (the build's lr_shift) unless the spec's lr_shift_span "
+             "> 0 (KAN builds); without a range a write completes at once and changes nothing", (
+                 Field("SHIFT", 0, 8, "the shift now (reset: the spec's lr_shift)"),
+                 Field("MIN", 8, 8, "the smallest shift (the spec's lr_shift; read only)"),
+                 Field("MAX", 16, 8, "the largest shift (lr_shift + lr_shift_span; read only)"),
+             )),
 )
+COUNTERS = ("SAMPLES", "UPDATES", "PREDICTIONS", "SATURATIONS")  # what CTRL.CLEAR_COUNTERS restarts
 ADDR_BITS = 6  # byte address bits the shell decodes (64 bytes of registers)
 
 
@@ -157,9 +174,16 @@ def register_svh() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _geometry_values(layout: StreamLayout, f_act: int) -> dict[str, int]:
+def _geometry_values(layout: StreamLayout, f_act: int, lr_range: tuple[int, int]) -> dict[str, int]:
     return {"GEOMETRY": layout.n_in | layout.n_out << 8 | layout.w_act << 16 | (f_act & 0xFF) << 24,
-            "TDATA": layout.s_width | layout.m_width << 16}
+            "TDATA": layout.s_width | layout.m_width << 16, "LR_SHIFT": lr_shift_value(*lr_range)}
+
+
+def lr_shift_value(lo: int, hi: int) -> int:
+    """The LR_SHIFT register after reset: SHIFT = MIN = lo, MAX = hi."""
+    if not 0 <= lo <= hi < 256:
+        raise ValueError(f"learning-rate shifts {lo}..{hi}: LR_SHIFT holds 0 <= MIN <= MAX < 256")
+    return lo | lo << 8 | hi << 16
 
 
 def coef_format_value(w_coef: int, f_coef: int, has_coef: bool) -> int:
@@ -175,9 +199,9 @@ def coef_address(layer: int, o: int, i: int, m: int) -> int:
 
 
 def register_markdown(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int, has_coef: bool,
-                      title: str = "AXI4-Lite registers") -> str:
-    """The register map of one build as a markdown table, with its stream word layout."""
-    values = _geometry_values(layout, f_act)
+                      lr_range: tuple[int, int], title: str = "AXI4-Lite registers") -> str:
+    """The register map of one build as a markdown table, with its stream word layout (lr_range: LR_SHIFT's MIN, MAX)."""
+    values = _geometry_values(layout, f_act, lr_range)
     values["COEF_FORMAT"] = coef_format_value(w_coef, f_coef, has_coef)
     rows = [f"## {title}", "", "| offset | name | access | reset | bits | meaning |", "|---|---|---|---|---|---|"]
     for reg in REGISTERS:
@@ -197,9 +221,9 @@ def register_markdown(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int
 
 
 def register_header(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int, has_coef: bool,
-                    prefix: str = "LEARNER_AXI") -> str:
-    """The register map of one build as a C header."""
-    values = _geometry_values(layout, f_act)
+                    lr_range: tuple[int, int], prefix: str = "LEARNER_AXI") -> str:
+    """The register map of one build as a C header (lr_range: LR_SHIFT's MIN, MAX)."""
+    values = _geometry_values(layout, f_act, lr_range)
     lines = [f"/* {prefix.lower()}.h: AXI4-Lite register map of the learner's AXI shell. Generated by codesign. */",
              f"#ifndef {prefix}_H", f"#define {prefix}_H", "",
              f"#define {prefix}_SHELL_ID 0x{SHELL_ID:08X}u"]
@@ -212,16 +236,17 @@ def register_header(layout: StreamLayout, f_act: int, w_coef: int, f_coef: int, 
     lines += [f"#define {prefix}_COEF_FORMAT_VALUE 0x{coef_format_value(w_coef, f_coef, has_coef):08X}u",
               f"#define {prefix}_GEOMETRY_VALUE 0x{values['GEOMETRY']:08X}u",
               f"#define {prefix}_TDATA_VALUE 0x{values['TDATA']:08X}u",
+              f"#define {prefix}_LR_SHIFT_RESET 0x{values['LR_SHIFT']:08X}u",
               f"#define {prefix}_TRAIN_BIT {layout.train_bit}u", "", f"#endif /* {prefix}_H */", ""]
     return "\n".join(lines)
 
 
 def write_register_docs(folder: str | Path, layout: StreamLayout, f_act: int, w_coef: int, f_coef: int,
-                        has_coef: bool) -> list[str]:
+                        has_coef: bool, lr_range: tuple[int, int]) -> list[str]:
     """Write ``axi_registers.md`` and ``learner_axi.h`` into ``folder``; returns their names."""
     folder = Path(folder)
-    (folder / "axi_registers.md").write_text(register_markdown(layout, f_act, w_coef, f_coef, has_coef))
-    (folder / "learner_axi.h").write_text(register_header(layout, f_act, w_coef, f_coef, has_coef))
+    (folder / "axi_registers.md").write_text(register_markdown(layout, f_act, w_coef, f_coef, has_coef, lr_range))
+    (folder / "learner_axi.h").write_text(register_header(layout, f_act, w_coef, f_coef, has_coef, lr_range))
     return ["axi_registers.md", "learner_axi.h"]
 
 
@@ -266,7 +291,7 @@ class LearnerAxiDriver:
         self._write32(self._BY_NAME["CTRL"].offset, int(bool(on)))
 
     def clear_counters(self) -> None:
-        """Restart the three counters at 0 (keeps TRAIN_ENABLE)."""
+        """Restart the four counters at 0 (keeps TRAIN_ENABLE)."""
         ctrl = self.read("CTRL") & 1
         self._write32(self._BY_NAME["CTRL"].offset, ctrl | 1 << 1)
 
@@ -289,6 +314,22 @@ class LearnerAxiDriver:
         self._write32(self._BY_NAME["COEF_ADDR"].offset, coef_address(layer, o, i, m))
         self._write32(self._BY_NAME["COEF_DATA"].offset, raw & 0xFFFFFFFF)
 
+    def lr_shift_range(self) -> tuple[int, int]:
+        """(MIN, MAX) of LR_SHIFT: the shifts this build takes at run time."""
+        return self.field("LR_SHIFT", "MIN"), self.field("LR_SHIFT", "MAX")
+
+    @property
+    def lr_shift(self) -> int:
+        """The learning-rate shift of the samples accepted now (learning rate 2^-lr_shift)."""
+        return self.field("LR_SHIFT", "SHIFT")
+
+    @lr_shift.setter
+    def lr_shift(self, shift: int) -> None:
+        lo, hi = self.lr_shift_range()
+        if isinstance(shift, bool) or not isinstance(shift, int) or not lo <= shift <= hi:
+            raise ValueError(f"learning-rate shift {shift!r} is outside this build's range {lo}..{hi}")
+        self._write32(self._BY_NAME["LR_SHIFT"].offset, shift)
+
     def counters(self) -> dict[str, int]:
-        """SAMPLES, UPDATES and PREDICTIONS."""
-        return {name: self.read(name) for name in ("SAMPLES", "UPDATES", "PREDICTIONS")}
+        """SAMPLES, UPDATES, PREDICTIONS and SATURATIONS."""
+        return {name: self.read(name) for name in COUNTERS}

@@ -39,10 +39,13 @@ def run_axi_cosim(
     sink_pause: float = 0.3,
     wall_seconds: float = 900.0,
     initial: list[np.ndarray] | None = None,
+    resets_within: int | None = None,
 ) -> dict[str, Any]:
     """Run the AXI bench on ``spec``'s AXI top in ``work_dir``; returns what the bench measured, ``passed``, ``failures``.
 
-    ``initial`` (raw coefficients, e.g. from --init) replaces the seed's initial state.
+    ``initial`` (raw coefficients, e.g. from --init) replaces the seed's initial state. ``resets_within``: the
+    resets fall while one of the first that many samples is in flight (None: anywhere in the stream), so that
+    SATURATIONS, which restarts at a reset, is compared over the rest of the stream.
     """
     require_module("cocotbext.axi")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 3:
@@ -61,7 +64,8 @@ def run_axi_cosim(
     config = {
         "manifest": str(rtl / RTL_MANIFEST), "stimulus": str(run_dir / "stimulus.npz"),
         "kind": kind_of(spec).name, "spec": spec.to_dict(), "seed": seed,
-        "resets": reset_plan(stimulus.x.shape[0], resets, seed), "rng_seed": seed,
+        "resets": reset_plan(min(stimulus.x.shape[0], resets_within or stimulus.x.shape[0]), resets, seed),
+        "rng_seed": seed,
         "source_pause": source_pause, "sink_pause": sink_pause, "wall_seconds": wall_seconds,
     }
     result = run_bench(build, manifest["axi"]["top"], BENCH_MODULE, config, run_dir,

@@ -164,11 +164,15 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
             if dense_inv_h:
                 dsp += n_in * dsp_tiles(w_s, w_inv + 1, family)
                 lut["split"] += n_in * _split_adder_bits(w_s, w_inv + 1, family)
-        # update: g * B per (input, bank, output), c - 2^-s g B at full precision, the coef_t cast
-        f_delta = fg + fb + spec.lr_shift
+        # update: g * B per (input, bank, output), c - 2^-s g B at full precision (of the largest run-time
+        # shift, g B moved up by the shifter when there is a range), the coef_t cast
+        span = spec.lr_shift_max - spec.lr_shift
+        f_delta = fg + fb + spec.lr_shift_max
         f_full = max(fc, f_delta)
-        w_full = max(wc + f_full - fc, wg + wb + 1 + f_full - f_delta) + 2
+        w_full = max(wc + f_full - fc, wg + wb + 1 + f_full - f_delta + span) + 2
         lut["adders"] += n_in * banks * n_out * w_full
+        if span:
+            lut["mux"] += n_in * banks * n_out * w_full
         _cast(lut, n_in * banks * n_out, w_full, wc)
         dsp += n_in * banks * n_out * dsp_tiles(wg, wb + 1, family)
         lut["split"] += n_in * banks * n_out * _split_adder_bits(wg, wb + 1, family)

@@ -62,13 +62,13 @@ def _sum_growth(terms: int) -> int:
     return math.ceil(math.log2(max(terms, 1))) + 1
 
 
-def _update_type(coef_t: FixedType, g_t: FixedType, other: FixedType, lr_shift: int) -> ExactType:
-    """Exact type of c - 2^-s * g * v for c: coef_t, g: g_t, v: other (an input or a basis value)."""
-    frac = max(coef_t.frac, g_t.frac + other.frac + lr_shift)
+def _update_type(coef_t: FixedType, g_t: FixedType, other: FixedType, lr_shift: int, lr_shift_max: int) -> ExactType:
+    """Exact type of c - 2^-s * g * v for c: coef_t, g: g_t, v: other (an input or a basis value), any s in lr_shift..lr_shift_max."""
+    frac = max(coef_t.frac, g_t.frac + other.frac + lr_shift_max)
     # |c| <= 2^(I_c - 1), |2^-s g v| <= 2^(I_g + I_v - 1 - s): the difference needs one bit more
     # than the larger; the doc's width (W_coef + max(0, F_delta - F_coef) + 2) is kept as a floor.
     int_bits = max(coef_t.int_bits, g_t.int_bits + max(other.int_bits, 1) - lr_shift) + 1
-    width = max(int_bits + frac, coef_t.width + max(0, g_t.frac + other.frac + lr_shift - coef_t.frac) + 2)
+    width = max(int_bits + frac, coef_t.width + max(0, g_t.frac + other.frac + lr_shift_max - coef_t.frac) + 2)
     return ExactType(width, frac)
 
 
@@ -80,7 +80,7 @@ def kan_layer_types(spec: KANSpec, layer: int) -> KANLayerTypes:
     fwd = ExactType(spec.basis_t.width + spec.coef_t.width + growth, spec.basis_t.frac + spec.coef_t.frac)
     dacc = ExactType(spec.dbasis_t.width + spec.coef_t.width + growth, spec.dbasis_t.frac + spec.coef_t.frac)
     bwd = ExactType(g_t.width + spec.dphi_t.width + growth, g_t.frac + spec.dphi_t.frac)
-    return KANLayerTypes(g_t, fwd, dacc, bwd, _update_type(spec.coef_t, g_t, spec.basis_t, spec.lr_shift))
+    return KANLayerTypes(g_t, fwd, dacc, bwd, _update_type(spec.coef_t, g_t, spec.basis_t, spec.lr_shift, spec.lr_shift_max))
 
 
 def mlp_layer_types(spec: MLPSpec, layer: int) -> MLPLayerTypes:
@@ -91,4 +91,4 @@ def mlp_layer_types(spec: MLPSpec, layer: int) -> MLPLayerTypes:
     # n_in products and the bias: the same bound as MLPSpec's check of the dense accumulator.
     acc = ExactType(spec.coef_t.width + spec.act_t.width + _sum_growth(n_in + 1) + 1, spec.coef_t.frac + spec.act_t.frac)
     bwd = ExactType(g_t.width + spec.coef_t.width + _sum_growth(n_out), g_t.frac + spec.coef_t.frac)
-    return MLPLayerTypes(g_t, acc, bwd, _update_type(spec.coef_t, g_t, spec.act_t, spec.lr_shift))
+    return MLPLayerTypes(g_t, acc, bwd, _update_type(spec.coef_t, g_t, spec.act_t, spec.lr_shift, spec.lr_shift_max))

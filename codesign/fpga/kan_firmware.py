@@ -92,7 +92,7 @@ def _parameters(spec: KANSpec) -> str:
         inv_h_raw=g.inv_h_raw, inv_h_frac=g.inv_h_frac, inv_h_bits=inv_bits,
         n_in=spec.n_inputs, n_out=spec.n_outputs, n_layers=len(spec.layer_shapes),
         grid_size=spec.grid_size, spline_order=spec.spline_order,
-        bank_depth=-(-spec.n_coef // (spec.spline_order + 1)), lr_shift=spec.lr_shift,
+        bank_depth=-(-spec.n_coef // (spec.spline_order + 1)), lr_shift=spec.lr_shift, lr_shift_max=spec.lr_shift_max,
         n_state=spec.num_parameters, lo_raw=g.lo_raw, u_shift=g.u_shift, u_max=g.u_max,
         layer_configs=join_blocks((_layer_config(spec, l) for l in range(len(spec.layer_shapes))), "\n\n"),
     )

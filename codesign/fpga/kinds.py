@@ -37,6 +37,7 @@ class FpgaKind:
     expected_timing: Callable[[Any], Any]  # spec -> the HLS top's expected codesign.fpga.timing.Timing
     resource_features: Callable[[Any, Any, str], dict[str, dict[str, float]]]  # (spec, pipeline, family) -> estimator features
     stage_features: Callable[[Any, Any, dict[str, float]], list[dict[str, float]]]  # (spec, pipeline, coefficients) -> path ends
+    runtime_lr: bool = False  # the core takes lr_up, a run-time learning-rate shift (the spec's lr_shift_span)
 
     @property
     def name(self) -> str:
@@ -90,15 +91,17 @@ def _register_builtin_kinds() -> None:
     register_fpga_kind(FpgaKind(
         kind=kind_named("kan"), firmware=kan_firmware,
         rtl_library=("mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "const_mult.sv", "adder_tree.sv", "online_control.sv",
-                     "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_host.sv", "kan_online.sv"),
+                     "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv", "kan_host.sv", "flag_count.sv",
+                     "kan_online.sv"),
         phase_cuts=True, coefficient_port=True,
         core_parameters=rtl_emit.kan_core_parameters, write_memories=rtl_emit.write_kan_memories,
         state_description=rtl_emit.kan_state_description, expected_timing=timing.kan_timing,
-        resource_features=estimate.kan_features, stage_features=estimate.kan_stage_features,
+        resource_features=estimate.kan_features, stage_features=estimate.kan_stage_features, runtime_lr=True,
     ))
     register_fpga_kind(FpgaKind(
         kind=kind_named("mlp"), firmware=mlp_firmware,
-        rtl_library=("mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "mlp_online.sv"),
+        rtl_library=("mem_names.svh", "pipe_reg.sv", "fixed_cast.sv", "online_control.sv", "mlp_layer.sv", "flag_count.sv",
+                     "mlp_online.sv"),
         phase_cuts=False, coefficient_port=False,
         core_parameters=rtl_emit.mlp_core_parameters, write_memories=rtl_emit.write_mlp_memories,
         state_description=rtl_emit.mlp_state_description, expected_timing=timing.mlp_timing,

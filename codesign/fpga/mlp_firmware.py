@@ -69,7 +69,7 @@ def _parameters(spec: MLPSpec) -> str:
         _t("parameters.h"), version=__version__, spec_line=json.dumps(spec.to_dict()),
         act_t=spec.act_t, coef_t=spec.coef_t, err_t=spec.err_t, grad_t=spec.grad_t,
         one_t=f"ap_fixed<{max(spec.act_t.frac, 0) + 2},2>",
-        n_in=spec.n_inputs, n_out=spec.n_outputs, n_layers=len(spec.layer_shapes), lr_shift=spec.lr_shift,
+        n_in=spec.n_inputs, n_out=spec.n_outputs, n_layers=len(spec.layer_shapes), lr_shift=spec.lr_shift, lr_shift_max=spec.lr_shift_max,
         n_state=spec.num_parameters, activation=f"activation_{spec.activation}",
         layer_configs=join_blocks((_layer_config(spec, l) for l in range(len(spec.layer_shapes))), "\n\n"),
     )

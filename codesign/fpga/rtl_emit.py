@@ -112,6 +112,7 @@ def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
     params.update(_type_params("ERR", spec.err_t))
     params.update(_type_params("GRAD", spec.grad_t))
     params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
+    params["LR_SPAN"] = spec.lr_shift_span  # run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (the AXI shell's LR_SHIFT)
     return params
 
 
@@ -236,12 +237,18 @@ def _core_instance(core: str, params: dict[str, int | str], connections: dict[st
                       connections=",\n".join(f"      {r}" for r in rows)).rstrip("\n")
 
 
+def lr_shift_range(spec: KANSpec | MLPSpec) -> tuple[int, int]:
+    """The learning-rate shifts the AXI shell's LR_SHIFT takes: the spec's run-time range (only lr_shift without one)."""
+    return spec.lr_shift, spec.lr_shift_max
+
+
 def _top_text(kind: FpgaKind, params: dict[str, int | str]) -> str:
     """The bare top: the core with the HLS top's ports (rtl/templates/learner_top.sv)."""
     core_instance = _core_instance(kind.core, params, {
         "ap_clk": "ap_clk", "ap_rst": "ap_rst", "ap_start": "ap_start", "ap_done": "ap_done", "ap_idle": "ap_idle",
         "ap_ready": "ap_ready", "x": "x", "x_ap_vld": "x_ap_vld", "y": "y", "y_ap_vld": "y_ap_vld", "train": "train",
-        "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld",
+        "y_hat": "y_hat", "y_hat_ap_vld": "y_hat_ap_vld", "overflows": "",
+        **({"lr_up": f"3'd{params['LR_SPAN']}"} if kind.runtime_lr else {}),  # the build's lr_shift
         **({"coef_hold": "1'b0", "coef_addr": "28'd0", "coef_we": "1'b0", "coef_wdata": "'0", "coef_rdata": ""}
            if kind.coefficient_port else {}),
     })
@@ -260,6 +267,7 @@ def _axi_top_text(kind: FpgaKind, params: dict[str, int | str], layout: StreamLa
         "ap_clk": "aclk", "ap_rst": "core_rst", "ap_start": "core_start", "ap_done": "core_done",
         "ap_idle": "core_idle", "ap_ready": "core_ready", "x": "core_x", "x_ap_vld": "1'b1", "y": "core_y",
         "y_ap_vld": "1'b1", "train": "core_train", "y_hat": "core_y_hat", "y_hat_ap_vld": "core_y_hat_vld",
+        "overflows": "core_overflows", **({"lr_up": "core_lr_up"} if kind.runtime_lr else {}),
         **({"coef_hold": "core_coef_hold", "coef_addr": "core_coef_addr", "coef_we": "core_coef_we", "coef_wdata": "core_coef_wdata",
             "coef_rdata": "core_coef_rdata"} if kind.coefficient_port else {}),
     }, host_port=has_coef)
@@ -268,6 +276,7 @@ def _axi_top_text(kind: FpgaKind, params: dict[str, int | str], layout: StreamLa
         "learner_axi_top.sv", core=kind.core, version=__version__, s_msb=layout.s_width - 1, m_msb=layout.m_width - 1,
         x_msb=n_in * w - 1, y_msb=n_out * w - 1, coef_msb=w_coef - 1, n_in=n_in, n_out=n_out, w_act=w, f_act=f_act,
         w_coef=w_coef, f_coef=int(params["F_COEF"]), has_coef=int(has_coef), coefficient_tie=tie, core_instance=core_instance,
+        lr_shift=int(params["LR_SHIFT"]), lr_span=int(params.get("LR_SPAN", 0)),
     )
 
 
@@ -319,7 +328,9 @@ def emit_rtl(
     # COEF_ADDR's fields reach m, i, o < 256 and COEF_DATA is 32 bits wide
     has_coef = kind.coefficient_port and spec.n_coef <= 256 and max(spec.widths) <= 256 and spec.coef_t.width <= 32
     (out_dir / f"{axi_top}.sv").write_text(_axi_top_text(kind, params, layout, spec.act_t.frac, has_coef))
-    register_docs = write_register_docs(out_dir, layout, spec.act_t.frac, spec.coef_t.width, spec.coef_t.frac, has_coef)
+    lr_range = lr_shift_range(spec)
+    register_docs = write_register_docs(out_dir, layout, spec.act_t.frac, spec.coef_t.width, spec.coef_t.frac, has_coef,
+                                        lr_range)
     manifest = {
         "format": "codesign-rtl-manifest/1",
         "generator": f"codesign {__version__}",
@@ -340,7 +351,7 @@ def emit_rtl(
             "sources": [n for n in sources if n != f"{top}.sv"] + ["learner_axi.sv", f"{axi_top}.sv"],
             "s_axis_width": layout.s_width, "m_axis_width": layout.m_width, "train_bit": layout.train_bit,
             "element_width": layout.w_act, "n_in": layout.n_in, "n_out": layout.n_out,
-            "register_docs": register_docs, "coefficient_access": has_coef,
+            "register_docs": register_docs, "coefficient_access": has_coef, "lr_shift_range": list(lr_range),
             "reset": "aresetn, synchronous, active low: the learner's ap_rst; also drops a prediction not yet taken",
         },
         "reset": "synchronous, active high: drops the sample in flight unless its update is already "

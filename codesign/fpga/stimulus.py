@@ -28,6 +28,7 @@ from typing import cast
 import numpy as np
 
 from codesign.kan.kinds import kind_of
+from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner, stream_options
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import make_stream
@@ -48,6 +49,9 @@ class Stimulus:
     task_samples: int
     corner_samples: int
     seed: int
+    # (n,) the learning-rate shift of each sample, in the spec's run-time range (the AXI tops' lr_shift);
+    # None: the spec's lr_shift for all. Only the AXI top's testbench can follow one (the plain top's is fixed)
+    lr_shifts: np.ndarray | None = None
 
     @property
     def samples(self) -> int:
@@ -64,6 +68,7 @@ class Reference:
     state: np.ndarray  # final state, flat, in the testbench's read-back order
     state_names: list[str]
     seconds: float
+    saturations: int  # casts that overflowed their type over the stream (codesign.kan.profiler.cast_overflows)
 
 
 def adapt_columns(a: np.ndarray, n: int) -> np.ndarray:
@@ -120,16 +125,20 @@ def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleT
     """Run the bit-exact Python learner (initial state from the stimulus seed, or ``initial``: raw
     coefficients from --init) over the stimulus; ``firmware`` says how to read the learner's state."""
     learner = make_learner(spec, seed=stimulus.seed, initial=initial)
-    initial = firmware.learner_state(learner)
+    counting = make_learner(spec, seed=stimulus.seed, initial=initial)
+    start_state = firmware.learner_state(learner)
     start = time.perf_counter()
-    pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train)
+    pred = learner.run_raw(stimulus.x, stimulus.y, stimulus.train, lr_shifts=stimulus.lr_shifts)
     seconds = time.perf_counter() - start
     final = firmware.flat_state(firmware.learner_state(learner))
-    return Reference(initial, pred, final, firmware.state_names(spec), seconds)
+    # the same run profiled (timed apart from it) for the overflow count of the AXI tops' SATURATIONS
+    stats = counting.new_stats()
+    counting.run_raw(stimulus.x, stimulus.y, stimulus.train, stats=stats, lr_shifts=stimulus.lr_shifts)
+    return Reference(start_state, pred, final, firmware.state_names(spec), seconds, cast_overflows(counting, stats))
 
 
 def write_tb_data(folder: Path, stimulus: Stimulus, reference: Reference) -> None:
-    """The testbench's input files: stimulus.txt, expected_predictions.txt, expected_state.txt."""
+    """The testbench's input files: stimulus.txt, expected_predictions.txt, expected_state.txt, expected_saturations.txt."""
     folder.mkdir(parents=True, exist_ok=True)
     n_in, n_out = stimulus.x.shape[1], stimulus.y.shape[1]
     header = (
@@ -144,3 +153,9 @@ def write_tb_data(folder: Path, stimulus: Stimulus, reference: Reference) -> Non
     with open(folder / "expected_state.txt", "w") as f:
         f.write("# the learner state after the stream: name raw\n")
         f.writelines(f"{name} {int(v)}\n" for name, v in zip(reference.state_names, reference.state))
+    with open(folder / "expected_saturations.txt", "w") as f:
+        f.write("# casts of the Python reference that overflowed their type over the stream (the AXI top's saturations)\n")
+        f.write(f"{reference.saturations}\n")
+    if stimulus.lr_shifts is not None:  # only the AXI top's testbench applies them (the plain top's shift is fixed)
+        np.savetxt(folder / "lr_shifts.txt", stimulus.lr_shifts, fmt="%d",
+                   header="the learning-rate shift of each sample, written to the AXI top's lr_shift")

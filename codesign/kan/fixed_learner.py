@@ -134,13 +134,13 @@ class KANLearner(OnlineLearner):
         return [self.spec.coef_t.to_float(c) for c in self.coefficients_raw()]
 
     def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
-                stats: np.ndarray | None = None) -> np.ndarray:
-        """Stream raw act_t integers (n, n_in), (n, n_out) through the learner; returns raw predictions."""
+                stats: np.ndarray | None = None, lr_shifts: int | np.ndarray | None = None) -> np.ndarray:
+        """Stream raw act_t integers (n, n_in), (n, n_out) through the learner (a shift per sample); returns raw predictions."""
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
         stats = np.zeros((0, 5)) if stats is None else stats
         _kan_stream(
             x_raw, y_raw, train_arr, self.coef, widths, self.offsets, self.spec.n_coef,
-            self.brom, self.drom, self.types, self.grid, self.spec.lr_shift, pred,
+            self.brom, self.drom, self.types, self.grid, self._lr_shifts(lr_shifts, x_raw.shape[0]), pred,
             stats, self._signal_bases(),
         )
         return pred
@@ -148,7 +148,7 @@ class KANLearner(OnlineLearner):
 
 @njit(cache=True)
 def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
-                n_coef: int, brom: np.ndarray, drom: np.ndarray, types: np.ndarray, grid: np.ndarray, lr_shift: int,
+                n_coef: int, brom: np.ndarray, drom: np.ndarray, types: np.ndarray, grid: np.ndarray, lr_shifts: np.ndarray,
                 pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§7).
 
@@ -193,5 +193,5 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
                 read_rom(addrs, drom, dbasis, l, n_in)
                 layer_input_gradient(windows, dbasis, clamped, grads, l, n_in, n_out, f_g, types, grid, stats, sig[l, 2],
                                      sig[l, 3], t)
-            layer_update(coef, cells, windows, basis, grads, l, offsets[l], n_in, n_out, n_coef, f_g, lr_shift, types,
+            layer_update(coef, cells, windows, basis, grads, l, offsets[l], n_in, n_out, n_coef, f_g, lr_shifts[t], types,
                          stats, sig[l, 4], t)

@@ -117,12 +117,25 @@ class OnlineLearner(ABC):
 
     @abstractmethod
     def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
-                stats: np.ndarray | None = None) -> np.ndarray:
+                stats: np.ndarray | None = None, lr_shifts: int | np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs).
 
         With a stats table (rows = signal_names(), columns = STAT_COLUMNS, first_saturation
-        preset to -1) every named signal's range and overflows are recorded in it.
+        preset to -1) every named signal's range and overflows are recorded in it. ``lr_shifts``:
+        the learning-rate shift of every sample (or one for all), each in the spec's run-time range
+        lr_shift .. lr_shift_max (the AXI shell's LR_SHIFT); None: lr_shift.
         """
+
+    def _lr_shifts(self, lr_shifts: int | np.ndarray | None, n: int) -> np.ndarray:
+        """Per-sample learning-rate shifts, checked against the spec's run-time range."""
+        spec = self.spec
+        shifts = np.broadcast_to(np.asarray(spec.lr_shift if lr_shifts is None else lr_shifts, dtype=np.int64), (n,)).copy()
+        bad = (shifts < spec.lr_shift) | (shifts > spec.lr_shift_max)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"learning-rate shift {int(shifts[k])} at sample {k} is outside the spec's run-time range "
+                             f"{spec.lr_shift}..{spec.lr_shift_max}")
+        return shifts
 
     def _kernel_arrays(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray) -> tuple[np.ndarray, ...]:
         """What every kernel takes: contiguous int64 samples and targets, train flags, an empty

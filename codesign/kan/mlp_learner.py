@@ -86,9 +86,13 @@ class MLPLearner(OnlineLearner):
         return out
 
     def run_raw(self, x_raw: np.ndarray, y_raw: np.ndarray, train: bool | np.ndarray = True,
-                stats: np.ndarray | None = None) -> np.ndarray:
-        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs)."""
+                stats: np.ndarray | None = None, lr_shifts: int | np.ndarray | None = None) -> np.ndarray:
+        """Stream raw act_t integers through the learner; returns raw predictions (n, n_outputs).
+
+        The MLP's learning-rate shift is fixed: lr_shifts may only repeat the spec's lr_shift.
+        """
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
+        self._lr_shifts(lr_shifts, x_raw.shape[0])
         stats = np.zeros((0, 5)) if stats is None else stats
         _mlp_stream(
             x_raw, y_raw, train_arr, self.weights, widths, self.offsets, self.types, self.activation,

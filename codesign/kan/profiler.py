@@ -22,7 +22,7 @@ from codesign.kan.run import make_learner
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.tasks import TaskStream, online_metrics
 
-__all__ = ["SignalStats", "Profile", "profile_stream", "TypeProposal", "propose_types", "signal_type"]
+__all__ = ["SignalStats", "Profile", "profile_stream", "TypeProposal", "propose_types", "signal_type", "cast_overflows"]
 
 # Which spec type each signal kind is cast to ("grid_in" is the grid clamp, not a cast).
 _KIND_TYPE = {
@@ -45,6 +45,14 @@ def signal_type(name: str) -> str:
     """The spec field a named signal is cast to, e.g. 'layer1.out[o=2]' -> 'act_t'."""
     kind = re.sub(r"\[.*$", "", name).split(".")[-1]
     return _KIND_TYPE[kind]
+
+
+def cast_overflows(learner: OnlineLearner, stats: np.ndarray) -> int:
+    """The overflows a run_raw() stats table recorded over the learner's casts (its grid clamps left out).
+
+    What the AXI shell's SATURATIONS register counts over the same samples (codesign/fpga/axi.py).
+    """
+    return int(sum(row[2] for name, row in zip(learner.signal_names(), stats) if signal_type(name) != "grid_range"))
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,11 @@ class _LearnerSpecBase:
     clock_mhz: float
 
     @property
+    def lr_shift_max(self) -> int:
+        """The largest learning-rate shift the learner takes at run time (lr_shift: a fixed shift)."""
+        return self.lr_shift
+
+    @property
     def n_inputs(self) -> int:
         """Width of the input sample."""
         return self.widths[0]
@@ -136,15 +141,27 @@ class KANSpec(_LearnerSpecBase):
     err_t: FixedType = spec_field(rule=_ERR_T, factory=lambda: default_type(16, 6))
     grad_t: FixedType = spec_field(rule=_GRAD_T, factory=lambda: default_type(16, 6))
     lr_shift: int = spec_field(4, _LR_SHIFT)
+    lr_shift_span: int = spec_field(0, IntRule(
+        "run-time learning-rate shifts: the AXI shell's LR_SHIFT register takes lr_shift .. lr_shift + span (a smaller "
+        "learning rate than the build's, never a larger one); 0: the shift is fixed and no shifter is built", "shifts",
+        low=0, high=7))
     clock_mhz: float = spec_field(250.0, _CLOCK_MHZ)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.lr_shift + self.lr_shift_span > _LR_SHIFT.high:
+            raise ValueError(f"lr_shift + lr_shift_span = {self.lr_shift + self.lr_shift_span}: the largest learning-rate "
+                             f"shift is {_LR_SHIFT.high}")
         lo, hi = self.grid_range
         for v in (lo, hi):
             if float(self.act_t.to_float(self.act_t.quantize([v]))[0]) != v:
                 raise ValueError(f"grid_range={self.grid_range!r}: {v} is not exactly representable in act_t={self.act_t}")
         self._check_exact_widths()
+
+    @property
+    def lr_shift_max(self) -> int:
+        """The largest learning-rate shift of the run-time range (lr_shift when the shift is fixed)."""
+        return self.lr_shift + self.lr_shift_span
 
     @property
     def n_coef(self) -> int:
@@ -195,7 +212,9 @@ class KANSpec(_LearnerSpecBase):
         checks = {
             "(x - lo) * inv_h": self.act_t.width + 1 + g.inv_h_raw.bit_length(),
             "forward accumulator": self.basis_t.width + self.coef_t.width + sum_bits,
-            "coefficient update": max(_update_bits(self.coef_t, gt, self.basis_t, self.lr_shift) for gt in g_types),
+            # at the common fraction bits of the largest shift, the product term of the smallest is span bits wider
+            "coefficient update": max(_update_bits(self.coef_t, gt, self.basis_t, self.lr_shift_max) for gt in g_types)
+            + self.lr_shift_span,
             "derivative accumulator": self.dbasis_t.width + self.coef_t.width + sum_bits,
             "input gradient": max(gt.width for gt in g_types) + self.dphi_t.width + sum_bits + g.inv_h_raw.bit_length(),
         }

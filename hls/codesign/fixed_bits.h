@@ -57,6 +57,36 @@ struct floor_shift<SHIFT, false> {
   }
 };
 
+// Overflow counts of the casts (the AXI top's SATURATIONS register): a cast overflows when the
+// value, rounded as the target type rounds, lies outside the type's range, whatever its overflow
+// mode then does (the Python reference's probe). The learners' functions take a COUNT:
+// no_overflow_count builds nothing (the plain top), overflow_count adds the overflows up.
+struct no_overflow_count {
+  void add(bool) {}
+};
+
+struct overflow_count {
+  unsigned n;
+  overflow_count() : n(0) {}
+  void add(bool overflowed) {
+#pragma HLS INLINE
+    n += overflowed ? 1u : 0u;
+  }
+};
+
+// T(v), the assignment; when counted, overflows.add(whether it overflowed T): the same rounding
+// into a signed type two integer bits wider than both, which nothing overflows, differs from T(v)
+// exactly then.
+template <class T, class COUNT, int W, int I, bool S, ap_q_mode Q, ap_o_mode O, int N>
+T cast_counted(const ap_fixed_base<W, I, S, Q, O, N>& v, COUNT& overflows, bool counted = true) {
+#pragma HLS INLINE
+  const T r = v;
+  enum { F_T = T::width - T::iwidth, I_WIDE = (I > T::iwidth ? I : T::iwidth) + 2 };
+  const ap_fixed<I_WIDE + F_T, I_WIDE, T::qmode, AP_SAT> wide = v;
+  overflows.add(counted && wide != r);
+  return r;
+}
+
 }  // namespace codesign
 
 #endif  // CODESIGN_FIXED_BITS_H_

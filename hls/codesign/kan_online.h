@@ -92,9 +92,11 @@ read_window_inputs:
 }
 
 // y_o = cast_act_t(sum_i sum_j B_j(a_i) * c[o][i][cell_i + j]): (k + 1) MACs per edge, exact sum.
-template <class CFG>
+// COUNT counts the casts' overflows (fixed_bits.h); the overload without it counts nothing.
+template <class CFG, class COUNT>
 void layer_forward(const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
-                   const typename CFG::basis_t basis[CFG::n_in][CFG::k1], typename CFG::act_t y[CFG::n_out]) {
+                   const typename CFG::basis_t basis[CFG::n_in][CFG::k1], typename CFG::act_t y[CFG::n_out],
+                   COUNT& overflows) {
 #pragma HLS INLINE
   typedef typename CFG::fwd_acc_t acc_t;
 layer_forward_outputs:
@@ -110,17 +112,26 @@ layer_forward_outputs:
         acc += basis[i][j] * window[o][i][j];
       }
     }
-    y[o] = acc;  // cast_act_t: the layer's one rounding and saturation
+    y[o] = cast_counted<typename CFG::act_t>(acc, overflows);  // cast_act_t: the layer's one rounding and saturation
   }
 }
 
-// g_i = cast_grad_t(sum_o g_o * cast_dphi_t(sum_j D_j(a_i) * c[o][i][cell_i + j]) * 1/h),
-// or 0 for a clamped input. Uses the window read before this sample's update.
 template <class CFG>
+void layer_forward(const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
+                   const typename CFG::basis_t basis[CFG::n_in][CFG::k1], typename CFG::act_t y[CFG::n_out]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  layer_forward<CFG>(window, basis, y, none);
+}
+
+// g_i = cast_grad_t(sum_o g_o * cast_dphi_t(sum_j D_j(a_i) * c[o][i][cell_i + j]) * 1/h),
+// or 0 for a clamped input. Uses the window read before this sample's update. The casts of a
+// clamped input are not counted (the reference does not make them).
+template <class CFG, class COUNT>
 void layer_input_gradient(const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
                           const typename CFG::dbasis_t dbasis[CFG::n_in][CFG::k1],
                           const bool clamped[CFG::n_in], const typename CFG::g_t g_out[CFG::n_out],
-                          typename CFG::grad_t g_in[CFG::n_in]) {
+                          typename CFG::grad_t g_in[CFG::n_in], COUNT& overflows) {
 #pragma HLS INLINE
   typename CFG::inv_h_t inv_h;
   set_raw(inv_h, CFG::inv_h_raw);
@@ -137,23 +148,37 @@ layer_input_gradient_inputs:
 #pragma HLS UNROLL
         dacc += dbasis[i][j] * window[o][i][j];
       }
-      const typename CFG::dphi_t dphi = dacc;  // cast_dphi_t: d phi / dt of edge (o, i)
+      const typename CFG::dphi_t dphi =
+          cast_counted<typename CFG::dphi_t>(dacc, overflows, !clamped[i]);  // cast_dphi_t: d phi / dt of edge (o, i)
       s += g_out[o] * dphi;
     }
     // The chain rule through t = (x - lo) / h contributes 1/h (not k/h).
-    const typename CFG::grad_t g = s * inv_h;  // cast_grad_t of the exact product
+    const typename CFG::grad_t g = cast_counted<typename CFG::grad_t>(s * inv_h, overflows, !clamped[i]);  // cast_grad_t
     g_in[i] = clamped[i] ? typename CFG::grad_t(0) : g;
   }
 }
 
+template <class CFG>
+void layer_input_gradient(const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
+                          const typename CFG::dbasis_t dbasis[CFG::n_in][CFG::k1],
+                          const bool clamped[CFG::n_in], const typename CFG::g_t g_out[CFG::n_out],
+                          typename CFG::grad_t g_in[CFG::n_in]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  layer_input_gradient<CFG>(window, dbasis, clamped, g_out, g_in, none);
+}
+
 // c[o][i][cell_i + j] = cast_coef_t(c - 2^-lr_shift * g_o * B_j(a_i)) for the k + 1 active
 // coefficients of every edge, written back to the bank each was read from.
-template <class CFG>
+// With CFG::lr_span > 0 the shift is CFG::lr_shift + CFG::lr_span - lr_up (the AXI top's run-time
+// shift): g * b moved up lr_up bits, read at the largest shift's fraction bits, is the same exact
+// value as at the shift's own, so the cast is too (docs/arithmetic.md §6).
+template <class CFG, class COUNT>
 void layer_update(typename CFG::coef_t coef[CFG::n_out][CFG::n_in][CFG::k1][CFG::bank_depth],
                   const typename CFG::cell_t cell[CFG::n_in],
                   const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
                   const typename CFG::basis_t basis[CFG::n_in][CFG::k1],
-                  const typename CFG::g_t g_out[CFG::n_out]) {
+                  const typename CFG::g_t g_out[CFG::n_out], COUNT& overflows, unsigned lr_up = 0) {
 #pragma HLS INLINE
 layer_update_inputs:
   for (int i = 0; i < CFG::n_in; i++) {
@@ -167,11 +192,30 @@ layer_update_inputs:
       for (int o = 0; o < CFG::n_out; o++) {
 #pragma HLS UNROLL
         // g * b is exact; reading it with lr_shift more fractional bits multiplies by 2^-lr_shift.
-        const typename CFG::upd_t full = window[o][i][j] - scale_down<CFG::lr_shift>(g_out[o] * basis[i][j]);
-        coef[o][i][b][row] = full;  // cast_coef_t
+        typename CFG::upd_t full;
+        if (CFG::lr_span == 0) {
+          full = window[o][i][j] - scale_down<CFG::lr_shift>(g_out[o] * basis[i][j]);
+        } else {
+          auto gb = g_out[o] * basis[i][j];
+          ap_fixed<decltype(gb)::width + CFG::lr_span, decltype(gb)::iwidth + CFG::lr_span> up = gb;
+          up <<= lr_up;  // exact: lr_up <= lr_span
+          full = window[o][i][j] - scale_down<CFG::lr_shift + CFG::lr_span>(up);
+        }
+        coef[o][i][b][row] = cast_counted<typename CFG::coef_t>(full, overflows);  // cast_coef_t
       }
     }
   }
+}
+
+template <class CFG>
+void layer_update(typename CFG::coef_t coef[CFG::n_out][CFG::n_in][CFG::k1][CFG::bank_depth],
+                  const typename CFG::cell_t cell[CFG::n_in],
+                  const typename CFG::coef_t window[CFG::n_out][CFG::n_in][CFG::k1],
+                  const typename CFG::basis_t basis[CFG::n_in][CFG::k1],
+                  const typename CFG::g_t g_out[CFG::n_out]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  layer_update<CFG>(coef, cell, window, basis, g_out, none);
 }
 
 #ifndef __SYNTHESIS__

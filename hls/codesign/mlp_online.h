@@ -29,9 +29,10 @@ namespace mlp_online {
 enum activation_kind { activation_relu = 0, activation_hardtanh = 1 };
 
 // z_o = cast_act_t(sum_i w_oi * x_i + b_o) (exact sum), x'_o = act(z_o) on hidden layers.
-template <class CFG>
+// COUNT counts the casts' overflows (fixed_bits.h); the overload without it counts nothing.
+template <class CFG, class COUNT>
 void dense_forward(const typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1], const typename CFG::act_t x[CFG::n_in],
-                   typename CFG::act_t z[CFG::n_out], typename CFG::act_t y[CFG::n_out]) {
+                   typename CFG::act_t z[CFG::n_out], typename CFG::act_t y[CFG::n_out], COUNT& overflows) {
 #pragma HLS INLINE
   typedef typename CFG::one_t one_t;
   const one_t one = 1;
@@ -44,7 +45,7 @@ dense_forward_outputs:
 #pragma HLS UNROLL
       acc += w[o][i] * x[i];
     }
-    const typename CFG::act_t zo = acc;  // cast_act_t
+    const typename CFG::act_t zo = cast_counted<typename CFG::act_t>(acc, overflows);  // cast_act_t
     z[o] = zo;
     if (!CFG::hidden) {
       y[o] = zo;
@@ -58,6 +59,14 @@ dense_forward_outputs:
       y[o] = zo;
     }
   }
+}
+
+template <class CFG>
+void dense_forward(const typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1], const typename CFG::act_t x[CFG::n_in],
+                   typename CFG::act_t z[CFG::n_out], typename CFG::act_t y[CFG::n_out]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  dense_forward<CFG>(w, x, z, y, none);
 }
 
 // The output gradient through the activation: passes where ReLU's z > 0 or hardtanh's
@@ -80,9 +89,10 @@ activation_mask_outputs:
 }
 
 // g_i = cast_grad_t(sum_o g_o * w_oi) with the weights before this sample's update.
-template <class CFG>
+template <class CFG, class COUNT>
 void dense_input_gradient(const typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1],
-                          const typename CFG::g_t g_out[CFG::n_out], typename CFG::grad_t g_in[CFG::n_in]) {
+                          const typename CFG::g_t g_out[CFG::n_out], typename CFG::grad_t g_in[CFG::n_in],
+                          COUNT& overflows) {
 #pragma HLS INLINE
 dense_input_gradient_inputs:
   for (int i = 0; i < CFG::n_in; i++) {
@@ -93,14 +103,22 @@ dense_input_gradient_inputs:
 #pragma HLS UNROLL
       s += g_out[o] * w[o][i];
     }
-    g_in[i] = s;  // cast_grad_t
+    g_in[i] = cast_counted<typename CFG::grad_t>(s, overflows);  // cast_grad_t
   }
 }
 
-// w_oi = cast_coef_t(w_oi - 2^-lr_shift * g_o * x_i), b_o = cast_coef_t(b_o - 2^-lr_shift * g_o).
 template <class CFG>
+void dense_input_gradient(const typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1],
+                          const typename CFG::g_t g_out[CFG::n_out], typename CFG::grad_t g_in[CFG::n_in]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  dense_input_gradient<CFG>(w, g_out, g_in, none);
+}
+
+// w_oi = cast_coef_t(w_oi - 2^-lr_shift * g_o * x_i), b_o = cast_coef_t(b_o - 2^-lr_shift * g_o).
+template <class CFG, class COUNT>
 void dense_update(typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1], const typename CFG::act_t x[CFG::n_in],
-                  const typename CFG::g_t g_out[CFG::n_out]) {
+                  const typename CFG::g_t g_out[CFG::n_out], COUNT& overflows) {
 #pragma HLS INLINE
 dense_update_outputs:
   for (int o = 0; o < CFG::n_out; o++) {
@@ -110,11 +128,19 @@ dense_update_outputs:
 #pragma HLS UNROLL
       // g * x is exact; reading it with lr_shift more fractional bits multiplies by 2^-lr_shift.
       const typename CFG::upd_t full = w[o][i] - scale_down<CFG::lr_shift>(g_out[o] * x[i]);
-      w[o][i] = full;  // cast_coef_t
+      w[o][i] = cast_counted<typename CFG::coef_t>(full, overflows);  // cast_coef_t
     }
     const typename CFG::upd_t full = w[o][CFG::n_in] - scale_down<CFG::lr_shift>(g_out[o]);
-    w[o][CFG::n_in] = full;  // the bias sees a constant input of 1.0
+    w[o][CFG::n_in] = cast_counted<typename CFG::coef_t>(full, overflows);  // the bias sees a constant input of 1.0
   }
+}
+
+template <class CFG>
+void dense_update(typename CFG::coef_t w[CFG::n_out][CFG::n_in + 1], const typename CFG::act_t x[CFG::n_in],
+                  const typename CFG::g_t g_out[CFG::n_out]) {
+#pragma HLS INLINE
+  no_overflow_count none;
+  dense_update<CFG>(w, x, g_out, none);
 }
 
 #ifndef __SYNTHESIS__

@@ -37,9 +37,11 @@ module ${core}_axi #(
   logic [${x_msb}:0] core_x;
   logic [${y_msb}:0] core_y, core_y_hat;
   logic core_coef_hold;
+  logic [31:0] core_overflows;
+  logic [2:0] core_lr_up;
   logic [27:0] core_coef_addr;
   logic [${coef_msb}:0] core_coef_wdata, core_coef_rdata;
-  learner_axi #(.N_IN(${n_in}), .N_OUT(${n_out}), .W_ACT(${w_act}), .F_ACT(${f_act}), .W_COEF(${w_coef}), .F_COEF(${f_coef}), .HAS_COEF(${has_coef}), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (
+  learner_axi #(.N_IN(${n_in}), .N_OUT(${n_out}), .W_ACT(${w_act}), .F_ACT(${f_act}), .W_COEF(${w_coef}), .F_COEF(${f_coef}), .HAS_COEF(${has_coef}), .LR_SHIFT(${lr_shift}), .LR_SPAN(${lr_span}), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (
       .aclk(aclk),
       .aresetn(aresetn),
       .s_axis_tdata(s_axis_tdata),
@@ -71,7 +73,7 @@ module ${core}_axi #(
       .core_idle(core_idle), .core_x(core_x), .core_y(core_y), .core_train(core_train),
       .core_y_hat(core_y_hat), .core_y_hat_vld(core_y_hat_vld), .core_coef_addr(core_coef_addr),
       .core_coef_hold(core_coef_hold), .core_coef_we(core_coef_we), .core_coef_wdata(core_coef_wdata),
-      .core_coef_rdata(core_coef_rdata)
+      .core_coef_rdata(core_coef_rdata), .core_overflows(core_overflows), .core_lr_up(core_lr_up)
   );
 ${coefficient_tie}${core_instance}
 endmodule

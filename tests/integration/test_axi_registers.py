@@ -11,6 +11,7 @@ from codesign.fpga.axi import (
     SHELL_ID,
     LearnerAxiDriver,
     coef_address,
+    lr_shift_value,
     register_header,
     register_markdown,
     register_svh,
@@ -27,7 +28,7 @@ class FakeRegisters:
     def __init__(self, geometry: int, tdata: int):
         self.words = {r.offset: 0 for r in REGISTERS}
         self.words.update({0x00: SHELL_ID, 0x04: 1, 0x0C: 7, 0x10: 5, 0x14: 6, 0x18: geometry, 0x1C: tdata,
-                           0x28: 12 | (-4 & 0xFF) << 8 | 1 << 16})
+                           0x28: 12 | (-4 & 0xFF) << 8 | 1 << 16, 0x2C: 0xFFFFFFFE, 0x30: lr_shift_value(4, 7)})
         self.coefficients: dict[int, int] = {}  # COEF_ADDR word -> raw 12-bit coefficient
         self.writes: list[tuple[int, int]] = []
 
@@ -43,10 +44,12 @@ class FakeRegisters:
             self.coefficients[self.words[0x20]] = value & 0xFFF
         elif offset == 0x20:
             self.words[0x20] = value & 0x0FFFFFFF
+        if offset == 0x30 and 4 <= value & 0xFF <= 7:  # the shell ignores a shift outside MIN..MAX
+            self.words[0x30] = (self.words[0x30] & ~0xFF) | (value & 0xFF)
         if offset == 0x04:
             self.words[0x04] = value & 1
             if value & 2:
-                self.words.update({0x0C: 0, 0x10: 0, 0x14: 0})
+                self.words.update({0x0C: 0, 0x10: 0, 0x14: 0, 0x2C: 0})
 
 
 def test_the_checked_in_svh_is_the_generated_one():
@@ -83,12 +86,23 @@ def test_driver_reads_geometry_counters_and_writes_ctrl():
     driver = LearnerAxiDriver(regs.read32, regs.write32)
     driver.check_id()
     assert driver.layout() == layout and driver.f_act() == -2
-    assert driver.counters() == {"SAMPLES": 7, "UPDATES": 5, "PREDICTIONS": 6}
+    # SATURATIONS is a full 32-bit unsigned count (the word above 2^31 is not read as negative)
+    assert driver.counters() == {"SAMPLES": 7, "UPDATES": 5, "PREDICTIONS": 6, "SATURATIONS": 0xFFFFFFFE}
     assert driver.train_enable
     driver.train_enable = False
     assert regs.writes[-1] == (0x04, 0) and not driver.train_enable
     driver.clear_counters()
-    assert regs.writes[-1] == (0x04, 2) and driver.counters() == {"SAMPLES": 0, "UPDATES": 0, "PREDICTIONS": 0}
+    assert regs.writes[-1] == (0x04, 2)
+    assert driver.counters() == {"SAMPLES": 0, "UPDATES": 0, "PREDICTIONS": 0, "SATURATIONS": 0}
+    # LR_SHIFT: the range from its read-only fields; a shift outside it is refused before anything is written
+    assert driver.lr_shift_range() == (4, 7) and driver.lr_shift == 4
+    driver.lr_shift = 6
+    assert regs.writes[-1] == (0x30, 6) and driver.lr_shift == 6
+    writes = len(regs.writes)
+    for bad in (3, 8, True, 5.0):
+        with pytest.raises(ValueError, match="outside this build's range 4..7"):
+            driver.lr_shift = bad
+    assert len(regs.writes) == writes and driver.lr_shift == 6
     regs.words[0x00] = 0xDEADBEEF
     with pytest.raises(RuntimeError, match="0xDEADBEEF"):
         driver.check_id()
@@ -96,12 +110,14 @@ def test_driver_reads_geometry_counters_and_writes_ctrl():
 
 def test_markdown_and_header_carry_the_builds_values():
     layout = stream_layout(2, 1, 16)
-    table = register_markdown(layout, 10, 18, 12, True)
+    table = register_markdown(layout, 10, 18, 12, True, (3, 6))
     assert "| 0x18 | GEOMETRY | RO | 0x0A100102 |" in table and "train flag at bit 48" in table
-    assert "| 0x28 | COEF_FORMAT | RO | 0x00010C12 |" in table
-    header = register_header(layout, 10, 18, 12, True)
+    assert "| 0x28 | COEF_FORMAT | RO | 0x00010C12 |" in table and "| 0x2C | SATURATIONS | RO | 0 |" in table
+    header = register_header(layout, 10, 18, 12, True, (3, 6))
     defines = dict(re.findall(r"#define (\w+) (0x[0-9A-F]+|\d+)u", header))
     assert defines["LEARNER_AXI_CTRL"] == "0x04" and defines["LEARNER_AXI_CTRL_CLEAR_COUNTERS_MASK"] == "0x00000002"
+    assert defines["LEARNER_AXI_SATURATIONS"] == "0x2C" and defines["LEARNER_AXI_SHELL_ID"] == "0x4C524E03"
+    assert "| 0x30 | LR_SHIFT | RW | 0x00060303 |" in table and defines["LEARNER_AXI_LR_SHIFT_RESET"] == "0x00060303"
     assert defines["LEARNER_AXI_TRAIN_BIT"] == "48" and defines["LEARNER_AXI_TDATA_VALUE"] == f"0x{56 | 16 << 16:08X}"
 
 
@@ -117,6 +133,7 @@ def test_every_emitted_folder_has_the_axi_top_and_its_register_docs(spec, tmp_pa
     assert axi["s_axis_width"] % 8 == 0 and axi["train_bit"] == (spec.n_inputs + spec.n_outputs) * spec.act_t.width
     assert "LEARNER_AXI_GEOMETRY_VALUE" in (tmp_path / "learner_axi.h").read_text()
     assert axi["coefficient_access"] == (kind == "kan")
+    assert axi["lr_shift_range"] == [spec.lr_shift, spec.lr_shift]  # no run-time range by default
 
 
 def test_driver_addresses_reads_and_writes_coefficients():

@@ -2,8 +2,9 @@
 
 The project of a small KAN holds firmware/kan_online_axi.{h,cpp} and tb/kan_online_axi_test.cpp;
 the testbench packs each stimulus line into the RTL shell's sample word, streams it through the
-AXI top and compares every prediction word, the final state and the two counters, integer for
-integer. (The template is shared with the MLP, whose project is written the same way.)
+AXI top and compares every prediction word, the final state and the three counters (saturations
+against the reference's overflowed casts), integer for integer. The template is shared with the
+MLP, whose AXI top is run the same way.
 """
 
 from __future__ import annotations
@@ -50,3 +51,21 @@ def test_the_hls_axi_top_is_bit_exact_in_csim(project):
     result = run_csim(binary, out / "tb_data", log_name="csim_axi.log")
     assert result.bit_exact and result.mismatches == 0
     assert result.samples == 300 + CORNER_SAMPLES and result.state_values == spec.num_parameters
+    # SATURATIONS (checked against tb_data/expected_saturations.txt by the testbench) is not trivially 0
+    expected = int((out / "tb_data" / "expected_saturations.txt").read_text().split("\n")[1])
+    assert expected > 0 and f"saturations: {expected}\n" in (binary.parent / "csim_axi.log").read_text()
+
+
+def test_the_mlp_hls_axi_top_counts_saturations_in_csim(tmp_path):
+    from codesign.fpga import mlp_firmware
+    from codesign.kan.spec import MLPSpec
+
+    spec = MLPSpec()
+    stimulus = make_stimulus(spec, n_samples=200, seed=3)
+    reference = run_reference(spec, stimulus, mlp_firmware)
+    timing = rtl_schedule(spec, pipeline_timing(spec, resolve_pipeline(spec, "ii1")), "ii1")
+    write_project(tmp_path, spec, find_board("xcvu9p"), "xcvu9p", stimulus, reference, timing)
+    binary = compile_csim(tmp_path, "mlp_online", find_compiler(), find_ap_types(), top="_axi")
+    result = run_csim(binary, tmp_path / "tb_data", log_name="csim_axi.log")
+    assert result.bit_exact and result.mismatches == 0
+    assert reference.saturations > 0 and f"saturations: {reference.saturations}\n" in (binary.parent / "csim_axi.log").read_text()

@@ -39,6 +39,11 @@ def _python(v: np.ndarray, shape: tuple[int, int, int, int]) -> np.ndarray:
     return np.stack([fixed_cast_array(v, shift, w_out, bool(signed), q, o) for q in range(7) for o in range(4)], axis=1)
 
 
+def _python_wide(v: np.ndarray, shape: tuple[int, int, int, int]) -> np.ndarray:
+    """Each rounding mode into a 62-bit AP_SAT type, which no input here overflows (codesign.kan.learner_base.probe)."""
+    return np.stack([fixed_cast_array(v, shape[1], 62, True, q, 0) for q in range(7)], axis=1)
+
+
 @pytest.fixture(scope="module")
 def hls_fixed_cast(tmp_path_factory) -> ctypes.CDLL:
     shapes = " ".join(f"X({k},{w_in},{w_in - F_OUT - shift},{w_out},{w_out - F_OUT},{signed})"
@@ -69,6 +74,12 @@ def test_fixed_cast_python_equals_fixed_cast_sv(tmp_path_factory):
     out = run_module(["pipe_reg.sv", "fixed_cast.sv", bench_dir() / "fixed_cast_harness.sv"], "fixed_cast_harness",
                      params, {"v_all": pack(rows, 64)}, ["q_all"], tmp_path_factory.getbasetemp() / "ops_fixed_cast")
     sv = unpack(out["q_all"], 32, len(SHAPES) * N_MODES, False).reshape(n, len(SHAPES), N_MODES)
+    overflows = 0
     for k, shape in enumerate(SHAPES):
-        py = _python(rows[:, k], shape) & ((1 << shape[2]) - 1)  # the SV output is the raw bit pattern
-        assert_equal(f"shape {shape} (vector, mode q*4+o)", py, sv[:, k], "sv")
+        py = _python(rows[:, k], shape)
+        assert_equal(f"shape {shape} (vector, mode q*4+o)", py & ((1 << shape[2]) - 1), sv[:, k] & ((1 << 31) - 1), "sv")
+        # the overflow flag: the value differs from the same rounding into a type too wide to overflow
+        wide = np.repeat(_python_wide(rows[:, k], shape), 4, axis=1)
+        assert_equal(f"shape {shape} overflow (vector, mode q*4+o)", (py != wide).astype(np.int64), sv[:, k] >> 31, "sv")
+        overflows += int((py != wide).sum())
+    assert overflows > 0  # the extremes overflow every shape

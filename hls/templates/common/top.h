@@ -8,6 +8,11 @@
 // Predicts y_hat from x; when train is set, then learns from the target y (predict-then-update:
 // the next call sees this update).
 void ${top}(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT]);
+// The same, on the same state, also setting overflows to how many of the sample's casts overflowed
+// their type (docs/arithmetic.md; the AXI top's SATURATIONS register), at the learning-rate shift
+// LR_SHIFT_MAX - lr_up (LR_SHIFT .. LR_SHIFT_MAX: the AXI top's lr_shift).
+void ${top}_counted(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], unsigned& overflows,
+                    unsigned lr_up);
 
 #ifndef __SYNTHESIS__
 // C-simulation only: the learner's state (${state_what}) as raw integers, in the order of

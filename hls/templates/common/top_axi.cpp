@@ -5,15 +5,20 @@
 #include "codesign/fixed_bits.h"
 
 void ${learner}_axi(hls::stream<sample_word_t>& s_axis, hls::stream<prediction_word_t>& m_axis, bool train_enable,
-                    unsigned& samples, unsigned& updates) {
+                    unsigned& samples, unsigned& updates, unsigned& saturations, unsigned lr_shift) {
 #pragma HLS INTERFACE axis port=s_axis
 #pragma HLS INTERFACE axis port=m_axis
 #pragma HLS INTERFACE s_axilite port=train_enable bundle=control
 #pragma HLS INTERFACE s_axilite port=samples bundle=control
 #pragma HLS INTERFACE s_axilite port=updates bundle=control
+#pragma HLS INTERFACE s_axilite port=saturations bundle=control
+#pragma HLS INTERFACE s_axilite port=lr_shift bundle=control
 #pragma HLS INTERFACE s_axilite port=return bundle=control
   static unsigned n_samples = 0;
   static unsigned n_updates = 0;
+  static unsigned n_saturations = 0;
+  static unsigned lr_now = LR_SHIFT;  // the shift in use: a value outside LR_SHIFT .. LR_SHIFT_MAX is ignored
+  if (lr_shift >= (unsigned)LR_SHIFT && lr_shift <= (unsigned)LR_SHIFT_MAX) lr_now = lr_shift;
   const int w = act_t::width;
   const sample_word_t word = s_axis.read();
   act_t x[N_IN], y[N_OUT], y_hat[N_OUT];
@@ -30,7 +35,8 @@ unpack_y:
     codesign::set_raw(y[o], raw.to_int64());
   }
   const bool train = word[TRAIN_BIT] == 1 && train_enable;
-  ${top}(x, y, train, y_hat);
+  unsigned overflows;
+  ${top}_counted(x, y, train, y_hat, overflows, LR_SHIFT_MAX - lr_now);
   prediction_word_t out = 0;
 pack_y_hat:
   for (int o = 0; o < N_OUT; o++) {
@@ -40,6 +46,8 @@ pack_y_hat:
   m_axis.write(out);
   n_samples++;
   if (train) n_updates++;
+  n_saturations += overflows;
   samples = n_samples;
   updates = n_updates;
+  saturations = n_saturations;
 }

@@ -17,8 +17,11 @@ const int TRAIN_BIT = ${train_bit};
 
 // One sample per call: reads a sample word, predicts (and learns when its train flag and
 // train_enable are both set), writes the prediction word. samples and updates count the
-// calls since the start and the updates among them (AXI4-Lite, as the RTL shell's counters).
+// calls since the start and the updates among them, saturations the casts that overflowed their
+// type over them (AXI4-Lite, as the RTL shell's counters SAMPLES, UPDATES and SATURATIONS).
+// lr_shift is the learning-rate shift of this sample when it lies in LR_SHIFT .. LR_SHIFT_MAX (the
+// spec's run-time range; as the RTL shell's LR_SHIFT), else the last one that did (LR_SHIFT at first).
 void ${learner}_axi(hls::stream<sample_word_t>& s_axis, hls::stream<prediction_word_t>& m_axis, bool train_enable,
-                    unsigned& samples, unsigned& updates);
+                    unsigned& samples, unsigned& updates, unsigned& saturations, unsigned lr_shift);
 
 #endif  // ${guard}

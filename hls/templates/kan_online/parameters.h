@@ -31,6 +31,7 @@ static const int BANK_DEPTH = ${bank_depth};  // rows per bank, ceil(N_COEF / K1
 static const int A = ${lut_bits};             // ROM address bits
 static const int LUT_SIZE = 1 << A;
 static const int LR_SHIFT = ${lr_shift};      // learning rate 2^-LR_SHIFT
+static const int LR_SHIFT_MAX = ${lr_shift_max};  // the largest run-time shift (the AXI top's lr_shift)
 static const int N_STATE = ${n_state};        // coefficients of all layers
 
 // Grid constants (docs/arithmetic.md §2): u = ((x - lo) * inv_h) >> U_SHIFT, clamped to 0..U_MAX.
@@ -63,6 +64,7 @@ struct kan_config {
   static const int u_shift = U_SHIFT;
   static const int u_max = U_MAX;
   static const int lr_shift = LR_SHIFT;
+  static const int lr_span = LR_SHIFT_MAX - LR_SHIFT;  // run-time shifts lr_shift .. lr_shift + lr_span
 };
 
 ${layer_configs}

@@ -12,4 +12,4 @@
   codesign::kan_online::grid_coordinates<layer${layer}_config>(act${layer}, cell${layer}, addr${layer}, clamped${layer});
   codesign::kan_online::read_rom<layer${layer}_config>(addr${layer}, basis_rom, basis${layer});
   codesign::kan_online::read_window<layer${layer}_config>(coef_l${layer}, cell${layer}, window${layer});
-  codesign::kan_online::layer_forward<layer${layer}_config>(window${layer}, basis${layer}, act${next});
+  codesign::kan_online::layer_forward<layer${layer}_config>(window${layer}, basis${layer}, act${next}, overflows);

@@ -21,6 +21,7 @@ static const int N_IN = ${n_in};
 static const int N_OUT = ${n_out};
 static const int N_LAYERS = ${n_layers};
 static const int LR_SHIFT = ${lr_shift};  // learning rate 2^-LR_SHIFT
+static const int LR_SHIFT_MAX = ${lr_shift_max};  // the largest run-time shift (the AXI top's lr_shift)
 static const int N_STATE = ${n_state};    // weights and biases of all layers
 static const codesign::mlp_online::activation_kind ACTIVATION = codesign::mlp_online::${activation};
 

@@ -3,4 +3,4 @@
   act_t act${next}[${n_out}];
 #pragma HLS ARRAY_PARTITION variable=pre${next} complete
 #pragma HLS ARRAY_PARTITION variable=act${next} complete
-  codesign::mlp_online::dense_forward<layer${layer}_config>(w_l${layer}, act${layer}, pre${next}, act${next});
+  codesign::mlp_online::dense_forward<layer${layer}_config>(w_l${layer}, act${layer}, pre${next}, act${next}, overflows);

@@ -8,21 +8,15 @@
 #include "codesign/kan_online.h"
 #include "initial_coefficients.h"
 
-void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT]) {
-  // Ports (manifest.json): x, y and y_hat as one packed word each, with valid signals, and
-  // the ap_ctrl_hs block handshake (ap_start / ap_done / ap_idle / ap_ready).
-#pragma HLS INTERFACE ap_ctrl_hs port=return
-#pragma HLS INTERFACE ap_vld port=x
-#pragma HLS INTERFACE ap_vld port=y
-#pragma HLS INTERFACE ap_none port=train
-#pragma HLS INTERFACE ap_vld port=y_hat
-#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
-#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
-#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // The RTL's schedule (pipeline auto 0x7:0x77e:2): a sample every 18 cycles, its update
-  // written 20 cycles after it is accepted (README.md, Schedule).
-#pragma HLS PIPELINE II=18
-#pragma HLS LATENCY max=20
+namespace {
+
+// One sample of the learner, for both tops below; COUNT counts the casts' overflows
+// (codesign/fixed_bits.h): nothing for kan_online_top, the AXI top's SATURATIONS for kan_online_top_counted.
+// The learning-rate shift is LR_SHIFT_MAX - lr_up (codesign/kan_online.h layer_update).
+template <class COUNT>
+void kan_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows,
+                       unsigned lr_up) {
+#pragma HLS INLINE
   // One table per basis function j; every input of a layer reads each table in the same cycle.
 #pragma HLS ARRAY_PARTITION variable=basis_rom complete dim=1
 #pragma HLS ARRAY_PARTITION variable=dbasis_rom complete dim=1
@@ -58,7 +52,7 @@ copy_inputs:
   codesign::kan_online::grid_coordinates<layer0_config>(act0, cell0, addr0, clamped0);
   codesign::kan_online::read_rom<layer0_config>(addr0, basis_rom, basis0);
   codesign::kan_online::read_window<layer0_config>(coef_l0, cell0, window0);
-  codesign::kan_online::layer_forward<layer0_config>(window0, basis0, act1);
+  codesign::kan_online::layer_forward<layer0_config>(window0, basis0, act1, overflows);
 
   // Layer 1 forward (4 -> 1): grid coordinates (§2), the k+1 basis values of
   // every input and the k+1 active coefficients of every edge, then (k+1) MACs per edge (§3).
@@ -74,7 +68,7 @@ copy_inputs:
   codesign::kan_online::grid_coordinates<layer1_config>(act1, cell1, addr1, clamped1);
   codesign::kan_online::read_rom<layer1_config>(addr1, basis_rom, basis1);
   codesign::kan_online::read_window<layer1_config>(coef_l1, cell1, window1);
-  codesign::kan_online::layer_forward<layer1_config>(window1, basis1, act2);
+  codesign::kan_online::layer_forward<layer1_config>(window1, basis1, act2, overflows);
 
 copy_prediction:
   for (int o = 0; o < N_OUT; o++) {
@@ -86,19 +80,56 @@ copy_prediction:
     // Error at the output (§4), then per layer from the last: input gradient with the
     // pre-update coefficients (§5), then the sparse update (§6).
     err_t grad2[N_OUT];
-    codesign::output_error<act_t, err_t, N_OUT>(act2, y, grad2);
+    codesign::output_error<act_t, err_t, N_OUT>(act2, y, grad2, overflows);
     // Layer 1: gradient to its inputs (§5), then its update (§6).
     dbasis_t dbasis1[4][K1];
     grad_t grad1[4];
 #pragma HLS ARRAY_PARTITION variable=dbasis1 complete dim=0
 #pragma HLS ARRAY_PARTITION variable=grad1 complete
     codesign::kan_online::read_rom<layer1_config>(addr1, dbasis_rom, dbasis1);
-    codesign::kan_online::layer_input_gradient<layer1_config>(window1, dbasis1, clamped1, grad2, grad1);
-    codesign::kan_online::layer_update<layer1_config>(coef_l1, cell1, window1, basis1, grad2);
+    codesign::kan_online::layer_input_gradient<layer1_config>(window1, dbasis1, clamped1, grad2, grad1, overflows);
+    codesign::kan_online::layer_update<layer1_config>(coef_l1, cell1, window1, basis1, grad2, overflows, lr_up);
 
     // Layer 0: its update (§6); the input layer passes no gradient on.
-    codesign::kan_online::layer_update<layer0_config>(coef_l0, cell0, window0, basis0, grad1);
+    codesign::kan_online::layer_update<layer0_config>(coef_l0, cell0, window0, basis0, grad1, overflows, lr_up);
   }
+}
+
+}  // namespace
+
+void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT]) {
+  // Ports (manifest.json): x, y and y_hat as one packed word each, with valid signals, and
+  // the ap_ctrl_hs block handshake (ap_start / ap_done / ap_idle / ap_ready).
+#pragma HLS INTERFACE ap_ctrl_hs port=return
+#pragma HLS INTERFACE ap_vld port=x
+#pragma HLS INTERFACE ap_vld port=y
+#pragma HLS INTERFACE ap_none port=train
+#pragma HLS INTERFACE ap_vld port=y_hat
+#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
+  // The RTL's schedule (pipeline auto 0x7:0x77e:2): a sample every 18 cycles, its update
+  // written 20 cycles after it is accepted (README.md, Schedule).
+#pragma HLS PIPELINE II=18
+#pragma HLS LATENCY max=20
+  codesign::no_overflow_count none;
+  kan_online_sample(x, y, train, y_hat, none, LR_SHIFT_MAX - LR_SHIFT);  // the build's shift
+}
+
+// The same learner on the same state, also telling how many of the sample's casts overflowed their
+// type (the AXI top's SATURATIONS register), at the learning-rate shift LR_SHIFT_MAX - lr_up.
+void kan_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT],
+                            unsigned& overflows, unsigned lr_up) {
+#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
+  // The RTL's schedule (pipeline auto 0x7:0x77e:2): a sample every 18 cycles, its update
+  // written 20 cycles after it is accepted (README.md, Schedule).
+#pragma HLS PIPELINE II=18
+#pragma HLS LATENCY max=20
+  codesign::overflow_count count;
+  kan_online_sample(x, y, train, y_hat, count, lr_up);
+  overflows = count.n;
 }
 
 #ifndef __SYNTHESIS__

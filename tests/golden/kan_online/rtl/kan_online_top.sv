@@ -58,6 +58,7 @@ module kan_online_top #(
       .INV_H(1),
       .INV_H_FRAC(-2),
       .U_SHIFT(2),
+      .LR_SPAN(0),
       .LR_SHIFT(4),
       .PIPE(64'd7),
       .CUTS(1918),
@@ -66,7 +67,7 @@ module kan_online_top #(
   ) u_core (
       .ap_clk(ap_clk), .ap_rst(ap_rst), .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle),
       .ap_ready(ap_ready), .x(x), .x_ap_vld(x_ap_vld), .y(y), .y_ap_vld(y_ap_vld),
-      .train(train), .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld), .coef_hold(1'b0), .coef_addr(28'd0),
-      .coef_we(1'b0), .coef_wdata('0), .coef_rdata()
+      .train(train), .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld), .overflows(), .lr_up(3'd0),
+      .coef_hold(1'b0), .coef_addr(28'd0), .coef_we(1'b0), .coef_wdata('0), .coef_rdata()
   );
 endmodule

@@ -7,19 +7,15 @@
 #include "codesign/mlp_online.h"
 #include "initial_weights.h"
 
-void mlp_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT]) {
-  // Ports (manifest.json): x, y and y_hat as one packed word each, with valid signals, and
-  // the ap_ctrl_hs block handshake (ap_start / ap_done / ap_idle / ap_ready).
-#pragma HLS INTERFACE ap_ctrl_hs port=return
-#pragma HLS INTERFACE ap_vld port=x
-#pragma HLS INTERFACE ap_vld port=y
-#pragma HLS INTERFACE ap_none port=train
-#pragma HLS INTERFACE ap_vld port=y_hat
-#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
-#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
-#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // Target: one sample per clock.
-#pragma HLS PIPELINE II=1
+namespace {
+
+// One sample of the learner, for both tops below; COUNT counts the casts' overflows
+// (codesign/fixed_bits.h): nothing for mlp_online_top, the AXI top's SATURATIONS for mlp_online_top_counted.
+// lr_up is 0: the MLP's learning-rate shift is LR_SHIFT (LR_SHIFT_MAX = LR_SHIFT).
+template <class COUNT>
+void mlp_online_sample(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT], COUNT& overflows,
+                       unsigned lr_up) {
+#pragma HLS INLINE
   // Every weight is read and written every sample: registers.
 #pragma HLS ARRAY_PARTITION variable=w_l0 complete dim=0
 #pragma HLS ARRAY_PARTITION variable=w_l1 complete dim=0
@@ -37,14 +33,14 @@ copy_inputs:
   act_t act1[24];
 #pragma HLS ARRAY_PARTITION variable=pre1 complete
 #pragma HLS ARRAY_PARTITION variable=act1 complete
-  codesign::mlp_online::dense_forward<layer0_config>(w_l0, act0, pre1, act1);
+  codesign::mlp_online::dense_forward<layer0_config>(w_l0, act0, pre1, act1, overflows);
 
   // Layer 1 forward (24 -> 1): exact dense sum, one cast, linear.
   act_t pre2[1];
   act_t act2[1];
 #pragma HLS ARRAY_PARTITION variable=pre2 complete
 #pragma HLS ARRAY_PARTITION variable=act2 complete
-  codesign::mlp_online::dense_forward<layer1_config>(w_l1, act1, pre2, act2);
+  codesign::mlp_online::dense_forward<layer1_config>(w_l1, act1, pre2, act2, overflows);
 
 copy_prediction:
   for (int o = 0; o < N_OUT; o++) {
@@ -56,22 +52,55 @@ copy_prediction:
     // Error at the output (§4), then per layer from the last: the gradient through the
     // activation, the input gradient with the pre-update weights, then the update.
     err_t grad2[N_OUT];
-    codesign::output_error<act_t, err_t, N_OUT>(act2, y, grad2);
+    codesign::output_error<act_t, err_t, N_OUT>(act2, y, grad2, overflows);
     // Layer 1: gradient through its activation, to its inputs, then its update.
     layer1_config::g_t delta2[1];
     grad_t grad1[24];
 #pragma HLS ARRAY_PARTITION variable=delta2 complete
 #pragma HLS ARRAY_PARTITION variable=grad1 complete
     codesign::mlp_online::activation_mask<layer1_config>(pre2, grad2, delta2);
-    codesign::mlp_online::dense_input_gradient<layer1_config>(w_l1, delta2, grad1);
-    codesign::mlp_online::dense_update<layer1_config>(w_l1, act1, delta2);
+    codesign::mlp_online::dense_input_gradient<layer1_config>(w_l1, delta2, grad1, overflows);
+    codesign::mlp_online::dense_update<layer1_config>(w_l1, act1, delta2, overflows);
 
     // Layer 0: gradient through its activation, then its update; the input layer passes no gradient on.
     layer0_config::g_t delta1[24];
 #pragma HLS ARRAY_PARTITION variable=delta1 complete
     codesign::mlp_online::activation_mask<layer0_config>(pre1, grad1, delta1);
-    codesign::mlp_online::dense_update<layer0_config>(w_l0, act0, delta1);
+    codesign::mlp_online::dense_update<layer0_config>(w_l0, act0, delta1, overflows);
   }
+}
+
+}  // namespace
+
+void mlp_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT]) {
+  // Ports (manifest.json): x, y and y_hat as one packed word each, with valid signals, and
+  // the ap_ctrl_hs block handshake (ap_start / ap_done / ap_idle / ap_ready).
+#pragma HLS INTERFACE ap_ctrl_hs port=return
+#pragma HLS INTERFACE ap_vld port=x
+#pragma HLS INTERFACE ap_vld port=y
+#pragma HLS INTERFACE ap_none port=train
+#pragma HLS INTERFACE ap_vld port=y_hat
+#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
+  // Target: one sample per clock.
+#pragma HLS PIPELINE II=1
+  codesign::no_overflow_count none;
+  mlp_online_sample(x, y, train, y_hat, none, LR_SHIFT_MAX - LR_SHIFT);  // the build's shift
+}
+
+// The same learner on the same state, also telling how many of the sample's casts overflowed their
+// type (the AXI top's SATURATIONS register), at the learning-rate shift LR_SHIFT_MAX - lr_up.
+void mlp_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t y_hat[N_OUT],
+                            unsigned& overflows, unsigned lr_up) {
+#pragma HLS ARRAY_RESHAPE variable=x complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y complete dim=0
+#pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
+  // Target: one sample per clock.
+#pragma HLS PIPELINE II=1
+  codesign::overflow_count count;
+  mlp_online_sample(x, y, train, y_hat, count, lr_up);
+  overflows = count.n;
 }
 
 #ifndef __SYNTHESIS__

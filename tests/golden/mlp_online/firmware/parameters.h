@@ -21,6 +21,7 @@ static const int N_IN = 2;
 static const int N_OUT = 1;
 static const int N_LAYERS = 2;
 static const int LR_SHIFT = 5;  // learning rate 2^-LR_SHIFT
+static const int LR_SHIFT_MAX = 5;  // the largest run-time shift (the AXI top's lr_shift)
 static const int N_STATE = 97;    // weights and biases of all layers
 static const codesign::mlp_online::activation_kind ACTIVATION = codesign::mlp_online::activation_relu;
 

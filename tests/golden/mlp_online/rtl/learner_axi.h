@@ -2,7 +2,7 @@
 #ifndef LEARNER_AXI_H
 #define LEARNER_AXI_H
 
-#define LEARNER_AXI_SHELL_ID 0x4C524E01u
+#define LEARNER_AXI_SHELL_ID 0x4C524E03u
 #define LEARNER_AXI_ID 0x00u  /* RO: identifies the shell and this register layout */
 #define LEARNER_AXI_CTRL 0x04u  /* RW: control */
 #define LEARNER_AXI_CTRL_TRAIN_ENABLE_SHIFT 0u
@@ -50,9 +50,18 @@
 #define LEARNER_AXI_COEF_FORMAT_F_COEF_MASK 0x0000FF00u
 #define LEARNER_AXI_COEF_FORMAT_HAS_COEF_SHIFT 16u
 #define LEARNER_AXI_COEF_FORMAT_HAS_COEF_MASK 0x00010000u
+#define LEARNER_AXI_SATURATIONS 0x2Cu  /* RO: casts that overflowed their type (wraps at 2^32): of every fixed_cast of the learner, those whose value, rounded as the type rounds, lay outside the type's range before its overflow mode (AP_SAT, AP_SAT_ZERO, AP_SAT_SYM, AP_WRAP) applied, AP_SAT_SYM's excluded most negative code included; over every sample that finished: its forward casts, and for a sample that updates the output error, the dphi and input-gradient casts of inputs the grid did not clamp, and the coefficient (weight) updates. Grid clamps are not casts and are not counted. A sample dropped by a reset counts nothing; the count lags the sample by a few cycles */
+#define LEARNER_AXI_LR_SHIFT 0x30u  /* RW: the learning-rate shift (learning rate 2^-SHIFT) of the samples accepted from now on. A write waits until no sample is in flight and holds the slave stream meanwhile, as COEF_DATA's does, so it applies from the first sample accepted after its response; a SHIFT outside MIN..MAX is ignored (the register keeps its value). MIN = MAX (the build's lr_shift) unless the spec's lr_shift_span > 0 (KAN builds); without a range a write completes at once and changes nothing */
+#define LEARNER_AXI_LR_SHIFT_SHIFT_SHIFT 0u
+#define LEARNER_AXI_LR_SHIFT_SHIFT_MASK 0x000000FFu
+#define LEARNER_AXI_LR_SHIFT_MIN_SHIFT 8u
+#define LEARNER_AXI_LR_SHIFT_MIN_MASK 0x0000FF00u
+#define LEARNER_AXI_LR_SHIFT_MAX_SHIFT 16u
+#define LEARNER_AXI_LR_SHIFT_MAX_MASK 0x00FF0000u
 #define LEARNER_AXI_COEF_FORMAT_VALUE 0x00000A10u
 #define LEARNER_AXI_GEOMETRY_VALUE 0x0A100102u
 #define LEARNER_AXI_TDATA_VALUE 0x00100038u
+#define LEARNER_AXI_LR_SHIFT_RESET 0x00050505u
 #define LEARNER_AXI_TRAIN_BIT 48u
 
 #endif /* LEARNER_AXI_H */

@@ -37,9 +37,11 @@ module mlp_online_axi #(
   logic [31:0] core_x;
   logic [15:0] core_y, core_y_hat;
   logic core_coef_hold;
+  logic [31:0] core_overflows;
+  logic [2:0] core_lr_up;
   logic [27:0] core_coef_addr;
   logic [15:0] core_coef_wdata, core_coef_rdata;
-  learner_axi #(.N_IN(2), .N_OUT(1), .W_ACT(16), .F_ACT(10), .W_COEF(16), .F_COEF(10), .HAS_COEF(0), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (
+  learner_axi #(.N_IN(2), .N_OUT(1), .W_ACT(16), .F_ACT(10), .W_COEF(16), .F_COEF(10), .HAS_COEF(0), .LR_SHIFT(5), .LR_SPAN(0), .ADDR_WIDTH(ADDR_WIDTH)) u_shell (
       .aclk(aclk),
       .aresetn(aresetn),
       .s_axis_tdata(s_axis_tdata),
@@ -71,7 +73,7 @@ module mlp_online_axi #(
       .core_idle(core_idle), .core_x(core_x), .core_y(core_y), .core_train(core_train),
       .core_y_hat(core_y_hat), .core_y_hat_vld(core_y_hat_vld), .core_coef_addr(core_coef_addr),
       .core_coef_hold(core_coef_hold), .core_coef_we(core_coef_we), .core_coef_wdata(core_coef_wdata),
-      .core_coef_rdata(core_coef_rdata)
+      .core_coef_rdata(core_coef_rdata), .core_overflows(core_overflows), .core_lr_up(core_lr_up)
   );
   assign core_coef_rdata = '0;  // the MLP core has no coefficient port
   mlp_online #(
@@ -103,6 +105,6 @@ module mlp_online_axi #(
   ) u_core (
       .ap_clk(aclk), .ap_rst(core_rst), .ap_start(core_start), .ap_done(core_done), .ap_idle(core_idle),
       .ap_ready(core_ready), .x(core_x), .x_ap_vld(1'b1), .y(core_y), .y_ap_vld(1'b1),
-      .train(core_train), .y_hat(core_y_hat), .y_hat_ap_vld(core_y_hat_vld)
+      .train(core_train), .y_hat(core_y_hat), .y_hat_ap_vld(core_y_hat_vld), .overflows(core_overflows)
   );
 endmodule

@@ -46,6 +46,6 @@ module mlp_online_top #(
   ) u_core (
       .ap_clk(ap_clk), .ap_rst(ap_rst), .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle),
       .ap_ready(ap_ready), .x(x), .x_ap_vld(x_ap_vld), .y(y), .y_ap_vld(y_ap_vld),
-      .train(train), .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld)
+      .train(train), .y_hat(y_hat), .y_hat_ap_vld(y_hat_ap_vld), .overflows()
   );
 endmodule
