@@ -1,0 +1,49 @@
+"""The budgeted rank choice of codesign.attention.kv_budget: exact against brute force, and its bad inputs."""
+
+import itertools
+import random
+
+import pytest
+
+from codesign.attention.kv_budget import allocate_by_cost, kept_fraction
+
+
+def _brute_force(costs, budget):
+    best = None
+    for choice in itertools.product(*[sorted(c.items()) for c in costs.values()]):
+        if sum(r for r, _ in choice) <= budget:
+            total = sum(c for _, c in choice)
+            if best is None or total < best[0] - 1e-12:
+                best = (total, [r for r, _ in choice])
+    return best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_choice_is_the_least_total_cost_under_the_budget(seed):
+    rng = random.Random(seed)
+    costs = {}
+    for g in range(rng.randint(1, 5)):
+        ranks = sorted(rng.sample([8, 16, 24, 32, 48, 64], rng.randint(1, 4)))
+        # cost falls with rank, as a compression loss does
+        values = sorted((rng.random() for _ in ranks), reverse=True)
+        costs[(g, "key" if g % 2 else "value")] = dict(zip(ranks, values))
+    budget = sum(min(c) for c in costs.values()) + rng.randint(0, 100)
+    chosen = allocate_by_cost(costs, budget)
+    total, ranks = _brute_force(costs, budget)
+    assert sum(chosen.values()) <= budget
+    assert sum(costs[g][r] for g, r in chosen.items()) == pytest.approx(total, abs=1e-12)
+
+
+def test_a_full_budget_takes_every_full_rank_and_the_fraction_is_counted():
+    costs = {(5, "key"): {64: 0.5, 128: 0.1, 256: 0.0}, (5, "value"): {128: 0.7, 256: 0.0}}
+    assert allocate_by_cost(costs, 512) == {(5, "key"): 256, (5, "value"): 256}
+    half = allocate_by_cost(costs, 256)
+    assert half == {(5, "key"): 128, (5, "value"): 128}
+    assert kept_fraction(half, 256) == 0.5
+
+
+def test_a_budget_below_the_smallest_ranks_is_refused():
+    with pytest.raises(ValueError, match="below the smallest ranks"):
+        allocate_by_cost({(0, "key"): {64: 1.0}, (0, "value"): {64: 1.0}}, 100)
+    with pytest.raises(ValueError, match="at least one"):
+        allocate_by_cost({(0, "key"): {}}, 100)
