@@ -32,6 +32,8 @@ def kv_fractions(kind: str, ratio: float, keep: float, bits: int, length: int, n
     """(bytes read per decode step of the replaced layers, of the whole model), relative to fp16 dense; scales left out."""
     if kind == "dense":
         replaced = 1.0
+    elif kind == "local":
+        replaced = min(length, WINDOW) / length
     elif kind == "santa":
         replaced = 0.5 + 0.5 / ratio  # every key, 1/ratio of the values
     else:
@@ -50,6 +52,7 @@ def main() -> int:
     parser.add_argument("--tail", type=int, default=512, help="scored tokens per context (at most half the context)")
     parser.add_argument("--calib-tokens", type=int, default=8192)
     parser.add_argument("--layers", choices=("global", "all"), default="global")
+    parser.add_argument("--rows", default="", help="only the rows whose label contains one of these (comma-separated)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     lengths = [int(v) for v in args.lengths.split(",")]
@@ -59,6 +62,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
     from codesign.attention.gemma import (
+        LocalCore,
         LowRankCore,
         SantaCore,
         collect_kv_moments,
@@ -92,10 +96,16 @@ def main() -> int:
     methods += [(f"low-rank KV {1 - keep:.0%}, {'fp16' if bits == 16 else f'int{bits}'} latent", "lowrank", 1, keep, bits,
                  lowrank(keep, bits)) for keep, bits in ((0.5, 16), (0.25, 16), (0.5, 4))]
 
+    methods.append((f"control: exact, only the last {WINDOW} keys", "local", 1, 1.0, 16,
+                    lambda: gemma_attention_replacements(model, lambda i: LocalCore(WINDOW), layers=args.layers)))
+    if args.rows:
+        wanted = args.rows.split(",")
+        methods = [m for m in methods if m[0] == "dense" or any(w in m[0] for w in wanted)]
     layer_note = ("the global layers (5, 11, 17); the sliding-window layers keep their exact 512-token window"
                   if args.layers == "global" else "every layer (the sliding-window layers keep their window)")
     lines = [f"Command: `python benchmarks/attention_long_context.py --lengths {args.lengths} --contexts {args.contexts} "
-             f"--tail {args.tail} --calib-tokens {args.calib_tokens} --layers {args.layers}`", "",
+             f"--tail {args.tail} --calib-tokens {args.calib_tokens} --layers {args.layers}"
+             + (f" --rows {args.rows}" if args.rows else "") + "`", "",
              f"Methods replace {layer_note}. Perplexity of the last scored tokens of each context "
              "(codesign.llm.long_context), 95 % bootstrap intervals over documents; the ratio interval is paired "
              "(the same documents resampled for the method and for dense).", ""]
@@ -114,7 +124,7 @@ def main() -> int:
             s = scores[label]
             low, high = bootstrap_perplexity(s)
             part, whole = kv_fractions(kind, ratio, keep, bits, length, n_global, n_sliding, args.layers)
-            if kind == "dense":
+            if label == "dense":
                 versus = "—"
             else:
                 r_low, r_high = bootstrap_ratio(s, dense)

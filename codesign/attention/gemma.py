@@ -39,6 +39,7 @@ __all__ = [
     "apply_rope",
     "GemmaAttention",
     "ExactCore",
+    "LocalCore",
     "SantaCore",
     "LowRankCore",
     "KVMomentCore",
@@ -100,6 +101,24 @@ class ExactCore:
                          positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What this core keeps in the KV cache for keys/values an exact prefill cached (keys rotated, at positions [N])."""
         return keys, values
+
+
+class LocalCore(ExactCore):
+    """Exact attention over the last `window` keys only: a control that drops the distant history."""
+
+    def __init__(self, window: int) -> None:
+        if window < 1:
+            raise ValueError(f"window must be >= 1, got {window}")
+        self.window = window
+
+    def attend(self, block, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
+        """Softmax attention over the visible keys within `window` positions of the query."""
+        k = apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(k, v, block.layer_idx)
+            key_pos = _cached_positions(q_pos, k.shape[2])
+        visible = _visible(q_pos, key_pos, block.sliding_window, mask) & _visible(q_pos, key_pos, self.window, None)
+        return _dense(q, k, v, visible, block.scaling)
 
 
 class KVMomentCore(ExactCore):
