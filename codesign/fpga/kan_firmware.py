@@ -14,7 +14,15 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fpga.intermediates import kan_layer_types
-from codesign.fpga.templates import array_initializer, bits_initializer, bits_word_type, join_blocks, render
+from codesign.fpga.templates import (
+    PIPELINE_ONE_PER_CLOCK,
+    array_initializer,
+    bits_initializer,
+    bits_word_type,
+    join_blocks,
+    render,
+    render_tops,
+)
 from codesign.fpga.timing import Timing
 from codesign.kan.fixed_learner import KANLearner, basis_roms
 from codesign.kan.spec import KANSpec
@@ -132,7 +140,7 @@ def _top(spec: KANSpec, timing: Timing | None) -> str:
     backward.append(render(_t("top_update_layer.cpp")))
     return render(
         _t("top.cpp"), version=__version__, n_layers=n_layers,
-        pipeline_pragmas=_pipeline_pragmas(timing),
+        tops=render_tops(LEARNER, _pipeline_pragmas(timing)),
         coefficient_pragmas=join_blocks(render(_t("coefficient_pragmas.cpp"), layer=l) for l in range(n_layers)),
         forward_layers=join_blocks(forward, "\n\n"), backward_layers=join_blocks(backward, "\n\n"),
         read_state=join_blocks(render(_t("read_state_layer.cpp"), layer=l) for l in range(n_layers)),
@@ -142,7 +150,7 @@ def _top(spec: KANSpec, timing: Timing | None) -> str:
 def _pipeline_pragmas(timing: Timing | None) -> str:
     """The top's PIPELINE (and LATENCY, when it follows the RTL's schedule) pragmas."""
     if timing is None or not timing.schedule:
-        return "  // Target: one sample per clock.\n#pragma HLS PIPELINE II=1"
+        return PIPELINE_ONE_PER_CLOCK
     return (f"  // The RTL's schedule (pipeline {timing.schedule}): a sample every {timing.ii_target} cycles, its update\n"
             f"  // written {timing.latency} cycles after it is accepted (README.md, Schedule).\n"
             f"#pragma HLS PIPELINE II={timing.ii_target}\n#pragma HLS LATENCY max={timing.latency}")

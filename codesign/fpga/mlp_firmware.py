@@ -12,7 +12,7 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fpga.intermediates import mlp_layer_types
-from codesign.fpga.templates import array_initializer, join_blocks, render
+from codesign.fpga.templates import PIPELINE_ONE_PER_CLOCK, array_initializer, join_blocks, render, render_tops
 from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.spec import MLPSpec
 
@@ -99,6 +99,7 @@ def _top(spec: MLPSpec) -> str:
     return render(
         _t("top.cpp"), version=__version__, n_layers=n_layers,
         weight_pragmas=join_blocks(render(_t("weight_pragmas.cpp"), layer=l) for l in range(n_layers)),
+        tops=render_tops(LEARNER, PIPELINE_ONE_PER_CLOCK),
         forward_layers=join_blocks(forward, "\n\n"), backward_layers=join_blocks(backward, "\n\n"),
         read_state=join_blocks(render(_t("read_state_layer.cpp"), layer=l) for l in range(n_layers)),
     )

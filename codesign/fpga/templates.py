@@ -16,7 +16,8 @@ from importlib.resources.abc import Traversable
 import numpy as np
 
 __all__ = [
-    "render", "render_rtl", "library_headers", "fixed_literal", "array_initializer", "bits_word_type", "bits_initializer", "join_blocks",
+    "render", "render_rtl", "render_tops", "PIPELINE_ONE_PER_CLOCK",
+    "library_headers", "fixed_literal", "array_initializer", "bits_word_type", "bits_initializer", "join_blocks",
 ]
 
 
@@ -40,6 +41,15 @@ def _fill(package: str, what: str, name: str, slots: dict[str, object]) -> str:
 def render(name: str, **slots: object) -> str:
     """The template ``hls/templates/<name>`` with every ``${slot}`` filled."""
     return _fill("codesign.hls", "HLS", name, slots)
+
+
+# The top's pipeline pragma when nothing sets a schedule.
+PIPELINE_ONE_PER_CLOCK = "  // Target: one sample per clock.\n#pragma HLS PIPELINE II=1"
+
+
+def render_tops(learner: str, pipeline_pragmas: str) -> str:
+    """The plain and the counted top of a learner around its ``<learner>_sample`` (``hls/templates/common/tops.cpp``)."""
+    return render("common/tops.cpp", learner=learner, pipeline_pragmas=pipeline_pragmas).rstrip("\n")
 
 
 def render_rtl(name: str, **slots: object) -> str:
