@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from codesign.llm.perplexity import next_token_nll
+
 __all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "score_tail", "bootstrap_perplexity",
            "bootstrap_ratio", "concat", "evaluate"]
 
@@ -105,16 +107,8 @@ def score_tail(model: Any, context: LongContext, cache: Any, tail: int, document
     device = next(model.parameters()).device
     ids = context.tokens[-tail - 1 :].to(device)
     hidden = model.get_decoder()(input_ids=ids[None], cache=cache, use_cache=True).last_hidden_state[0]
-    head = model.get_output_embeddings()
-    cap = getattr(model.config, "final_logit_softcapping", None)
-    nll = []
-    for row in range(0, tail, logit_rows):
-        stop = min(row + logit_rows, tail)
-        logits = head(hidden[row:stop]).float()
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        nll.append(torch.nn.functional.cross_entropy(logits, ids[row + 1 : stop + 1], reduction="none").double())
-    return TailScores(torch.cat(nll).cpu(), context.article[-tail:] + document_base)
+    nll = next_token_nll(model, hidden[:-1], ids[1:], logit_rows).double()
+    return TailScores(nll.cpu(), context.article[-tail:] + document_base)
 
 
 def _groups(scores: TailScores) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,14 +124,17 @@ def _draws(n: int, resamples: int, seed: int) -> torch.Tensor:
     return torch.randint(0, n, (resamples, n), generator=torch.Generator().manual_seed(seed))
 
 
+def _percentiles(values: torch.Tensor, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    return float(torch.quantile(values, tail)), float(torch.quantile(values, 1 - tail))
+
+
 def bootstrap_perplexity(scores: TailScores, resamples: int = 2000, seed: int = 0,
                          level: float = 0.95) -> tuple[float, float]:
     """(low, high) percentile interval of the perplexity, documents resampled."""
     sums, counts = _groups(scores)
     pick = _draws(sums.numel(), resamples, seed)
-    ppl = torch.exp(sums[pick].sum(1) / counts[pick].sum(1))
-    tail = (1 - level) / 2
-    return float(torch.quantile(ppl, tail)), float(torch.quantile(ppl, 1 - tail))
+    return _percentiles(torch.exp(sums[pick].sum(1) / counts[pick].sum(1)), level)
 
 
 def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 2000, seed: int = 0,
@@ -148,9 +145,7 @@ def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 
     sums, counts = _groups(scores)
     ref_sums, _ = _groups(reference)
     pick = _draws(sums.numel(), resamples, seed)
-    ratio = torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1))
-    tail = (1 - level) / 2
-    return float(torch.quantile(ratio, tail)), float(torch.quantile(ratio, 1 - tail))
+    return _percentiles(torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1)), level)
 
 
 def concat(scores: Sequence[TailScores]) -> TailScores:

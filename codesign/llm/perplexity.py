@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerplexityResult", "perplexity"]
+__all__ = ["PerplexityResult", "perplexity", "next_token_nll"]
 
 
 @dataclass(frozen=True)
@@ -30,21 +30,25 @@ class PerplexityResult:
     stride: int
 
 
-def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:
-    hidden = model.base_model(input_ids=window[None]).last_hidden_state[0]
+def next_token_nll(model: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, logit_rows: int = 128) -> torch.Tensor:
+    """Per-row NLL (nats, float32) of targets [R] under the model's head on hidden states [R, d], logit_rows rows at a time."""
     head = model.get_output_embeddings()
     cap = getattr(model.config, "final_logit_softcapping", None)
-    total, count = 0.0, 0
-    # position t predicts token t + 1
-    for start in range(max(first_scored - 1, 0), window.numel() - 1, logit_rows):
-        stop = min(start + logit_rows, window.numel() - 1)
-        logits = head(hidden[start:stop]).float()
+    nll = []
+    for start in range(0, targets.numel(), logit_rows):
+        logits = head(hidden[start : start + logit_rows]).float()
         if cap:
             logits = torch.tanh(logits / cap) * cap
-        targets = window[start + 1 : stop + 1]
-        total += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
-        count += stop - start
-    return total, count
+        nll.append(torch.nn.functional.cross_entropy(logits, targets[start : start + logit_rows], reduction="none"))
+    return torch.cat(nll)
+
+
+def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:
+    hidden = model.base_model(input_ids=window[None]).last_hidden_state[0]
+    # position t predicts token t + 1
+    start = max(first_scored - 1, 0)
+    nll = next_token_nll(model, hidden[start:-1], window[start + 1 :], logit_rows)
+    return float(nll.sum()), nll.numel()
 
 
 @torch.no_grad()
