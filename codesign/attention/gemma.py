@@ -95,7 +95,12 @@ class ExactCore:
         if cache is not None:
             k, v = cache.update(k, v, block.layer_idx)
             key_pos = _cached_positions(q_pos, k.shape[2])
-        return _dense(q, k, v, _visible(q_pos, key_pos, block.sliding_window, mask), block.scaling)
+        return _dense(q, k, v, self.visible(block, q_pos, key_pos, mask), block.scaling)
+
+    def visible(self, block: GemmaAttention, q_pos: torch.Tensor, key_pos: torch.Tensor,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        """[B, 1, T, N] bool: the keys each query row attends to (causal, the layer's sliding window, the model's mask)."""
+        return _visible(q_pos, key_pos, block.sliding_window, mask)
 
     def from_exact_cache(self, block: GemmaAttention, keys: torch.Tensor, values: torch.Tensor,
                          positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,14 +116,9 @@ class LocalCore(ExactCore):
             raise ValueError(f"window must be >= 1, got {window}")
         self.window = window
 
-    def attend(self, block, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
-        """Softmax attention over the visible keys within `window` positions of the query."""
-        k = apply_rope(k, cos, sin)
-        if cache is not None:
-            k, v = cache.update(k, v, block.layer_idx)
-            key_pos = _cached_positions(q_pos, k.shape[2])
-        visible = _visible(q_pos, key_pos, block.sliding_window, mask) & _visible(q_pos, key_pos, self.window, None)
-        return _dense(q, k, v, visible, block.scaling)
+    def visible(self, block, q_pos, key_pos, mask):
+        """The exact core's visible keys, only those within `window` positions of the query."""
+        return super().visible(block, q_pos, key_pos, mask) & _visible(q_pos, key_pos, self.window, None)
 
 
 class KVMomentCore(ExactCore):

@@ -3,7 +3,14 @@
 import pytest
 import torch
 
-from codesign.attention.gemma import ExactCore, LowRankCore, collect_kv_moments, fit_gemma_projections, gemma_attention_replacements
+from codesign.attention.gemma import (
+    ExactCore,
+    LocalCore,
+    LowRankCore,
+    collect_kv_moments,
+    fit_gemma_projections,
+    gemma_attention_replacements,
+)
 from codesign.llm import token_stream, wiki_articles
 from codesign.llm.long_context import evaluate, long_contexts
 from tests.support import requires_llm
@@ -33,13 +40,17 @@ def test_prefill_then_tail_scores_what_one_pass_over_the_context_scores(gemma):
         "as loaded": None,
         "exact on the global layers": lambda: gemma_attention_replacements(model, lambda i: ExactCore(), layers="global"),
         "exact on every layer": lambda: gemma_attention_replacements(model, lambda i: ExactCore()),
+        # the control's window as long as the context: nothing is dropped
+        "local, window 700": lambda: gemma_attention_replacements(model, lambda i: LocalCore(700), layers="global"),
+        "local, window 64": lambda: gemma_attention_replacements(model, lambda i: LocalCore(64), layers="global"),
         # full rank and fp16: the cache's keys are un-rotated, projected and rotated back
         "full-rank latents": lambda: gemma_attention_replacements(
             model, lambda i: LowRankCore(full_rank[i], bits=16), layers="global"),
     }, progress=lambda _: None)
-    for name in ("as loaded", "exact on the global layers", "exact on every layer"):
+    for name in ("as loaded", "exact on the global layers", "exact on every layer", "local, window 700"):
         assert scores[name].nll.shape == reference.shape
         assert torch.allclose(scores[name].nll, reference, atol=1e-4), name
+    assert (scores["local, window 64"].nll - reference).abs().max() > 1e-2  # dropping the history changes the scores
     assert (scores["full-rank latents"].nll - reference).abs().mean() < 2e-3
     assert abs(scores["full-rank latents"].perplexity / scores["as loaded"].perplexity - 1) < 2e-3
 
