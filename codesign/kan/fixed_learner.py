@@ -184,7 +184,7 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
             continue
         # §4 error at the output
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], types[T_ERR], stats, sig[n_layers, 0] + o, t)
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], types, T_ERR, stats, sig[n_layers, 0] + o, t)
         # §5 backward with the pre-update coefficients (the windows), then §6 the sparse update, layer by layer
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]

@@ -74,7 +74,7 @@ def layer_forward(window: np.ndarray, basis: np.ndarray, acts: np.ndarray, l: in
         for i in range(n_in):
             for j in range(basis.shape[2]):
                 acc += basis[l, i, j] * window[l, o, i, j]
-        acts[l + 1, o] = probe(acc, f_acc, types[T_ACT], stats, sid + o, t)
+        acts[l + 1, o] = probe(acc, f_acc, types, T_ACT, stats, sid + o, t)
 
 
 @njit(cache=True)
@@ -98,9 +98,9 @@ def layer_input_gradient(window: np.ndarray, dbasis: np.ndarray, clamped: np.nda
             dacc = 0
             for j in range(dbasis.shape[2]):
                 dacc += dbasis[l, i, j] * window[l, o, i, j]
-            dphi = probe(dacc, f_dacc, types[T_DPHI], stats, sid_dphi + o * n_in + i, t)
+            dphi = probe(dacc, f_dacc, types, T_DPHI, stats, sid_dphi + o * n_in + i, t)
             s += grads[l + 1, o] * dphi
-        grads[l, i] = probe(s * grid[G_INV_H_RAW], f_s, types[T_GRAD], stats, sid_grad + i, t)
+        grads[l, i] = probe(s * grid[G_INV_H_RAW], f_s, types, T_GRAD, stats, sid_grad + i, t)
 
 
 @njit(cache=True)
@@ -120,4 +120,4 @@ def layer_update(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, basis: 
             base = offset + (o * n_in + i) * n_coef + cell[l, i]
             for j in range(basis.shape[2]):
                 full = (window[l, o, i, j] << (f_full - f_coef)) - ((g * basis[l, i, j]) << (f_full - f_delta))
-                coef[base + j] = probe(full, f_full, types[T_COEF], stats, sid + o * n_in + i, t)
+                coef[base + j] = probe(full, f_full, types, T_COEF, stats, sid + o * n_in + i, t)

@@ -40,9 +40,10 @@ def quant(v: int, frac_in: int, trow: np.ndarray) -> Int:
 
 
 @njit(cache=True)
-def probe(v: int, frac_in: int, trow: np.ndarray, stats: np.ndarray, sid: int, t: int) -> Int:
-    """quant(), and when stats has rows, record the exact value and any overflow of signal sid at sample t."""
-    r = fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+def probe(v: int, frac_in: int, types: np.ndarray, row: int, stats: np.ndarray, sid: int, t: int) -> Int:
+    """quant() to row `row` of the type table; when stats has rows, record the value and any overflow of signal sid."""
+    # the table and a row index, not the row: a row view per call costs two reference-count updates in the innermost loops
+    r = fixed_cast(v, frac_in - types[row, 1], types[row, 0], types[row, 2], types[row, 3], types[row, 4])
     if stats.shape[0] > 0:
         x = v * 2.0 ** (-frac_in)
         if stats[sid, 4] == 0 or x < stats[sid, 0]:
@@ -50,7 +51,7 @@ def probe(v: int, frac_in: int, trow: np.ndarray, stats: np.ndarray, sid: int, t
         if stats[sid, 4] == 0 or x > stats[sid, 1]:
             stats[sid, 1] = x
         # the same rounding into a type too wide to overflow: any difference is an overflow
-        if fixed_cast(v, frac_in - trow[1], _WIDE, True, trow[3], _SAT) != r:
+        if fixed_cast(v, frac_in - types[row, 1], _WIDE, True, types[row, 3], _SAT) != r:
             stats[sid, 2] += 1
             if stats[sid, 3] < 0:
                 stats[sid, 3] = t

@@ -125,7 +125,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                 acc = wts[row + n_in] << f_act  # bias, aligned to the products' f_coef + f_act bits
                 for i in range(n_in):
                     acc += wts[row + i] * acts[l, i]
-                z = probe(acc, f_coef + f_act, types[T_ACT], stats, sig[l, 0] + o, t)
+                z = probe(acc, f_coef + f_act, types, T_ACT, stats, sig[l, 0] + o, t)
                 pre[l + 1, o] = z
                 if l < n_layers - 1:
                     if activation == ACT_RELU:
@@ -138,7 +138,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
         if train[t] == 0:
             continue
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types[T_ERR], stats, sig[n_layers, 0] + o, t)
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types, T_ERR, stats, sig[n_layers, 0] + o, t)
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
@@ -154,7 +154,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                     s = 0
                     for o in range(n_out):
                         s += grads[l + 1, o] * wts[offsets[l] + o * (n_in + 1) + i]
-                    grads[l, i] = probe(s, f_g + f_coef, types[T_GRAD], stats, sig[l, 1] + i, t)
+                    grads[l, i] = probe(s, f_g + f_coef, types, T_GRAD, stats, sig[l, 1] + i, t)
             f_delta = f_g + f_act + lr_shift
             f_full = max(f_coef, f_delta)
             for o in range(n_out):
@@ -163,4 +163,4 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                 for i in range(n_in + 1):
                     xin = acts[l, i] if i < n_in else one  # the bias sees a constant input of 1.0
                     full = (wts[row + i] << (f_full - f_coef)) - ((g * xin) << (f_full - f_delta))
-                    wts[row + i] = probe(full, f_full, types[T_COEF], stats, sig[l, 2] + o * (n_in + 1) + i, t)
+                    wts[row + i] = probe(full, f_full, types, T_COEF, stats, sig[l, 2] + o * (n_in + 1) + i, t)
