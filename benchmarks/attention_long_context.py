@@ -1,7 +1,7 @@
 """Long-context perplexity of Gemma-3-270M with SANTA and the low-rank KV cache on its global layers.
 
     python benchmarks/attention_long_context.py [--lengths 512,2048,4096,8192] [--contexts 8,4,4,3]
-        [--tail 512] [--calib-tokens 8192] [--layers global|all] [--out docs/attention_long_context.md]
+        [--tail 512] [--calib-tokens 8192] [--layers global|all] [--fidelity] [--out docs/attention_long_context.md]
 
 Protocol: codesign.llm.long_context. Held-out (test split) articles joined into contexts of each
 length; the prefix prefilled exactly, the last --tail tokens (half the context at 512) run through
@@ -12,7 +12,10 @@ Low-rank projections: second moments of pre-RoPE keys and values over --calib-to
 the train split (512-token windows), ranks allocated over the replaced layers' heads, K and V
 together (codesign.attention.fit_gemma_projections). KV bytes are per decode step, relative to an
 fp16 cache: of the replaced layers, and of the whole model at that context (sliding layers hold
-min(L, 512) positions). Needs the llm extra.
+min(L, 512) positions). --fidelity adds, per method, the mean KL divergence per scored token from
+dense's next-token distribution and how often their most likely tokens agree (95 % intervals by the
+same bootstrap): the measure the joined-articles protocol cannot flatter (docs/attention_long_context_control.md).
+Needs the llm extra.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def main() -> int:
     parser.add_argument("--calib-tokens", type=int, default=8192)
     parser.add_argument("--layers", choices=("global", "all"), default="global")
     parser.add_argument("--rows", default="", help="only the rows whose label contains one of these (comma-separated)")
+    parser.add_argument("--fidelity", action="store_true", help="also KL from dense and top-1 agreement per token")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     lengths = [int(v) for v in args.lengths.split(",")]
@@ -70,7 +74,7 @@ def main() -> int:
         gemma_attention_replacements,
     )
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import bootstrap_perplexity, bootstrap_ratio, evaluate, long_contexts
+    from codesign.llm.long_context import bootstrap_mean, bootstrap_perplexity, bootstrap_ratio, evaluate, long_contexts
 
     started = time.perf_counter()
     model, tokenizer = load_gemma()
@@ -105,7 +109,7 @@ def main() -> int:
                   if args.layers == "global" else "every layer (the sliding-window layers keep their window)")
     lines = [f"Command: `python benchmarks/attention_long_context.py --lengths {args.lengths} --contexts {args.contexts} "
              f"--tail {args.tail} --calib-tokens {args.calib_tokens} --layers {args.layers}"
-             + (f" --rows {args.rows}" if args.rows else "") + "`", "",
+             + (f" --rows {args.rows}" if args.rows else "") + (" --fidelity" if args.fidelity else "") + "`", "",
              f"Methods replace {layer_note}. Perplexity of the last scored tokens of each context "
              "(codesign.llm.long_context), 95 % bootstrap intervals over documents; the ratio interval is paired "
              "(the same documents resampled for the method and for dense).", ""]
@@ -113,13 +117,15 @@ def main() -> int:
         tail = min(args.tail, length // 2)
         t0 = time.perf_counter()
         contexts = long_contexts(tokenizer, "test", length, count)
-        scores = evaluate(model, contexts, tail, {label: make for label, *_, make in methods})
+        scores = evaluate(model, contexts, tail, {label: make for label, *_, make in methods}, fidelity=args.fidelity)
         dense = scores["dense"]
         docs = int(torch.unique(dense.document).numel())
         lines += [f"### {length:,}-token contexts: {count} contexts, last {tail} tokens scored ({dense.nll.numel():,} "
                   f"tokens, {docs} documents)", "",
                   "| attention | KV bytes read per decode step, replaced layers / whole model | perplexity (95 % CI) "
-                  "| vs dense (95 % CI) |", "|---|---|---|---|"]
+                  "| vs dense (95 % CI) |" + (" KL from dense, nats/token (95 % CI) | top-1 agrees with dense (95 % CI) |"
+                                             if args.fidelity else ""),
+                  "|---|---|---|---|" + ("---|---|" if args.fidelity else "")]
         for label, kind, ratio, keep, bits, _ in methods:
             s = scores[label]
             low, high = bootstrap_perplexity(s)
@@ -129,7 +135,12 @@ def main() -> int:
             else:
                 r_low, r_high = bootstrap_ratio(s, dense)
                 versus = f"{s.perplexity / dense.perplexity - 1:+.1%} ({r_low - 1:+.1%} … {r_high - 1:+.1%})"
-            lines.append(f"| {label} | {part:.3f} / {whole:.3f} | {s.perplexity:.2f} ({low:.2f} … {high:.2f}) | {versus} |")
+            row = f"| {label} | {part:.3f} / {whole:.3f} | {s.perplexity:.2f} ({low:.2f} … {high:.2f}) | {versus} |"
+            if args.fidelity:
+                kl, kl_low, kl_high = bootstrap_mean(s.kl, s.document)
+                agree, a_low, a_high = bootstrap_mean(s.agree, s.document)
+                row += f" {kl:.4f} ({kl_low:.4f} … {kl_high:.4f}) | {agree:.1%} ({a_low:.1%} … {a_high:.1%}) |"
+            lines.append(row)
         lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
         print("\n".join(lines[-len(methods) - 6:]), flush=True)
     lines.append(f"Total run time: {time.perf_counter() - started:.0f} s (torch threads: {torch.get_num_threads()}).")

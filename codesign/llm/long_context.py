@@ -13,6 +13,10 @@ Protocol (fixed, so numbers compare across methods and context lengths):
 - The interval is a bootstrap over documents: the scored tokens grouped by (context, article),
   groups resampled with replacement; a paired interval of the perplexity ratio to a reference
   resamples the same groups for both.
+- Fidelity (`evaluate(..., fidelity=True)`): per scored token, the KL divergence from the exact
+  model's next-token distribution to the method's, and whether their most likely tokens agree.
+  Unlike perplexity it is not improved by a method that drops history the scored text does not
+  need (joined articles do not need each other): any change of the distribution counts.
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ from typing import Any
 
 import torch
 
-from codesign.llm.perplexity import next_token_nll
+from codesign.llm.perplexity import logit_chunks, next_token_nll
 
-__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "score_tail", "bootstrap_perplexity",
-           "bootstrap_ratio", "concat", "evaluate"]
+__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "score_tail",
+           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "concat", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,13 @@ class LongContext:
 
 @dataclass(frozen=True)
 class TailScores:
-    """Negative log-likelihoods (nats) of the scored tokens and the document each belongs to."""
+    """Negative log-likelihoods (nats) of the scored tokens and the document each belongs to; when scored against a
+    reference distribution, each token's KL divergence from it (nats) and whether the most likely tokens agree (0/1)."""
 
     nll: torch.Tensor
     document: torch.Tensor
+    kl: torch.Tensor | None = None
+    agree: torch.Tensor | None = None
 
     @property
     def perplexity(self) -> float:
@@ -100,23 +107,46 @@ def _method_cache(cache: Any, replaced: Mapping[str, Any]) -> Any:
     return run
 
 
-@torch.no_grad()
-def score_tail(model: Any, context: LongContext, cache: Any, tail: int, document_base: int = 0,
-               logit_rows: int = 128) -> TailScores:
-    """NLL of the last `tail` tokens of `context`, one pass after `cache` (the prefix's, in the model's layers' form)."""
+def _tail_pass(model: Any, context: LongContext, cache: Any, tail: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hidden states [tail, d] that predict the scored tokens, the scored tokens [tail]): one pass after `cache`."""
     device = next(model.parameters()).device
     ids = context.tokens[-tail - 1 :].to(device)
     hidden = model.get_decoder()(input_ids=ids[None], cache=cache, use_cache=True).last_hidden_state[0]
-    nll = next_token_nll(model, hidden[:-1], ids[1:], logit_rows).double()
-    return TailScores(nll.cpu(), context.article[-tail:] + document_base)
+    return hidden[:-1], ids[1:]
 
 
-def _groups(scores: TailScores) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per document: (sum of NLL, token count)."""
-    _, inverse = torch.unique(scores.document, return_inverse=True)
+@torch.no_grad()
+def reference_logprobs(model: Any, context: LongContext, cache: Any, tail: int, logit_rows: int = 128) -> torch.Tensor:
+    """Next-token log-probabilities [tail, vocab] (float32) of the last `tail` tokens, one pass after `cache`."""
+    hidden, _ = _tail_pass(model, context, cache, tail)
+    return torch.cat([torch.log_softmax(logits, dim=-1) for _, logits in logit_chunks(model, hidden, logit_rows)])
+
+
+@torch.no_grad()
+def score_tail(model: Any, context: LongContext, cache: Any, tail: int, document_base: int = 0,
+               logit_rows: int = 128, reference: torch.Tensor | None = None) -> TailScores:
+    """NLL of the last `tail` tokens of `context`, one pass after `cache` (the prefix's, in the model's layers' form);
+    with `reference` (reference_logprobs of the same tokens), also each token's KL from it and top-1 agreement."""
+    hidden, targets = _tail_pass(model, context, cache, tail)
+    document = context.article[-tail:] + document_base
+    if reference is None:
+        return TailScores(next_token_nll(model, hidden, targets, logit_rows).double().cpu(), document)
+    nll, kl, agree = [], [], []
+    for start, logits in logit_chunks(model, hidden, logit_rows):
+        logp = torch.log_softmax(logits, dim=-1)
+        ref = reference[start : start + logp.shape[0]].to(logp.device)
+        nll.append(-logp.gather(1, targets[start : start + logp.shape[0], None])[:, 0])
+        kl.append((ref.exp() * (ref - logp)).sum(dim=-1).clamp_(min=0.0))  # ≥ 0; rounding can leave −1e-9
+        agree.append((logp.argmax(dim=-1) == ref.argmax(dim=-1)).double())
+    return TailScores(torch.cat(nll).double().cpu(), document, torch.cat(kl).double().cpu(), torch.cat(agree).cpu())
+
+
+def _groups(values: torch.Tensor, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per document: (sum of the tokens' values, token count)."""
+    _, inverse = torch.unique(document, return_inverse=True)
     n = int(inverse.max()) + 1
-    sums = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, scores.nll)
-    counts = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(scores.nll))
+    sums = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, values.double())
+    counts = torch.zeros(n, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(values, dtype=torch.float64))
     return sums, counts
 
 
@@ -132,9 +162,20 @@ def _percentiles(values: torch.Tensor, level: float) -> tuple[float, float]:
 def bootstrap_perplexity(scores: TailScores, resamples: int = 2000, seed: int = 0,
                          level: float = 0.95) -> tuple[float, float]:
     """(low, high) percentile interval of the perplexity, documents resampled."""
-    sums, counts = _groups(scores)
+    sums, counts = _groups(scores.nll, scores.document)
     pick = _draws(sums.numel(), resamples, seed)
     return _percentiles(torch.exp(sums[pick].sum(1) / counts[pick].sum(1)), level)
+
+
+def bootstrap_mean(values: torch.Tensor, document: torch.Tensor, resamples: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> tuple[float, float, float]:
+    """(mean per token, low, high) of per-token values (a TailScores' kl or agree), documents resampled."""
+    if values.shape != document.shape or values.numel() == 0:
+        raise ValueError(f"values {tuple(values.shape)} and documents {tuple(document.shape)}: need one per token")
+    sums, counts = _groups(values, document)
+    pick = _draws(sums.numel(), resamples, seed)
+    low, high = _percentiles(sums[pick].sum(1) / counts[pick].sum(1), level)
+    return float(sums.sum() / counts.sum()), low, high
 
 
 def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 2000, seed: int = 0,
@@ -142,23 +183,29 @@ def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 
     """(low, high) interval of perplexity / reference perplexity on the same tokens, documents resampled together."""
     if not torch.equal(scores.document, reference.document):
         raise ValueError("the two scores are not of the same tokens")
-    sums, counts = _groups(scores)
-    ref_sums, _ = _groups(reference)
+    sums, counts = _groups(scores.nll, scores.document)
+    ref_sums, _ = _groups(reference.nll, reference.document)
     pick = _draws(sums.numel(), resamples, seed)
     return _percentiles(torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1)), level)
 
 
 def concat(scores: Sequence[TailScores]) -> TailScores:
-    """The scores of several contexts as one."""
-    return TailScores(torch.cat([s.nll for s in scores]), torch.cat([s.document for s in scores]))
+    """The scores of several contexts as one (kl and agree kept when every part has them)."""
+    def joined(field: str) -> torch.Tensor | None:
+        parts = [getattr(s, field) for s in scores]
+        return None if any(p is None for p in parts) else torch.cat(parts)
+    return TailScores(torch.cat([s.nll for s in scores]), torch.cat([s.document for s in scores]),
+                      joined("kl"), joined("agree"))
 
 
 def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
              methods: Mapping[str, Callable[[], Mapping[str, torch.nn.Module]] | None],
-             progress: Callable[[str], None] = print) -> dict[str, TailScores]:
+             progress: Callable[[str], None] = print, fidelity: bool = False) -> dict[str, TailScores]:
     """Scores of every method on every context; a method is a factory of attention replacements (None: as loaded).
 
     The prefix is prefilled once per context, exactly; each method then starts from its own copy of that cache.
+    fidelity: also score each token's KL from the model as loaded and top-1 agreement with it (one more tail pass per
+    context, and its [tail, vocab] log-probabilities held while the methods run).
     """
     from codesign.llm.swap import swapped
 
@@ -166,10 +213,11 @@ def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
     stride = max(int(c.article.max()) for c in contexts) + 1
     for k, context in enumerate(contexts):
         cache = prefill(model, context, tail)
+        reference = reference_logprobs(model, context, copy.deepcopy(cache), tail) if fidelity else None
         for name, make in methods.items():
             replaced = {} if make is None else make()
             with swapped(model, replaced):
                 run = _method_cache(cache, replaced)
-                per_method[name].append(score_tail(model, context, run, tail, k * stride))
+                per_method[name].append(score_tail(model, context, run, tail, k * stride, reference=reference))
         progress(f"context {k + 1}/{len(contexts)} ({context.tokens.numel()} tokens): {len(methods)} methods scored")
     return {name: concat(s) for name, s in per_method.items()}

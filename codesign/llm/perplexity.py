@@ -12,11 +12,12 @@ Logits are computed `logit_rows` rows at a time: Gemma's 262k-entry vocabulary m
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerplexityResult", "perplexity", "next_token_nll"]
+__all__ = ["PerplexityResult", "perplexity", "next_token_nll", "logit_chunks"]
 
 
 @dataclass(frozen=True)
@@ -30,17 +31,22 @@ class PerplexityResult:
     stride: int
 
 
-def next_token_nll(model: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, logit_rows: int = 128) -> torch.Tensor:
-    """Per-row NLL (nats, float32) of targets [R] under the model's head on hidden states [R, d], logit_rows rows at a time."""
+def logit_chunks(model: torch.nn.Module, hidden: torch.Tensor, logit_rows: int = 128) -> Iterator[tuple[int, torch.Tensor]]:
+    """(first row, float32 logits [rows, vocab]) of the model's head on hidden states [R, d], logit_rows rows at a time,
+    with the model's final soft-cap (Gemma's) applied."""
     head = model.get_output_embeddings()
     cap = getattr(model.config, "final_logit_softcapping", None)
-    nll = []
-    for start in range(0, targets.numel(), logit_rows):
+    for start in range(0, hidden.shape[0], logit_rows):
         logits = head(hidden[start : start + logit_rows]).float()
         if cap:
             logits = torch.tanh(logits / cap) * cap
-        nll.append(torch.nn.functional.cross_entropy(logits, targets[start : start + logit_rows], reduction="none"))
-    return torch.cat(nll)
+        yield start, logits
+
+
+def next_token_nll(model: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, logit_rows: int = 128) -> torch.Tensor:
+    """Per-row NLL (nats, float32) of targets [R] under the model's head on hidden states [R, d], logit_rows rows at a time."""
+    return torch.cat([torch.nn.functional.cross_entropy(logits, targets[start : start + logits.shape[0]], reduction="none")
+                      for start, logits in logit_chunks(model, hidden, logit_rows)])
 
 
 def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:

@@ -12,7 +12,7 @@ from codesign.attention.gemma import (
     gemma_attention_replacements,
 )
 from codesign.llm import token_stream, wiki_articles
-from codesign.llm.long_context import evaluate, long_contexts
+from codesign.llm.long_context import TailScores, bootstrap_mean, concat, evaluate, long_contexts
 from tests.support import requires_llm
 
 pytestmark = requires_llm
@@ -46,11 +46,17 @@ def test_prefill_then_tail_scores_what_one_pass_over_the_context_scores(gemma):
         # full rank and fp16: the cache's keys are un-rotated, projected and rotated back
         "full-rank latents": lambda: gemma_attention_replacements(
             model, lambda i: LowRankCore(full_rank[i], bits=16), layers="global"),
-    }, progress=lambda _: None)
+    }, progress=lambda _: None, fidelity=True)
     for name in ("as loaded", "exact on the global layers", "exact on every layer", "local, window 700"):
         assert scores[name].nll.shape == reference.shape
         assert torch.allclose(scores[name].nll, reference, atol=1e-4), name
+        assert scores[name].kl.shape == reference.shape and float(scores[name].kl.max()) < 1e-5, name
+        assert float(scores[name].agree.mean()) > 0.99, name
+    # the model as loaded against its own reference pass: the same computation, so exactly no divergence
+    assert torch.equal(scores["as loaded"].kl, torch.zeros_like(reference))
+    assert torch.equal(scores["as loaded"].agree, torch.ones_like(reference))
     assert (scores["local, window 64"].nll - reference).abs().max() > 1e-2  # dropping the history changes the scores
+    assert float(scores["local, window 64"].kl.mean()) > 100 * float(scores["full-rank latents"].kl.mean())
     assert (scores["full-rank latents"].nll - reference).abs().mean() < 2e-3
     assert abs(scores["full-rank latents"].perplexity / scores["as loaded"].perplexity - 1) < 2e-3
 
@@ -93,3 +99,16 @@ def test_rank_costs_measure_each_layer_side_alone_and_full_rank_costs_nothing(ge
     chosen = allocate_by_cost(costs, 256 + 5 * 32)
     worst = max(costs, key=lambda g: costs[g][32])
     assert chosen[worst] == 256 and sum(chosen.values()) == 256 + 5 * 32
+
+
+def test_bootstrap_mean_resamples_documents_and_rejects_mismatched_input():
+    document = torch.tensor([0, 0, 0, 1, 1, 2])
+    values = torch.tensor([1.0, 1.0, 1.0, 4.0, 4.0, 10.0])
+    mean, low, high = bootstrap_mean(values, document, resamples=500)
+    assert mean == pytest.approx(21.0 / 6)  # per token, not per document
+    # every resample is a mix of whole documents: never below the smallest document mean, never above the largest
+    assert 1.0 <= low <= mean <= high <= 10.0 and high > low
+    with pytest.raises(ValueError, match="one per token"):
+        bootstrap_mean(values[:-1], document)
+    joined = concat([TailScores(values, document, values, values), TailScores(values, document + 3)])
+    assert joined.kl is None and joined.nll.numel() == 12  # a part without kl: the joined scores have none
