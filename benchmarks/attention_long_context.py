@@ -21,6 +21,7 @@ Needs the llm extra.
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 import warnings
 from pathlib import Path
@@ -109,7 +110,7 @@ def main() -> int:
                   if args.layers == "global" else "every layer (the sliding-window layers keep their window)")
     lines = [f"Command: `python benchmarks/attention_long_context.py --lengths {args.lengths} --contexts {args.contexts} "
              f"--tail {args.tail} --calib-tokens {args.calib_tokens} --layers {args.layers}"
-             + (f" --rows {args.rows}" if args.rows else "") + (" --fidelity" if args.fidelity else "") + "`", "",
+             + (f" --rows {shlex.quote(args.rows)}" if args.rows else "") + (" --fidelity" if args.fidelity else "") + "`", "",
              f"Methods replace {layer_note}. Perplexity of the last scored tokens of each context "
              "(codesign.llm.long_context), 95 % bootstrap intervals over documents; the ratio interval is paired "
              "(the same documents resampled for the method and for dense).", ""]
