@@ -166,22 +166,27 @@ class SantaCore(ExactCore):
 
 
 class LowRankCore(ExactCore):
-    """Keys and values pass through the latent cache (quantized at `bits`) before attention."""
+    """Keys and values pass through the latent cache (key latents quantized at `bits`, value latents at `value_bits`,
+    by default the same) before attention."""
 
-    def __init__(self, projection: KVProjection, bits: int = 16, group_size: int = LATENT_GROUP) -> None:
-        quantize_latent(torch.zeros(1, 2), bits, group_size)  # validates bits and group size
-        self.projection, self.bits, self.group_size = projection, bits, group_size
+    def __init__(self, projection: KVProjection, bits: int = 16, group_size: int = LATENT_GROUP,
+                 value_bits: int | None = None) -> None:
+        value_bits = bits if value_bits is None else value_bits
+        for b in (bits, value_bits):
+            quantize_latent(torch.zeros(1, 2), b, group_size)  # validates bits and group size
+        self.projection, self.bits, self.value_bits, self.group_size = projection, bits, value_bits, group_size
 
-    def _roundtrip(self, x: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
+    def _roundtrip(self, x: torch.Tensor, down: torch.Tensor, bits: int) -> torch.Tensor:
         latent = torch.einsum("bhnd,hdr->bhnr", x.float(), down.to(x.device))
-        codes, scale = quantize_latent(latent, self.bits, self.group_size)
-        return dequantize_latent(codes, scale, self.bits, latent.shape[-1], self.group_size).to(x.dtype)
+        codes, scale = quantize_latent(latent, bits, self.group_size)
+        return dequantize_latent(codes, scale, bits, latent.shape[-1], self.group_size).to(x.dtype)
 
     def from_exact_cache(self, block, keys, values, positions):
         """The (dequantized) latents of cached keys (un-rotated first for pre-RoPE projections) and values."""
         if self.projection.rope_mode == "pre":
             keys = rotate(keys, -positions, block.inv_freq)
-        return self._roundtrip(keys, self.projection.key_down), self._roundtrip(values, self.projection.value_down)
+        return (self._roundtrip(keys, self.projection.key_down, self.bits),
+                self._roundtrip(values, self.projection.value_down, self.value_bits))
 
     def attend(self, block, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
         """Attention over keys and values reconstructed from their (quantized) latents."""
@@ -190,8 +195,8 @@ class LowRankCore(ExactCore):
             raise ValueError(f"projection is for {proj.kv_heads} KV heads of dim {proj.head_dim}, the layer has "
                              f"{k.shape[1]} of dim {k.shape[3]}")
         stored = k if proj.rope_mode == "pre" else apply_rope(k, cos, sin)
-        key_latent = self._roundtrip(stored, proj.key_down)
-        value_latent = self._roundtrip(v, proj.value_down)
+        key_latent = self._roundtrip(stored, proj.key_down, self.bits)
+        value_latent = self._roundtrip(v, proj.value_down, self.value_bits)
         if cache is not None:
             key_latent, value_latent = cache.update(key_latent, value_latent, block.layer_idx)
             key_pos = _cached_positions(q_pos, key_latent.shape[2])

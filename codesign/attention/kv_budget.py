@@ -1,87 +1,136 @@
-"""Low-rank KV ranks from measured sensitivity: the loss each layer's keys or values cost at each rank, then a budget.
+"""Low-rank KV ranks and latent precisions from measured sensitivity: what each layer's keys or values cost, then a budget.
 
-`rank_costs` measures, on calibration contexts (the train split), the mean NLL increase when one
-layer's keys (or values) alone are cut to rank r, the other side and every other layer exact.
-`allocate_by_cost` picks one rank per (layer, side) that minimises the summed increase under a
-global channel budget (exact, by dynamic programming over the choices). The sum assumes the
-costs add up, which the evaluation then checks on held-out text.
+`side_costs` measures, on calibration contexts (the train split), what it costs when one layer's
+keys (or values) alone are stored at a (rank, latent bits) choice, the other side and every other
+layer exact: the mean NLL increase and the mean KL divergence per token from the exact model. The
+KL is the measure to allocate by: on joined articles the NLL *falls* when a cut drops distant
+history the text does not need (docs/attention_long_context_control.md), so an NLL-driven
+allocation rewards exactly the damage a long-context cache must avoid.
+`allocate_by_cost` picks one choice per (layer, side) that minimises the summed cost under a global
+budget of latent bits per token (rank x bits; exact, by dynamic programming over the choices). The
+sum assumes the costs add up, which the evaluation then checks on held-out text.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["allocate_by_cost", "rank_costs", "projections_for", "kept_fraction"]
+__all__ = ["Choice", "MEASURES", "allocate_by_cost", "side_costs", "projections_for", "latent_cores", "kept_fraction",
+           "byte_fraction"]
+
+Choice = tuple[int, int]  # (rank, latent bits) of one layer's keys or values
+MEASURES = ("kl", "nll")
 
 
-def allocate_by_cost(costs: Mapping[Hashable, Mapping[int, float]], budget: int) -> dict[Hashable, int]:
-    """{group: rank} with sum of ranks <= budget and the least total cost (each group's choices: its costs' ranks)."""
+def _size(choice: Any) -> int:
+    """Budget units of a choice: its rank for a plain rank, rank x bits for a (rank, bits) choice."""
+    return choice[0] * choice[1] if isinstance(choice, tuple) else int(choice)
+
+
+def allocate_by_cost(costs: Mapping[Hashable, Mapping[Any, float]], budget: int) -> dict[Hashable, Any]:
+    """{group: choice} with summed size <= budget and the least total cost (size: a rank, or rank x bits)."""
     if not costs or any(not options for options in costs.values()):
-        raise ValueError("every group needs at least one (rank, cost) choice")
+        raise ValueError("every group needs at least one choice with its cost")
     groups = list(costs)
-    if sum(min(costs[g]) for g in groups) > budget:
-        raise ValueError(f"a budget of {budget} channels is below the smallest ranks offered "
-                         f"({sum(min(costs[g]) for g in groups)})")
-    # best[b] = (cost, choice per group so far) using at most b channels
+    smallest = sum(min(_size(c) for c in costs[g]) for g in groups)
+    if smallest > budget:
+        raise ValueError(f"a budget of {budget} is below the smallest choices offered ({smallest})")
+    unit = math.gcd(budget, *(_size(c) for g in groups for c in costs[g])) or 1  # a smaller table, the same optimum
+    slots = budget // unit
+    # best[b] = (cost, choice per group so far) using at most b units
     inf = float("inf")
-    best: list[tuple[float, tuple[int, ...]]] = [(0.0, ())] * (budget + 1)
+    best: list[tuple[float, tuple[Any, ...]]] = [(0.0, ())] * (slots + 1)
     for g in groups:
-        nxt: list[tuple[float, tuple[int, ...]]] = [(inf, ())] * (budget + 1)
-        for b in range(budget + 1):
-            for rank, cost in costs[g].items():
-                if rank <= b and best[b - rank][0] + cost < nxt[b][0]:
-                    nxt[b] = (best[b - rank][0] + cost, best[b - rank][1] + (rank,))
+        nxt: list[tuple[float, tuple[Any, ...]]] = [(inf, ())] * (slots + 1)
+        for b in range(slots + 1):
+            for choice, cost in costs[g].items():
+                need = _size(choice) // unit
+                if need <= b and best[b - need][0] + cost < nxt[b][0]:
+                    nxt[b] = (best[b - need][0] + cost, best[b - need][1] + (choice,))
         best = nxt
-    return dict(zip(groups, best[budget][1]))
+    return dict(zip(groups, best[slots][1]))
 
 
-def projections_for(moments: Mapping[int, Any], ranks: Mapping[tuple[int, str], int]) -> dict[int, Any]:
-    """{layer: KVProjection} (keys pre-RoPE) with the rank of ranks[(layer, "key" | "value")] on every KV head."""
+def _rank(choice: Any) -> int:
+    return choice[0] if isinstance(choice, tuple) else int(choice)
+
+
+def _bits(choice: Any) -> int:
+    return choice[1] if isinstance(choice, tuple) else 16
+
+
+def projections_for(moments: Mapping[int, Any], choices: Mapping[tuple[int, str], Any]) -> dict[int, Any]:
+    """{layer: KVProjection} (keys pre-RoPE) with the rank of choices[(layer, "key" | "value")] on every KV head."""
     from codesign.attention.lowrank_kv import fit_projection
 
     out = {}
     for layer, m in moments.items():
         keys, values = m.keys.value(), m.values.value()
         heads = keys.shape[0]
-        out[layer] = fit_projection(keys, values, [ranks[(layer, "key")]] * heads, [ranks[(layer, "value")]] * heads)
+        out[layer] = fit_projection(keys, values, [_rank(choices[(layer, "key")])] * heads,
+                                    [_rank(choices[(layer, "value")])] * heads)
     return out
 
 
-def rank_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[int, Any], ranks: Sequence[int],
-               progress: Callable[[str], None] = print) -> dict[tuple[int, str], dict[int, float]]:
-    """{(layer, side): {rank: mean NLL increase}} with one layer's one side at each rank (full rank: 0 by definition)."""
-    from codesign.attention.gemma import ExactCore, LowRankCore, gemma_attention_replacements
+def latent_cores(moments: Mapping[int, Any], choices: Mapping[tuple[int, str], Any]) -> dict[int, Any]:
+    """{layer: LowRankCore} storing each side at its choice's rank and latent bits (a plain rank: fp16)."""
+    from codesign.attention.gemma import LowRankCore
+
+    projections = projections_for(moments, choices)
+    return {layer: LowRankCore(projections[layer], bits=_bits(choices[(layer, "key")]),
+                               value_bits=_bits(choices[(layer, "value")])) for layer in moments}
+
+
+def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[int, Any], choices: Sequence[Choice],
+               progress: Callable[[str], None] = print) -> dict[str, dict[tuple[int, str], dict[Choice, float]]]:
+    """{measure: {(layer, side): {(rank, bits): cost}}} with one layer's one side at each choice, for the measures
+    "kl" (mean KL per token from the exact model) and "nll" (mean NLL increase, floored at 0); full rank in fp16 costs 0."""
+    from codesign.attention.gemma import ExactCore, gemma_attention_replacements
     from codesign.llm.long_context import evaluate
 
     dim = next(iter(moments.values())).keys.value().shape[-1]
-    full = {(layer, side): dim for layer in moments for side in ("key", "value")}
+    exact: Choice = (dim, 16)
+    full = {(layer, side): exact for layer in moments for side in ("key", "value")}
+    for rank, _ in choices:
+        if not 1 <= rank <= dim:
+            raise ValueError(f"rank {rank} is outside 1..{dim}")
 
-    def only(layer: int, side: str, rank: int) -> Callable[[], dict[str, Any]]:
-        projection = projections_for({layer: moments[layer]}, full | {(layer, side): rank})[layer]
+    def only(layer: int, side: str, choice: Choice) -> Callable[[], dict[str, Any]]:
+        core = latent_cores({layer: moments[layer]}, full | {(layer, side): choice})[layer]
 
         def replacements() -> dict[str, Any]:
-            every = gemma_attention_replacements(model, lambda i: LowRankCore(projection, bits=16) if i == layer
-                                                 else ExactCore())
+            every = gemma_attention_replacements(model, lambda i: core if i == layer else ExactCore())
             return {name: m for name, m in every.items() if m.layer_idx == layer}
         return replacements
 
     methods: dict[str, Any] = {"dense": None}
     for layer in moments:
         for side in ("key", "value"):
-            for rank in ranks:
-                if rank < dim:
-                    methods[f"{layer}:{side}:{rank}"] = only(layer, side, rank)
-    scores = evaluate(model, contexts, tail, methods, progress)
+            for rank, bits in choices:
+                if (rank, bits) != exact:
+                    methods[f"{layer}:{side}:{rank}:{bits}"] = only(layer, side, (rank, bits))
+    scores = evaluate(model, contexts, tail, methods, progress, fidelity=True)
     dense = float(scores["dense"].nll.mean())
-    costs: dict[tuple[int, str], dict[int, float]] = {g: {dim: 0.0} for g in full}
+    costs: dict[str, dict[tuple[int, str], dict[Choice, float]]] = {
+        m: {g: {exact: 0.0} for g in full} for m in MEASURES}
     for name, s in scores.items():
-        if name != "dense":
-            layer_s, side, rank_s = name.split(":")
-            costs[(int(layer_s), side)][int(rank_s)] = max(float(s.nll.mean()) - dense, 0.0)
+        if name == "dense":
+            continue
+        layer_s, side, rank_s, bits_s = name.split(":")
+        group, choice = (int(layer_s), side), (int(rank_s), int(bits_s))
+        assert s.kl is not None  # evaluate(fidelity=True) scores it
+        costs["kl"][group][choice] = float(s.kl.mean())
+        costs["nll"][group][choice] = max(float(s.nll.mean()) - dense, 0.0)
     return costs
 
 
-def kept_fraction(ranks: Mapping[tuple[int, str], int], dim: int) -> float:
+def kept_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
     """Channels kept over all (layer, side) groups' full width."""
-    return sum(ranks.values()) / (len(ranks) * dim)
+    return sum(_rank(c) for c in choices.values()) / (len(choices) * dim)
+
+
+def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
+    """Latent bits per token over an fp16 cache's, all (layer, side) groups (scales left out)."""
+    return sum(_rank(c) * _bits(c) for c in choices.values()) / (len(choices) * dim * 16)

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from codesign.attention.kv_budget import allocate_by_cost, kept_fraction
+from codesign.attention.kv_budget import allocate_by_cost, byte_fraction, kept_fraction
 
 
 def _brute_force(costs, budget):
@@ -43,7 +43,40 @@ def test_a_full_budget_takes_every_full_rank_and_the_fraction_is_counted():
 
 
 def test_a_budget_below_the_smallest_ranks_is_refused():
-    with pytest.raises(ValueError, match="below the smallest ranks"):
+    with pytest.raises(ValueError, match="below the smallest choices"):
         allocate_by_cost({(0, "key"): {64: 1.0}, (0, "value"): {64: 1.0}}, 100)
     with pytest.raises(ValueError, match="at least one"):
         allocate_by_cost({(0, "key"): {}}, 100)
+
+
+def _brute_force_bits(costs, budget):
+    best = None
+    for choice in itertools.product(*[sorted(c.items()) for c in costs.values()]):
+        if sum(r * b for (r, b), _ in choice) <= budget:
+            total = sum(c for _, c in choice)
+            if best is None or total < best[0] - 1e-12:
+                best = (total, [rb for rb, _ in choice])
+    return best
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rank_and_bits_choices_are_sized_by_latent_bits_and_the_choice_is_the_least_cost(seed):
+    rng = random.Random(100 + seed)
+    costs = {}
+    for g in range(rng.randint(1, 4)):
+        options = rng.sample([(r, b) for r in (32, 64, 128, 256) for b in (4, 8, 16)], rng.randint(1, 5))
+        costs[(g, "key")] = {o: rng.random() / (o[0] * o[1]) for o in options}  # more bits, less loss
+    budget = sum(min(r * b for r, b in c) for c in costs.values()) + rng.randint(0, 4096)
+    chosen = allocate_by_cost(costs, budget)
+    total, _ = _brute_force_bits(costs, budget)
+    assert sum(r * b for r, b in chosen.values()) <= budget
+    assert sum(costs[g][c] for g, c in chosen.items()) == pytest.approx(total, abs=1e-12)
+
+
+def test_an_int4_latent_of_full_rank_costs_a_quarter_of_the_fp16_bytes():
+    costs = {(5, "key"): {(256, 16): 0.0, (256, 4): 0.01, (64, 16): 0.5},
+             (5, "value"): {(256, 16): 0.0, (256, 4): 0.2, (128, 8): 0.1}}
+    # a quarter of fp16 for both sides: 2 x 256 x 4 bits; the values' (128, 8) is as small and costs less
+    chosen = allocate_by_cost(costs, 2 * 256 * 4)
+    assert chosen == {(5, "key"): (256, 4), (5, "value"): (128, 8)}
+    assert byte_fraction(chosen, 256) == 0.25 and kept_fraction(chosen, 256) == 0.75

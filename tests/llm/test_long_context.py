@@ -82,23 +82,29 @@ def test_contexts_are_whole_held_out_articles_never_shared(gemma):
         long_contexts(tokenizer, "test", 600, 10**6)
 
 
-def test_rank_costs_measure_each_layer_side_alone_and_full_rank_costs_nothing(gemma):
-    from codesign.attention.kv_budget import allocate_by_cost, rank_costs
+def test_side_costs_measure_each_layer_side_alone_and_the_exact_choice_costs_nothing(gemma):
+    from codesign.attention.kv_budget import allocate_by_cost, side_costs
 
     model, tokenizer = gemma
     glob = [i for i, layer in enumerate(model.get_decoder().layers) if layer.self_attn.sliding_window is None]
     all_moments = collect_kv_moments(model, token_stream(tokenizer, "train", 1024), context=512)
     moments = {i: all_moments[i] for i in glob}
-    costs = rank_costs(model, long_contexts(tokenizer, "train", 600, 1, skip_articles=400), 100, moments, [32],
-                       progress=lambda _: None)
-    assert set(costs) == {(i, side) for i in glob for side in ("key", "value")}
-    for by_rank in costs.values():
-        assert set(by_rank) == {32, 256} and by_rank[256] == 0.0 and by_rank[32] >= 0.0
-    assert max(by_rank[32] for by_rank in costs.values()) > 0.01  # a 32-of-256 cut is felt somewhere
-    # the budget of one full side and five cut ones goes to the side whose cut costs most
-    chosen = allocate_by_cost(costs, 256 + 5 * 32)
-    worst = max(costs, key=lambda g: costs[g][32])
-    assert chosen[worst] == 256 and sum(chosen.values()) == 256 + 5 * 32
+    costs = side_costs(model, long_contexts(tokenizer, "train", 600, 1, skip_articles=400), 100, moments,
+                       [(32, 16), (256, 4)], progress=lambda _: None)
+    assert set(costs) == {"kl", "nll"}
+    for measure in costs.values():
+        assert set(measure) == {(i, side) for i in glob for side in ("key", "value")}
+        for by_choice in measure.values():
+            assert set(by_choice) == {(32, 16), (256, 4), (256, 16)} and by_choice[(256, 16)] == 0.0
+            assert min(by_choice.values()) >= 0.0
+    kl = costs["kl"]
+    assert min(c[(32, 16)] for c in kl.values()) > 0.0  # every real cut moves the distribution, whatever the NLL does
+    assert max(c[(32, 16)] for c in kl.values()) > 0.01  # a 32-of-256 cut is felt somewhere
+    # the budget of one exact side and five rank-32 ones goes to the side whose cut costs most
+    only_ranks = {g: {c: v for c, v in by_choice.items() if c != (256, 4)} for g, by_choice in kl.items()}
+    chosen = allocate_by_cost(only_ranks, (256 + 5 * 32) * 16)
+    worst = max(kl, key=lambda g: kl[g][(32, 16)])
+    assert chosen[worst] == (256, 16) and sum(r for r, _ in chosen.values()) == 256 + 5 * 32
 
 
 def test_bootstrap_mean_resamples_documents_and_rejects_mismatched_input():
