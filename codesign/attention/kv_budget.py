@@ -131,6 +131,11 @@ def kept_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
     return sum(_rank(c) for c in choices.values()) / (len(choices) * dim)
 
 
-def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
-    """Latent bits per token over an fp16 cache's, all (layer, side) groups (scales left out)."""
-    return sum(_rank(c) * _bits(c) for c in choices.values()) / (len(choices) * dim * 16)
+def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int, scales: bool = False) -> float:
+    """Latent bits per token over an fp16 cache's, all (layer, side) groups; scales: with the float32 scale of every
+    LATENT_GROUP channels of an int8 / int4 latent."""
+    from codesign.attention.lowrank_kv import LATENT_GROUP
+
+    def per_channel(bits: int) -> float:
+        return bits + (32 / LATENT_GROUP if scales and bits < 16 else 0)
+    return sum(_rank(c) * per_channel(_bits(c)) for c in choices.values()) / (len(choices) * dim * 16)

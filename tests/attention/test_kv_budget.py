@@ -80,3 +80,5 @@ def test_an_int4_latent_of_full_rank_costs_a_quarter_of_the_fp16_bytes():
     chosen = allocate_by_cost(costs, 2 * 256 * 4)
     assert chosen == {(5, "key"): (256, 4), (5, "value"): (128, 8)}
     assert byte_fraction(chosen, 256) == 0.25 and kept_fraction(chosen, 256) == 0.75
+    # a float32 scale per 32 channels adds one bit per quantized channel: (256 x 5 + 128 x 9) / (2 x 256 x 16)
+    assert byte_fraction(chosen, 256, scales=True) == (256 * 5 + 128 * 9) / (2 * 256 * 16)
