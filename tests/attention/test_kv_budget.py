@@ -8,10 +8,10 @@ import pytest
 from codesign.attention.kv_budget import allocate_by_cost, byte_fraction, kept_fraction
 
 
-def _brute_force(costs, budget):
+def _brute_force(costs, budget, size=lambda rank: rank):
     best = None
     for choice in itertools.product(*[sorted(c.items()) for c in costs.values()]):
-        if sum(r for r, _ in choice) <= budget:
+        if sum(size(r) for r, _ in choice) <= budget:
             total = sum(c for _, c in choice)
             if best is None or total < best[0] - 1e-12:
                 best = (total, [r for r, _ in choice])
@@ -49,16 +49,6 @@ def test_a_budget_below_the_smallest_ranks_is_refused():
         allocate_by_cost({(0, "key"): {}}, 100)
 
 
-def _brute_force_bits(costs, budget):
-    best = None
-    for choice in itertools.product(*[sorted(c.items()) for c in costs.values()]):
-        if sum(r * b for (r, b), _ in choice) <= budget:
-            total = sum(c for _, c in choice)
-            if best is None or total < best[0] - 1e-12:
-                best = (total, [rb for rb, _ in choice])
-    return best
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_rank_and_bits_choices_are_sized_by_latent_bits_and_the_choice_is_the_least_cost(seed):
     rng = random.Random(100 + seed)
@@ -68,7 +58,7 @@ def test_rank_and_bits_choices_are_sized_by_latent_bits_and_the_choice_is_the_le
         costs[(g, "key")] = {o: rng.random() / (o[0] * o[1]) for o in options}  # more bits, less loss
     budget = sum(min(r * b for r, b in c) for c in costs.values()) + rng.randint(0, 4096)
     chosen = allocate_by_cost(costs, budget)
-    total, _ = _brute_force_bits(costs, budget)
+    total, _ = _brute_force(costs, budget, size=lambda choice: choice[0] * choice[1])
     assert sum(r * b for r, b in chosen.values()) <= budget
     assert sum(costs[g][c] for g, c in chosen.items()) == pytest.approx(total, abs=1e-12)
 
