@@ -31,7 +31,7 @@ import torch
 
 from codesign.llm.perplexity import logit_chunks, next_token_nll
 
-__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "score_tail",
+__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "reference_tails", "score_tail",
            "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "concat", "evaluate"]
 
 
@@ -122,6 +122,12 @@ def reference_logprobs(model: Any, context: LongContext, cache: Any, tail: int, 
     return torch.cat([torch.log_softmax(logits, dim=-1) for _, logits in logit_chunks(model, hidden, logit_rows)])
 
 
+def reference_tails(model: Any, contexts: Sequence[LongContext], tail: int) -> list[torch.Tensor]:
+    """Per context, the next-token log-probabilities [tail, vocab] of `model` after its own exact prefill: the
+    references of evaluate(..., references=) when the distribution to stay close to is another model's."""
+    return [reference_logprobs(model, context, prefill(model, context, tail), tail) for context in contexts]
+
+
 @torch.no_grad()
 def score_tail(model: Any, context: LongContext, cache: Any, tail: int, document_base: int = 0,
                logit_rows: int = 128, reference: torch.Tensor | None = None) -> TailScores:
@@ -200,20 +206,27 @@ def concat(scores: Sequence[TailScores]) -> TailScores:
 
 def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
              methods: Mapping[str, Callable[[], Mapping[str, torch.nn.Module]] | None],
-             progress: Callable[[str], None] = print, fidelity: bool = False) -> dict[str, TailScores]:
+             progress: Callable[[str], None] = print, fidelity: bool = False,
+             references: Sequence[torch.Tensor] | None = None) -> dict[str, TailScores]:
     """Scores of every method on every context; a method is a factory of attention replacements (None: as loaded).
 
     The prefix is prefilled once per context, exactly; each method then starts from its own copy of that cache.
     fidelity: also score each token's KL from the model as loaded and top-1 agreement with it (one more tail pass per
-    context, and its [tail, vocab] log-probabilities held while the methods run).
+    context, and its [tail, vocab] log-probabilities held while the methods run); references (reference_tails of
+    another model, one per context) replace that pass: e.g. the uncompressed model's, to score a compressed one.
     """
+    if references is not None and len(references) != len(contexts):
+        raise ValueError(f"{len(references)} references for {len(contexts)} contexts: need one per context")
     from codesign.llm.swap import swapped
 
     per_method: dict[str, list[TailScores]] = {name: [] for name in methods}
     stride = max(int(c.article.max()) for c in contexts) + 1
     for k, context in enumerate(contexts):
         cache = prefill(model, context, tail)
-        reference = reference_logprobs(model, context, copy.deepcopy(cache), tail) if fidelity else None
+        if references is not None:
+            reference: torch.Tensor | None = references[k]
+        else:
+            reference = reference_logprobs(model, context, copy.deepcopy(cache), tail) if fidelity else None
         for name, make in methods.items():
             replaced = {} if make is None else make()
             with swapped(model, replaced):
