@@ -12,7 +12,7 @@ from codesign.attention.gemma import (
     gemma_attention_replacements,
 )
 from codesign.llm import token_stream, wiki_articles
-from codesign.llm.long_context import TailScores, bootstrap_mean, concat, evaluate, long_contexts
+from codesign.llm.long_context import TailScores, bootstrap_mean, concat, evaluate, long_contexts, reference_tails
 from tests.support import requires_llm
 
 pytestmark = requires_llm
@@ -59,6 +59,22 @@ def test_prefill_then_tail_scores_what_one_pass_over_the_context_scores(gemma):
     assert float(scores["local, window 64"].kl.mean()) > 100 * float(scores["full-rank latents"].kl.mean())
     assert (scores["full-rank latents"].nll - reference).abs().mean() < 2e-3
     assert abs(scores["full-rank latents"].perplexity / scores["as loaded"].perplexity - 1) < 2e-3
+
+
+def test_references_of_another_pass_replace_the_models_own(gemma):
+    model, tokenizer = gemma
+    contexts = long_contexts(tokenizer, "test", 500, 2)
+    references = reference_tails(model, contexts, 64)
+    assert [r.shape for r in references] == [(64, model.config.vocab_size)] * 2
+    scores = evaluate(model, contexts, 64, {"as loaded": None,
+                                            "local, window 32": lambda: gemma_attention_replacements(
+                                                model, lambda i: LocalCore(32), layers="global")},
+                      progress=lambda _: None, fidelity=True, references=references)
+    # the same model's own prefill and tail pass: exactly no divergence; a cut history: some
+    assert torch.equal(scores["as loaded"].kl, torch.zeros(128, dtype=torch.float64))
+    assert float(scores["local, window 32"].kl.mean()) > 1e-3
+    with pytest.raises(ValueError, match="one per context"):
+        evaluate(model, contexts, 64, {"as loaded": None}, fidelity=True, references=references[:1])
 
 
 def test_contexts_are_whole_held_out_articles_never_shared(gemma):
