@@ -1,7 +1,7 @@
 """Attention compression composed with weight compression on Gemma-3-270M at long context, in one table.
 
     python benchmarks/attention_with_weights.py [--lengths 4096,8192] [--contexts 3,2]
-        [--kv 5:128x8:256x8,11:128x8:256x8,17:128x8:256x8] [--out docs/attention_with_weights.md]
+        [--kv 5:128x8:256x4,11:128x8:256x4,17:256x4:256x4] [--out docs/attention_with_weights.md]
 
 Weights (codesign.compress.quantize_, every linear but the tied head, no calibration): as loaded
 (float32); 8-bit asymmetric integer, group 64 (AsymIntConfig(8, 64)); 4-bit k-means, group 32
@@ -53,7 +53,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="4096,8192")
     parser.add_argument("--contexts", default="3,2")
-    parser.add_argument("--kv", default="5:128x8:256x8,11:128x8:256x8,17:128x8:256x8")
+    parser.add_argument("--kv", default="5:128x8:256x4,11:128x8:256x4,17:256x4:256x4",
+                        help="the 1/4 choice of docs/attention_kv_budget.md by default")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*deprecated.*")
@@ -79,7 +80,9 @@ def main() -> int:
     kv = parse_kv(args.kv)
     if set(kv) != {(i, side) for i in glob for side in ("key", "value")}:
         parser.error(f"--kv must give keys and values of the global layers {glob}")
-    kv_bytes = byte_fraction(kv, blocks[glob[0]].head_dim)
+    dim = blocks[glob[0]].head_dim
+    kv_label = (f"low-rank KV, {byte_fraction(kv, dim):.3f} of fp16 bytes "
+                f"({byte_fraction(kv, dim, scales=True):.3f} with scales)")
     weights = {"float32 (as loaded)": None, "int8 asym, group 64": AsymIntConfig(bits=8, group_size=64),
                "k-means 4-bit, group 32": KMeansConfig(bits=4, group_size=32)}
     lengths = [int(v) for v in args.lengths.split(",")]
@@ -93,7 +96,7 @@ def main() -> int:
         model = original if config is None else quantize_(copy.deepcopy(original), config, kernel="torch")
         moments = collect_kv_moments(model, token_stream(tokenizer, "train", CALIB_TOKENS), context=512)
         cores = latent_cores({i: moments[i] for i in glob}, kv)
-        methods = attention_methods(model, cores, f"low-rank KV ({kv_bytes:.3f} of fp16)")
+        methods = attention_methods(model, cores, kv_label)
         for length in lengths:
             got = evaluate(model, contexts[length], 512, methods, fidelity=True, references=references[length])
             for attention, s in got.items():
