@@ -22,6 +22,7 @@ __all__ = ["Choice", "MEASURES", "allocate_by_cost", "side_costs", "projections_
 
 Choice = tuple[int, int]  # (rank, latent bits) of one layer's keys or values
 MEASURES = ("kl", "nll")
+HELD_OUT_SPLITS = ("test",)  # the splits codesign.llm evaluates on; calibration must not read them
 
 
 def _size(choice: Any) -> int:
@@ -90,6 +91,10 @@ def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[
     from codesign.attention.gemma import ExactCore, gemma_attention_replacements
     from codesign.llm.long_context import evaluate
 
+    held_out = sorted({c.split for c in contexts if getattr(c, "split", "") in HELD_OUT_SPLITS})
+    if held_out:
+        raise ValueError(f"calibration contexts from the held-out split {held_out[0]!r}: measure sensitivity on 'train' "
+                         "contexts, evaluate on held-out ones")
     dim = next(iter(moments.values())).keys.value().shape[-1]
     exact: Choice = (dim, 16)
     full = {(layer, side): exact for layer in moments for side in ("key", "value")}

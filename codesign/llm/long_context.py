@@ -37,10 +37,11 @@ __all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_l
 
 @dataclass(frozen=True)
 class LongContext:
-    """One context: tokens [L] and, per token, the index of its article in the split."""
+    """One context: tokens [L] and, per token, the index of its article in the split it came from."""
 
     tokens: torch.Tensor
     article: torch.Tensor
+    split: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def long_contexts(tokenizer: Any, split: str, length: int, count: int, skip_arti
         ids.extend(piece)
         owner.extend([index] * len(piece))
         if len(ids) >= length:
-            contexts.append(LongContext(torch.tensor(ids[:length]), torch.tensor(owner[:length])))
+            contexts.append(LongContext(torch.tensor(ids[:length]), torch.tensor(owner[:length]), split))
             ids, owner = [], []
             if len(contexts) == count:
                 return contexts
@@ -92,6 +93,9 @@ def prefill(model: Any, context: LongContext, tail: int) -> Any:
     """
     if not 1 <= tail <= context.tokens.numel() - 2:
         raise ValueError(f"tail must be in 1..{context.tokens.numel() - 2}, got {tail}")
+    limit = getattr(model.config, "max_position_embeddings", None)
+    if limit is not None and context.tokens.numel() > limit:
+        raise ValueError(f"a context of {context.tokens.numel()} tokens is longer than the model supports ({limit})")
     device = next(model.parameters()).device
     prefix = context.tokens[: context.tokens.numel() - tail - 1].to(device)
     return model.get_decoder()(input_ids=prefix[None], use_cache=True).past_key_values

@@ -77,6 +77,21 @@ def test_references_of_another_pass_replace_the_models_own(gemma):
         evaluate(model, contexts, 64, {"as loaded": None}, fidelity=True, references=references[:1])
 
 
+def test_a_context_longer_than_the_model_and_held_out_calibration_are_refused(gemma):
+    from codesign.attention.kv_budget import side_costs
+    from codesign.llm.long_context import LongContext, prefill
+
+    model, tokenizer = gemma
+    limit = model.config.max_position_embeddings
+    too_long = LongContext(torch.zeros(limit + 1, dtype=torch.long), torch.zeros(limit + 1, dtype=torch.long), "test")
+    with pytest.raises(ValueError, match="longer than the model supports"):
+        prefill(model, too_long, 64)
+    held_out = long_contexts(tokenizer, "test", 300, 1)
+    assert held_out[0].split == "test"
+    with pytest.raises(ValueError, match="held-out split 'test'"):
+        side_costs(model, held_out, 64, {}, [(32, 16)])
+
+
 def test_contexts_are_whole_held_out_articles_never_shared(gemma):
     _, tokenizer = gemma
     contexts = long_contexts(tokenizer, "test", 600, 3)
