@@ -28,17 +28,6 @@ import torch
 CALIB_TOKENS = 8192
 
 
-def parse_kv(text: str) -> dict[tuple[int, str], tuple[int, int]]:
-    """{(layer, side): (rank, bits)} from LAYER:KRANKxKBITS:VRANKxVBITS,... (e.g. 5:128x8:256x8)."""
-    out = {}
-    for part in text.split(","):
-        layer, key, value = part.split(":")
-        for side, choice in (("key", key), ("value", value)):
-            rank, bits = choice.split("x")
-            out[(int(layer), side)] = (int(rank), int(bits))
-    return out
-
-
 def attention_methods(model, cores: dict, lowrank_label: str) -> dict:
     """The attention rows for one model: dense, SANTA n/16 and the low-rank cache with `cores` on the global layers."""
     from codesign.attention.gemma import SantaCore, gemma_attention_replacements
@@ -60,7 +49,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
     from codesign.attention.gemma import collect_kv_moments
-    from codesign.attention.kv_budget import byte_fraction, latent_cores
+    from codesign.attention.kv_budget import byte_fraction, latent_cores, parse_choices
     from codesign.compress import AsymIntConfig, KMeansConfig, quantize_
     from codesign.llm import load_gemma, token_stream
     from codesign.llm.long_context import (
@@ -77,7 +66,7 @@ def main() -> int:
     original, tokenizer = load_gemma()
     blocks = [layer.self_attn for layer in original.get_decoder().layers]
     glob = [i for i, b in enumerate(blocks) if b.sliding_window is None]
-    kv = parse_kv(args.kv)
+    kv = parse_choices(args.kv)
     if set(kv) != {(i, side) for i in glob for side in ("key", "value")}:
         parser.error(f"--kv must give keys and values of the global layers {glob}")
     dim = blocks[glob[0]].head_dim

@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["Choice", "MEASURES", "allocate_by_cost", "side_costs", "projections_for", "latent_cores", "kept_fraction",
-           "byte_fraction"]
+           "byte_fraction", "parse_choices", "format_choices"]
 
 Choice = tuple[int, int]  # (rank, latent bits) of one layer's keys or values
 MEASURES = ("kl", "nll")
@@ -144,3 +144,24 @@ def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int, scales: bool
     def per_channel(bits: int) -> float:
         return bits + (32 / LATENT_GROUP if scales and bits < 16 else 0)
     return sum(_rank(c) * per_channel(_bits(c)) for c in choices.values()) / (len(choices) * dim * 16)
+
+
+def parse_choices(text: str) -> dict[tuple[int, str], Choice]:
+    """{(layer, side): (rank, bits)} from "LAYER:KEYRANKxBITS:VALUERANKxBITS,..." (e.g. "5:128x8:256x4")."""
+    out: dict[tuple[int, str], Choice] = {}
+    try:
+        for part in text.split(","):
+            layer, key, value = part.split(":")
+            for side, choice in (("key", key), ("value", value)):
+                rank, bits = choice.split("x")
+                out[(int(layer), side)] = (int(rank), int(bits))
+    except ValueError:
+        raise ValueError(f"{text!r}: expected LAYER:KEYRANKxBITS:VALUERANKxBITS,... (e.g. 5:128x8:256x4)") from None
+    return out
+
+
+def format_choices(choices: Mapping[tuple[int, str], Any]) -> str:
+    """The text parse_choices reads back (a plain rank is written as fp16)."""
+    layers = sorted({layer for layer, _ in choices})
+    return ",".join(f"{layer}:{_rank(choices[(layer, 'key')])}x{_bits(choices[(layer, 'key')])}:"
+                    f"{_rank(choices[(layer, 'value')])}x{_bits(choices[(layer, 'value')])}" for layer in layers)

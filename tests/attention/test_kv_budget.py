@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from codesign.attention.kv_budget import allocate_by_cost, byte_fraction, kept_fraction
+from codesign.attention.kv_budget import allocate_by_cost, byte_fraction, format_choices, kept_fraction, parse_choices
 
 
 def _brute_force(costs, budget, size=lambda rank: rank):
@@ -72,3 +72,13 @@ def test_an_int4_latent_of_full_rank_costs_a_quarter_of_the_fp16_bytes():
     assert byte_fraction(chosen, 256) == 0.25 and kept_fraction(chosen, 256) == 0.75
     # a float32 scale per 32 channels adds one bit per quantized channel: (256 x 5 + 128 x 9) / (2 x 256 x 16)
     assert byte_fraction(chosen, 256, scales=True) == (256 * 5 + 128 * 9) / (2 * 256 * 16)
+
+
+def test_choices_round_trip_through_their_text_and_bad_text_is_named():
+    text = "5:128x8:256x4,11:64x16:192x4"
+    choices = parse_choices(text)
+    assert choices[(5, "key")] == (128, 8) and choices[(11, "value")] == (192, 4)
+    assert format_choices(choices) == text
+    for bad in ("5:128x8", "5:128:256x4", "a:1x8:1x8"):
+        with pytest.raises(ValueError, match="LAYER:KEYRANKxBITS"):
+            parse_choices(bad)
