@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 from codesign.attention.kv_budget import byte_fraction, parse_choices
-from codesign.attention.lowrank_kv import LATENT_GROUP
 
 Q_HEADS, KV_HEADS, HEAD_DIM, GLOBAL_LAYERS, SLIDING_LAYERS, WINDOW = 4, 1, 256, (5, 11, 17), 15, 512
 LOWRANK = {  # label: choices (docs/attention_kv_budget.md)
@@ -33,12 +32,6 @@ LOWRANK = {  # label: choices (docs/attention_kv_budget.md)
     "low-rank KV, ranks and bits by KL, 1/4": "5:128x8:256x4,11:128x8:256x4,17:256x4:256x4",
     "low-rank KV, ranks and bits by KL, 1/6": "5:64x4:192x4,11:128x4:256x4,17:128x4:256x4",
 }
-
-
-def latent_bytes(rank: int, bits: int) -> float:
-    """Bytes of one token's latent of `rank` channels at `bits`, with its scales."""
-    scales = 0 if bits == 16 else 4 * -(-rank // LATENT_GROUP)
-    return rank * bits / 8 + scales
 
 
 def costs(n: int) -> dict[str, tuple[float, float]]:
@@ -53,15 +46,12 @@ def costs(n: int) -> dict[str, tuple[float, float]]:
             len(GLOBAL_LAYERS) * Q_HEADS * 2 * (n + s) * HEAD_DIM)
     for label, text in LOWRANK.items():
         choices = parse_choices(text)
-        total_bytes = total_flops = 0.0
+        total_flops = 0.0
         for layer in GLOBAL_LAYERS:
-            rk, bk = choices[(layer, "key")]
-            rv, bv = choices[(layer, "value")]
-            total_bytes += KV_HEADS * n * (latent_bytes(rk, bk) + latent_bytes(rv, bv))
+            rk, rv = choices[(layer, "key")][0], choices[(layer, "value")][0]
             rebuild = KV_HEADS * 2 * n * rk * HEAD_DIM + KV_HEADS * 3 * n * HEAD_DIM  # up-projection + rotation
             total_flops += rebuild + Q_HEADS * (2 * n * HEAD_DIM + 2 * n * rv + 2 * rv * HEAD_DIM)
-        out[label] = (total_bytes, total_flops)
-        assert abs(byte_fraction(choices, HEAD_DIM, scales=True) * dense_bytes - total_bytes) < 1e-6 * dense_bytes
+        out[label] = (byte_fraction(choices, HEAD_DIM, scales=True) * dense_bytes, total_flops)
     w = min(n, WINDOW)
     out[f"control: exact, only the last {WINDOW} keys"] = (dense_bytes * w / n, dense_flops * w / n)
     return out
