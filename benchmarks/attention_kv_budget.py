@@ -41,16 +41,21 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
-    from codesign.attention.gemma import LowRankCore, collect_kv_moments, fit_gemma_projections, gemma_attention_replacements
+    from codesign.attention.gemma import (
+        LowRankCore,
+        collect_kv_moments,
+        fit_gemma_projections,
+        gemma_attention_replacements,
+        gemma_global_layers,
+    )
     from codesign.attention.kv_budget import allocate_by_cost, byte_fraction, latent_cores, side_costs
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import bootstrap_mean, bootstrap_perplexity, bootstrap_ratio, evaluate, long_contexts
+    from codesign.llm.long_context import evaluate, long_contexts, report_cells
 
     started = time.perf_counter()
     model, tokenizer = load_gemma()
-    blocks = [layer.self_attn for layer in model.get_decoder().layers]
-    glob = [i for i, b in enumerate(blocks) if b.sliding_window is None]
-    dim = blocks[glob[0]].head_dim
+    glob = gemma_global_layers(model)
+    dim = model.config.head_dim
     all_moments = collect_kv_moments(model, token_stream(tokenizer, "train", args.calib_tokens), context=512)
     moments = {i: all_moments[i] for i in glob}
     calibration = long_contexts(tokenizer, "train", 2048, 2, skip_articles=400)
@@ -110,16 +115,8 @@ def main() -> int:
                   "| vs dense (95 % CI, paired) | KL from dense, nats/token (95 % CI) | top-1 agrees with dense |",
                   "|---|---|---|---|---|---|"]
         for name, s in scores.items():
-            low, high = bootstrap_perplexity(s)
-            versus = "—"
-            if name != "dense":
-                r_low, r_high = bootstrap_ratio(s, dense)
-                versus = f"{s.perplexity / dense.perplexity - 1:+.1%} ({r_low - 1:+.1%} … {r_high - 1:+.1%})"
-            assert s.kl is not None and s.agree is not None
-            kl, kl_low, kl_high = bootstrap_mean(s.kl, s.document)
-            agree = float(s.agree.mean())
-            lines.append(f"| {name} | {methods[name][1]:.3f} | {s.perplexity:.2f} ({low:.2f} … {high:.2f}) | {versus} "
-                         f"| {kl:.4f} ({kl_low:.4f} … {kl_high:.4f}) | {agree:.1%} |")
+            lines.append(f"| {name} | {methods[name][1]:.3f} | " + " | ".join(report_cells(s, dense, agree_interval=False))
+                         + " |")
         lines.append("")
         print("\n".join(lines[-len(methods) - 4:]), flush=True)
     lines.append(f"Total run time: {time.perf_counter() - started:.0f} s (torch threads: {torch.get_num_threads()}).")

@@ -30,16 +30,15 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
-    from codesign.attention.gemma import LowRankCore, collect_kv_moments, gemma_attention_replacements
+    from codesign.attention.gemma import LowRankCore, collect_kv_moments, gemma_attention_replacements, gemma_global_layers
     from codesign.attention.lowrank_kv import allocate_ranks, fit_projection
     from codesign.llm import load_gemma, token_stream
     from codesign.llm.long_context import bootstrap_ratio, evaluate, long_contexts
 
     started = time.perf_counter()
     model, tokenizer = load_gemma()
-    blocks = [layer.self_attn for layer in model.get_decoder().layers]
-    glob = [i for i, b in enumerate(blocks) if b.sliding_window is None]
-    dim = blocks[glob[0]].head_dim
+    glob = gemma_global_layers(model)
+    dim = model.config.head_dim
     moments = collect_kv_moments(model, token_stream(tokenizer, "train", args.calib_tokens), context=512)
 
     def ranks(key_rank: int, value_rank: int):

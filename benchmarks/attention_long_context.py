@@ -73,16 +73,17 @@ def main() -> int:
         collect_kv_moments,
         fit_gemma_projections,
         gemma_attention_replacements,
+        gemma_global_layers,
     )
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import bootstrap_mean, bootstrap_perplexity, bootstrap_ratio, evaluate, long_contexts
+    from codesign.llm.long_context import evaluate, long_contexts, report_cells
 
     started = time.perf_counter()
     model, tokenizer = load_gemma()
-    blocks = [layer.self_attn for layer in model.get_decoder().layers]
-    replaced = [i for i, b in enumerate(blocks) if args.layers == "all" or b.sliding_window is None]
-    n_global = sum(b.sliding_window is None for b in blocks)
-    n_sliding = len(blocks) - n_global
+    glob = gemma_global_layers(model)
+    n_layers = len(model.get_decoder().layers)
+    replaced = list(range(n_layers)) if args.layers == "all" else glob
+    n_global, n_sliding = len(glob), n_layers - len(glob)
     moments = collect_kv_moments(model, token_stream(tokenizer, "train", args.calib_tokens), context=WINDOW)
     print(f"calibration moments: {time.perf_counter() - started:.0f} s", flush=True)
 
@@ -128,20 +129,8 @@ def main() -> int:
                                              if args.fidelity else ""),
                   "|---|---|---|---|" + ("---|---|" if args.fidelity else "")]
         for label, kind, ratio, keep, bits, _ in methods:
-            s = scores[label]
-            low, high = bootstrap_perplexity(s)
             part, whole = kv_fractions(kind, ratio, keep, bits, length, n_global, n_sliding, args.layers)
-            if label == "dense":
-                versus = "—"
-            else:
-                r_low, r_high = bootstrap_ratio(s, dense)
-                versus = f"{s.perplexity / dense.perplexity - 1:+.1%} ({r_low - 1:+.1%} … {r_high - 1:+.1%})"
-            row = f"| {label} | {part:.3f} / {whole:.3f} | {s.perplexity:.2f} ({low:.2f} … {high:.2f}) | {versus} |"
-            if args.fidelity:
-                kl, kl_low, kl_high = bootstrap_mean(s.kl, s.document)
-                agree, a_low, a_high = bootstrap_mean(s.agree, s.document)
-                row += f" {kl:.4f} ({kl_low:.4f} … {kl_high:.4f}) | {agree:.1%} ({a_low:.1%} … {a_high:.1%}) |"
-            lines.append(row)
+            lines.append(f"| {label} | {part:.3f} / {whole:.3f} | " + " | ".join(report_cells(scores[label], dense)) + " |")
         lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
         print("\n".join(lines[-len(methods) - 6:]), flush=True)
     lines.append(f"Total run time: {time.perf_counter() - started:.0f} s (torch threads: {torch.get_num_threads()}).")

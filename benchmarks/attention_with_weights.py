@@ -48,28 +48,19 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
-    from codesign.attention.gemma import collect_kv_moments
+    from codesign.attention.gemma import collect_kv_moments, gemma_global_layers
     from codesign.attention.kv_budget import byte_fraction, latent_cores, parse_choices
     from codesign.compress import AsymIntConfig, KMeansConfig, quantize_
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import (
-        TailScores,
-        bootstrap_mean,
-        bootstrap_perplexity,
-        bootstrap_ratio,
-        evaluate,
-        long_contexts,
-        reference_tails,
-    )
+    from codesign.llm.long_context import TailScores, evaluate, long_contexts, reference_tails, report_cells
 
     started = time.perf_counter()
     original, tokenizer = load_gemma()
-    blocks = [layer.self_attn for layer in original.get_decoder().layers]
-    glob = [i for i, b in enumerate(blocks) if b.sliding_window is None]
+    glob = gemma_global_layers(original)
     kv = parse_choices(args.kv)
     if set(kv) != {(i, side) for i in glob for side in ("key", "value")}:
         parser.error(f"--kv must give keys and values of the global layers {glob}")
-    dim = blocks[glob[0]].head_dim
+    dim = original.config.head_dim
     kv_label = (f"low-rank KV, {byte_fraction(kv, dim):.3f} of fp16 bytes "
                 f"({byte_fraction(kv, dim, scales=True):.3f} with scales)")
     weights = {"float32 (as loaded)": None, "int8 asym, group 64": AsymIntConfig(bits=8, group_size=64),
@@ -108,15 +99,8 @@ def main() -> int:
                   "| KL from uncompressed, nats/token (95 % CI) | top-1 agrees |", "|---|---|---|---|---|---|"]
         for name, s in by_name.items():
             weight_name, attention = name.split(" | ")
-            low, high = bootstrap_perplexity(s)
-            if s is base:
-                versus = "—"
-            else:
-                r_low, r_high = bootstrap_ratio(s, base)
-                versus = f"{s.perplexity / base.perplexity - 1:+.1%} ({r_low - 1:+.1%} … {r_high - 1:+.1%})"
-            kl, kl_low, kl_high = bootstrap_mean(s.kl, s.document)
-            lines.append(f"| {weight_name} | {attention} | {s.perplexity:.2f} ({low:.2f} … {high:.2f}) | {versus} "
-                         f"| {kl:.4f} ({kl_low:.4f} … {kl_high:.4f}) | {float(s.agree.mean()):.1%} |")
+            lines.append(f"| {weight_name} | {attention} | " + " | ".join(report_cells(s, base, agree_interval=False))
+                         + " |")
         lines.append("")
         print("\n".join(lines[-len(by_name) - 4:]), flush=True)
     lines.append(f"Total run time: {time.perf_counter() - started:.0f} s (torch threads: {torch.get_num_threads()}).")

@@ -44,6 +44,7 @@ __all__ = [
     "LowRankCore",
     "KVMomentCore",
     "gemma_attention_replacements",
+    "gemma_global_layers",
     "collect_kv_moments",
     "fit_gemma_projections",
 ]
@@ -264,6 +265,11 @@ def _inv_freq(model: torch.nn.Module, attention: torch.nn.Module) -> torch.Tenso
     if getattr(rotary, "rope_type", {}).get(layer_type, "default") != "default":
         raise ValueError(f"RoPE type {rotary.rope_type[layer_type]!r} is not supported (only 'default')")
     return getattr(rotary, f"{layer_type}_inv_freq")
+
+
+def gemma_global_layers(model: torch.nn.Module) -> list[int]:
+    """Indices of the decoder layers whose attention sees the whole context (no sliding window)."""
+    return [i for i, layer in enumerate(model.get_decoder().layers) if layer.self_attn.sliding_window is None]
 
 
 def gemma_attention_replacements(model: torch.nn.Module, make_core,

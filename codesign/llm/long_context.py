@@ -32,7 +32,7 @@ import torch
 from codesign.llm.perplexity import logit_chunks, next_token_nll
 
 __all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "reference_tails", "score_tail",
-           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "concat", "evaluate"]
+           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "concat", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,27 @@ def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 
     ref_sums, _ = _groups(reference.nll, reference.document)
     pick = _draws(sums.numel(), resamples, seed)
     return _percentiles(torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1)), level)
+
+
+def report_cells(scores: TailScores, reference: TailScores, agree_interval: bool = True) -> list[str]:
+    """Table cells of a method against a reference on the same tokens: perplexity (95 % CI), its paired ratio to the
+    reference ("—" for the reference itself) and, when scored for fidelity, mean KL per token and top-1 agreement."""
+    low, high = bootstrap_perplexity(scores)
+    cells = [f"{scores.perplexity:.2f} ({low:.2f} … {high:.2f})"]
+    if scores is reference:
+        cells.append("—")
+    else:
+        r_low, r_high = bootstrap_ratio(scores, reference)
+        cells.append(f"{scores.perplexity / reference.perplexity - 1:+.1%} ({r_low - 1:+.1%} … {r_high - 1:+.1%})")
+    if scores.kl is not None and scores.agree is not None:
+        kl, kl_low, kl_high = bootstrap_mean(scores.kl, scores.document)
+        cells.append(f"{kl:.4f} ({kl_low:.4f} … {kl_high:.4f})")
+        if agree_interval:
+            agree, a_low, a_high = bootstrap_mean(scores.agree, scores.document)
+            cells.append(f"{agree:.1%} ({a_low:.1%} … {a_high:.1%})")
+        else:
+            cells.append(f"{float(scores.agree.mean()):.1%}")
+    return cells
 
 
 def concat(scores: Sequence[TailScores]) -> TailScores:

@@ -10,6 +10,7 @@ from codesign.attention.gemma import (
     collect_kv_moments,
     fit_gemma_projections,
     gemma_attention_replacements,
+    gemma_global_layers,
 )
 from codesign.llm import token_stream, wiki_articles
 from codesign.llm.long_context import TailScores, bootstrap_mean, concat, evaluate, long_contexts, reference_tails
@@ -33,7 +34,7 @@ def test_prefill_then_tail_scores_what_one_pass_over_the_context_scores(gemma):
     contexts = long_contexts(tokenizer, "test", 700, 2)
     tail = 96
     reference = torch.cat([_one_pass_nll(model, c, tail) for c in contexts])
-    glob = [i for i, layer in enumerate(model.get_decoder().layers) if layer.self_attn.sliding_window is None]
+    glob = gemma_global_layers(model)
     moments = collect_kv_moments(model, token_stream(tokenizer, "train", 1024), context=512)
     full_rank = dict(zip(glob, fit_gemma_projections([moments[i] for i in glob], 1.0)))
     scores = evaluate(model, contexts, tail, {
@@ -117,7 +118,7 @@ def test_side_costs_measure_each_layer_side_alone_and_the_exact_choice_costs_not
     from codesign.attention.kv_budget import allocate_by_cost, side_costs
 
     model, tokenizer = gemma
-    glob = [i for i, layer in enumerate(model.get_decoder().layers) if layer.self_attn.sliding_window is None]
+    glob = gemma_global_layers(model)
     all_moments = collect_kv_moments(model, token_stream(tokenizer, "train", 1024), context=512)
     moments = {i: all_moments[i] for i in glob}
     costs = side_costs(model, long_contexts(tokenizer, "train", 600, 1, skip_articles=400), 100, moments,
