@@ -20,7 +20,7 @@ from codesign.kan.kan_online import (
     read_rom,
     read_window,
 )
-from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, probe
+from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, probe, type_row
 from codesign.kan.spec import KANSpec
 
 __all__ = ["KANLearner", "basis_roms", "init_kan_coefficients"]
@@ -137,7 +137,6 @@ class KANLearner(OnlineLearner):
                 stats: np.ndarray | None = None, lr_shifts: int | np.ndarray | None = None) -> np.ndarray:
         """Stream raw act_t integers (n, n_in), (n, n_out) through the learner (a shift per sample); returns raw predictions."""
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
-        stats = np.zeros((0, 5)) if stats is None else stats
         _kan_stream(
             x_raw, y_raw, train_arr, self.coef, widths, self.offsets, self.spec.n_coef,
             self.brom, self.drom, self.types, self.grid, self._lr_shifts(lr_shifts, x_raw.shape[0]), pred,
@@ -149,11 +148,11 @@ class KANLearner(OnlineLearner):
 @njit(cache=True)
 def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
                 n_coef: int, brom: np.ndarray, drom: np.ndarray, types: np.ndarray, grid: np.ndarray, lr_shifts: np.ndarray,
-                pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
+                pred: np.ndarray, stats: np.ndarray | None, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§7).
 
     The operations are those of kan_online.py (named as in hls/codesign/kan_online.h), in §7's order.
-    stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.
+    stats/sig: a profile's table (None: not profiling) and the first row of each signal kind.
     """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
@@ -166,6 +165,7 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
     dbasis = np.zeros((n_layers, w_max, k1), dtype=np.int64)
     windows = np.zeros((n_layers, w_max, w_max, k1), dtype=np.int64)
     grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
+    err_t = type_row(types, T_ERR)
     for t in range(x.shape[0]):
         # §2-§3 forward
         for i in range(widths[0]):
@@ -184,7 +184,7 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
             continue
         # §4 error at the output
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], types, T_ERR, stats, sig[n_layers, 0] + o, t)
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], err_t, stats, sig[n_layers, 0] + o, t)
         # §5 backward with the pre-update coefficients (the windows), then §6 the sparse update, layer by layer
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]

@@ -4,7 +4,7 @@ Each function here is the Python reference of the HLS function of the same name 
 ``hls/codesign/kan_grid.h`` / ``kan_online.h`` (docs/arithmetic.md, table "Operations"); the
 kernel ``fixed_learner._kan_stream`` is these calls in the order of §7. They work on int64 raw
 values, on one layer whose arrays are sized for the widest layer (``n_in``/``n_out`` say how
-much of them is used), and record a profile through ``probe`` when ``stats`` has rows.
+much of them is used), and record a profile through ``probe`` when given a ``stats`` table (None: not profiling).
 
 Layouts: ``coef`` is flat (layer, o, i, m) from ``offset``. The other arrays hold every layer,
 and ``l`` picks layer l's row (no array views in the per-sample loop: each would cost the kernel
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codesign.kan.learner_base import njit, probe
+from codesign.kan.learner_base import njit, probe, type_row
 
 __all__ = ["grid_coordinate", "read_rom", "read_window", "layer_forward", "layer_input_gradient", "layer_update"]
 
@@ -66,21 +66,22 @@ def read_window(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, l: int, 
 
 @njit(cache=True)
 def layer_forward(window: np.ndarray, basis: np.ndarray, acts: np.ndarray, l: int, n_in: int, n_out: int,
-                  types: np.ndarray, stats: np.ndarray, sid: int, t: int) -> None:
+                  types: np.ndarray, stats: np.ndarray | None, sid: int, t: int) -> None:
     """y_o = acts[l + 1, o] = cast_act_t(sum_i sum_j B_j(a_i) c[o][i][cell_i + j]) (§3); signal sid + o."""
     f_acc = types[T_BASIS, 1] + types[T_COEF, 1]
+    act_t = type_row(types, T_ACT)
     for o in range(n_out):
         acc = 0
         for i in range(n_in):
             for j in range(basis.shape[2]):
                 acc += basis[l, i, j] * window[l, o, i, j]
-        acts[l + 1, o] = probe(acc, f_acc, types, T_ACT, stats, sid + o, t)
+        acts[l + 1, o] = probe(acc, f_acc, act_t, stats, sid + o, t)
 
 
 @njit(cache=True)
 def layer_input_gradient(window: np.ndarray, dbasis: np.ndarray, clamped: np.ndarray, grads: np.ndarray, l: int,
                          n_in: int, n_out: int, f_g: int, types: np.ndarray, grid: np.ndarray,
-                         stats: np.ndarray, sid_dphi: int, sid_grad: int, t: int) -> None:
+                         stats: np.ndarray | None, sid_dphi: int, sid_grad: int, t: int) -> None:
     """g_i = cast_grad_t(sum_o g_o cast_dphi_t(sum_j D_j(a_i) c[o][i][cell_i + j]) / h), 0 if clamped (§5).
 
     g_o = grads[l + 1, o] and g_i = grads[l, i]; f_g: fractional bits of g_o (err_t for the last
@@ -89,6 +90,7 @@ def layer_input_gradient(window: np.ndarray, dbasis: np.ndarray, clamped: np.nda
     """
     f_dacc = types[T_DBASIS, 1] + types[T_COEF, 1]
     f_s = f_g + types[T_DPHI, 1] + grid[G_INV_H_FRAC]
+    dphi_t, grad_t, inv_h = type_row(types, T_DPHI), type_row(types, T_GRAD), grid[G_INV_H_RAW]
     for i in range(n_in):
         if clamped[l, i] == 1:
             grads[l, i] = 0
@@ -98,15 +100,15 @@ def layer_input_gradient(window: np.ndarray, dbasis: np.ndarray, clamped: np.nda
             dacc = 0
             for j in range(dbasis.shape[2]):
                 dacc += dbasis[l, i, j] * window[l, o, i, j]
-            dphi = probe(dacc, f_dacc, types, T_DPHI, stats, sid_dphi + o * n_in + i, t)
+            dphi = probe(dacc, f_dacc, dphi_t, stats, sid_dphi + o * n_in + i, t)
             s += grads[l + 1, o] * dphi
-        grads[l, i] = probe(s * grid[G_INV_H_RAW], f_s, types, T_GRAD, stats, sid_grad + i, t)
+        grads[l, i] = probe(s * inv_h, f_s, grad_t, stats, sid_grad + i, t)
 
 
 @njit(cache=True)
 def layer_update(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, basis: np.ndarray, grads: np.ndarray, l: int,
                  offset: int, n_in: int, n_out: int, n_coef: int, f_g: int, lr_shift: int, types: np.ndarray,
-                 stats: np.ndarray, sid: int, t: int) -> None:
+                 stats: np.ndarray | None, sid: int, t: int) -> None:
     """c[o][i][cell_i + j] = cast_coef_t(c - 2^-lr_shift g_o B_j(a_i)), c from the window, g_o = grads[l + 1, o] (§6).
 
     Signal of edge (o, i): sid + o n_in + i.
@@ -114,10 +116,12 @@ def layer_update(coef: np.ndarray, cell: np.ndarray, window: np.ndarray, basis: 
     f_coef = types[T_COEF, 1]
     f_delta = f_g + types[T_BASIS, 1] + lr_shift
     f_full = max(f_coef, f_delta)
+    up_c, up_d = f_full - f_coef, f_full - f_delta
+    coef_t = type_row(types, T_COEF)
     for o in range(n_out):
         g = grads[l + 1, o]
         for i in range(n_in):
             base = offset + (o * n_in + i) * n_coef + cell[l, i]
             for j in range(basis.shape[2]):
-                full = (window[l, o, i, j] << (f_full - f_coef)) - ((g * basis[l, i, j]) << (f_full - f_delta))
-                coef[base + j] = probe(full, f_full, types, T_COEF, stats, sid + o * n_in + i, t)
+                full = (window[l, o, i, j] << up_c) - ((g * basis[l, i, j]) << up_d)
+                coef[base + j] = probe(full, f_full, coef_t, stats, sid + o * n_in + i, t)

@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - numba is a hard dependency; this keeps
             return args[0]
         return lambda f: f
 
-__all__ = ["OnlineLearner", "pack_type", "quant", "probe", "note_clamp", "STAT_COLUMNS", "njit"]
+__all__ = ["OnlineLearner", "pack_type", "type_row", "probe", "note_clamp", "STAT_COLUMNS", "njit"]
 
 # Columns of a profile's stats table, one row per named signal.
 STAT_COLUMNS = ("min", "max", "saturations", "first_saturation", "count")
@@ -33,36 +33,47 @@ def pack_type(t: FixedType) -> np.ndarray:
     return np.array([t.width, t.frac, int(t.signed), int(t.qmode), int(t.omode)], dtype=np.int64)
 
 
-@njit(cache=True)
-def quant(v: int, frac_in: int, trow: np.ndarray) -> Int:
-    """Cast an exact value with frac_in fractional bits to the type packed in trow (assignment semantics)."""
-    return fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+TypeRow = tuple[int, int, bool, int, int]  # width, frac, signed (0/1), qmode, omode
 
 
 @njit(cache=True)
-def probe(v: int, frac_in: int, types: np.ndarray, row: int, stats: np.ndarray, sid: int, t: int) -> Int:
-    """quant() to row `row` of the type table; when stats has rows, record the value and any overflow of signal sid."""
-    # the table and a row index, not the row: a row view per call costs two reference-count updates in the innermost loops
-    r = fixed_cast(v, frac_in - types[row, 1], types[row, 0], types[row, 2], types[row, 3], types[row, 4])
-    if stats.shape[0] > 0:
-        x = v * 2.0 ** (-frac_in)
-        if stats[sid, 4] == 0 or x < stats[sid, 0]:
-            stats[sid, 0] = x
-        if stats[sid, 4] == 0 or x > stats[sid, 1]:
-            stats[sid, 1] = x
-        # the same rounding into a type too wide to overflow: any difference is an overflow
-        if fixed_cast(v, frac_in - types[row, 1], _WIDE, True, types[row, 3], _SAT) != r:
-            stats[sid, 2] += 1
-            if stats[sid, 3] < 0:
-                stats[sid, 3] = t
-        stats[sid, 4] += 1
+def type_row(types: np.ndarray, row: int) -> TypeRow:
+    """Row ``row`` of a packed type table as a tuple (width, frac, signed, qmode, omode)."""
+    # A tuple is held in registers: fields read from the table inside a loop that stores into
+    # another int64 array are reloaded on every cast, since numba cannot rule out aliasing.
+    return types[row, 0], types[row, 1], types[row, 2], types[row, 3], types[row, 4]
+
+
+@njit(cache=True)
+def probe(v: int, frac_in: int, trow: TypeRow, stats: np.ndarray | None, sid: int, t: int) -> Int:
+    """Cast v (frac_in fractional bits) to the type ``trow``; with a stats table, record it and any overflow of signal sid."""
+    r = fixed_cast(v, frac_in - trow[1], trow[0], trow[2], trow[3], trow[4])
+    # stats=None (not profiling) compiles a kernel with this branch removed (numba prunes `is None` on an argument)
+    if stats is not None and stats.shape[0] > 0:
+        _record(v, frac_in, trow, r, stats, sid, t)
     return r
 
 
 @njit(cache=True)
-def note_clamp(x: int, frac: int, clamped: int, stats: np.ndarray, sid: int, t: int) -> None:
+def _record(v: int, frac_in: int, trow: TypeRow, r: Int, stats: np.ndarray, sid: int, t: int) -> None:
+    """Record value v (frac_in fractional bits), cast to r, in signal sid's row of a profile's stats table."""
+    x = v * 2.0 ** (-frac_in)
+    if stats[sid, 4] == 0 or x < stats[sid, 0]:
+        stats[sid, 0] = x
+    if stats[sid, 4] == 0 or x > stats[sid, 1]:
+        stats[sid, 1] = x
+    # the same rounding into a type too wide to overflow: any difference is an overflow
+    if fixed_cast(v, frac_in - trow[1], _WIDE, True, trow[3], _SAT) != r:
+        stats[sid, 2] += 1
+        if stats[sid, 3] < 0:
+            stats[sid, 3] = t
+    stats[sid, 4] += 1
+
+
+@njit(cache=True)
+def note_clamp(x: int, frac: int, clamped: int, stats: np.ndarray | None, sid: int, t: int) -> None:
     """Record an input of the grid (value, and whether the grid clamped it) when profiling."""
-    if stats.shape[0] > 0:
+    if stats is not None and stats.shape[0] > 0:
         v = x * 2.0 ** (-frac)
         if stats[sid, 4] == 0 or v < stats[sid, 0]:
             stats[sid, 0] = v

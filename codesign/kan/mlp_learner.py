@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codesign.kan.learner_base import OnlineLearner, njit, pack_type, probe
+from codesign.kan.learner_base import OnlineLearner, njit, pack_type, probe, type_row
 from codesign.kan.spec import MLPSpec
 
 __all__ = ["MLPLearner", "init_mlp_weights"]
@@ -93,7 +93,6 @@ class MLPLearner(OnlineLearner):
         """
         x_raw, y_raw, train_arr, pred, widths = self._kernel_arrays(x_raw, y_raw, train)
         self._lr_shifts(lr_shifts, x_raw.shape[0])
-        stats = np.zeros((0, 5)) if stats is None else stats
         _mlp_stream(
             x_raw, y_raw, train_arr, self.weights, widths, self.offsets, self.types, self.activation,
             self.spec.lr_shift, pred, stats, self._signal_bases(),
@@ -103,14 +102,15 @@ class MLPLearner(OnlineLearner):
 
 @njit(cache=True)
 def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
-                types: np.ndarray, activation: int, lr_shift: int, pred: np.ndarray, stats: np.ndarray, sig: np.ndarray) -> None:
+                types: np.ndarray, activation: int, lr_shift: int, pred: np.ndarray, stats: np.ndarray | None, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; wts is updated in place (docs/arithmetic.md §8).
 
-    stats/sig: a profile's table (0 rows: not profiling) and the first row of each signal kind.
+    stats/sig: a profile's table (None: not profiling) and the first row of each signal kind.
     """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
     f_act, f_coef = types[T_ACT, 1], types[T_COEF, 1]
+    act_t, coef_t, err_t, grad_t = type_row(types, T_ACT), type_row(types, T_COEF), type_row(types, T_ERR), type_row(types, T_GRAD)
     one = np.int64(1) << f_act
     pre = np.zeros((n_layers + 1, w_max), dtype=np.int64)  # cast sums, before the activation
     acts = np.zeros((n_layers + 1, w_max), dtype=np.int64)
@@ -125,7 +125,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                 acc = wts[row + n_in] << f_act  # bias, aligned to the products' f_coef + f_act bits
                 for i in range(n_in):
                     acc += wts[row + i] * acts[l, i]
-                z = probe(acc, f_coef + f_act, types, T_ACT, stats, sig[l, 0] + o, t)
+                z = probe(acc, f_coef + f_act, act_t, stats, sig[l, 0] + o, t)
                 pre[l + 1, o] = z
                 if l < n_layers - 1:
                     if activation == ACT_RELU:
@@ -138,7 +138,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
         if train[t] == 0:
             continue
         for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, types, T_ERR, stats, sig[n_layers, 0] + o, t)
+            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, err_t, stats, sig[n_layers, 0] + o, t)
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
@@ -154,7 +154,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                     s = 0
                     for o in range(n_out):
                         s += grads[l + 1, o] * wts[offsets[l] + o * (n_in + 1) + i]
-                    grads[l, i] = probe(s, f_g + f_coef, types, T_GRAD, stats, sig[l, 1] + i, t)
+                    grads[l, i] = probe(s, f_g + f_coef, grad_t, stats, sig[l, 1] + i, t)
             f_delta = f_g + f_act + lr_shift
             f_full = max(f_coef, f_delta)
             for o in range(n_out):
@@ -163,4 +163,4 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
                 for i in range(n_in + 1):
                     xin = acts[l, i] if i < n_in else one  # the bias sees a constant input of 1.0
                     full = (wts[row + i] << (f_full - f_coef)) - ((g * xin) << (f_full - f_delta))
-                    wts[row + i] = probe(full, f_full, types, T_COEF, stats, sig[l, 2] + o * (n_in + 1) + i, t)
+                    wts[row + i] = probe(full, f_full, coef_t, stats, sig[l, 2] + o * (n_in + 1) + i, t)

@@ -40,7 +40,7 @@ def reference_tables(spec: KANSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return learner.types, learner.grid, learner.brom, learner.drom
 
 
-NO_STATS = np.zeros((0, 5))
+NO_STATS = None  # not profiling
 
 
 def layer_vectors(spec: KANSpec, layer: int, rng: np.random.Generator, n_random: int = 200,
