@@ -21,10 +21,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torch import Tensor
+
+if TYPE_CHECKING:  # torch is imported by the functions that use it: the fixed-point build path never loads it
+    from torch import Tensor
 
 __all__ = [
     "validate_grid",
@@ -121,6 +123,8 @@ def _horner_np(t: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
 
 def _horner_torch(t: Tensor, coeffs: np.ndarray) -> Tensor:
     """Torch version of :func:`_horner_np` (differentiable in ``t``)."""
+    import torch  # noqa: PLC0415
+
     c = torch.as_tensor(coeffs, dtype=t.dtype, device=t.device)
     tt = t.unsqueeze(-1)
     out = c[:, -1].expand(*t.shape, c.shape[0])
@@ -131,6 +135,8 @@ def _horner_torch(t: Tensor, coeffs: np.ndarray) -> Tensor:
 
 def _as_float_tensor(x: Tensor) -> Tensor:
     """Return ``x`` as a floating tensor (integers go to the default dtype)."""
+    import torch  # noqa: PLC0415
+
     x = torch.as_tensor(x)
     if not torch.is_floating_point(x):
         x = x.to(torch.get_default_dtype())
@@ -176,6 +182,8 @@ def locate_np(
 
 def bspline_basis(x: Tensor, grid_size: int, order: int, lo: float, hi: float) -> Tensor:
     """All ``G + k`` uniform B-spline basis values of clamped ``x``, shape (..., G+k)."""
+    import torch  # noqa: PLC0415
+
     validate_grid(grid_size, order, lo, hi)
     x = _as_float_tensor(x)
     lo_f, hi_f = float(lo), float(hi)
