@@ -88,13 +88,13 @@ def sweep() -> list[dict]:
 
 def pipelined() -> list[dict]:
     """KANs with registers inside the phases: every cut, and every cut but one (the period's marginal cost of each)."""
-    from codesign.fpga.pipeline import ALL_CUTS, CUT_NAMES, Pipeline
+    from codesign.fpga.pipeline import ALL_CUTS, CUT_BITS, Pipeline
 
     rows = [_kan("kan 1-1 G5 deep", "deep", widths=(1, 1), grid_size=5),
             _kan("kan 1-2-1 G8 deep", "deep", widths=(1, 2, 1), grid_size=8),
             _kan("kan 2-2-1 G8 deep", "deep", widths=(2, 2, 1), grid_size=8)]
-    for k, name in enumerate(CUT_NAMES):
-        rows.append(_kan(f"kan 1-2-1 G8 deep-{name}", Pipeline(0b111, ALL_CUTS & ~(1 << k), 2), widths=(1, 2, 1), grid_size=8))
+    for name, bit in CUT_BITS.items():
+        rows.append(_kan(f"kan 1-2-1 G8 deep-{name}", Pipeline(0b111, ALL_CUTS & ~(1 << bit), 2), widths=(1, 2, 1), grid_size=8))
     rows += [_kan("kan 1-2-1 G8 cuts-only", Pipeline(0, ALL_CUTS, 2), widths=(1, 2, 1), grid_size=8),
              _kan("kan 1-2-1 G8 split1", Pipeline(0b111, ALL_CUTS, 1), widths=(1, 2, 1), grid_size=8),
              _kan("kan 1-2-1 G8 split0", Pipeline(0b111, ALL_CUTS, 0), widths=(1, 2, 1), grid_size=8),

@@ -3,7 +3,7 @@
     python benchmarks/pipeline_search.py [--clock 250] [--out docs/pipeline_search.md]
 
 For the default spec (2-4-1, G = 8) and the 1-1 spec (G = 5, k = 3, ap_fixed<16,6>) on xcvu9p, all
-placements PHASES:CUTS:SPLIT (every phase mask, every set of the 12 cut kinds, adder-tree split 0-3;
+placements PHASES:CUTS:SPLIT (every phase mask, every set of the 13 cut kinds, adder-tree split 0-3;
 without the opt-in FORWARD bit) are scored by the analytic estimator (codesign.fpga.estimate.period_ns,
 the model `auto` chooses with) and pipeline_timing. Among those whose estimated period meets the
 clock, the table lists the least prediction + update latency (update latency cycles x period) and
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import choose_pipeline, period_ns
-from codesign.fpga.pipeline import CUT_NAMES, Pipeline, pipeline_timing
+from codesign.fpga.pipeline import CUT_BITS, Pipeline, pipeline_timing
 from codesign.kan.spec import KANSpec
 
 # spec, and its prediction + update target (ns) in docs/rtl_results.md
@@ -42,8 +42,10 @@ def main() -> int:
         spec = dataclasses.replace(spec, clock_mhz=args.clock)
         start = time.perf_counter()
         meeting, searched = [], 0
+        bits = list(CUT_BITS.values())
+        cut_sets = [sum(1 << b for k, b in enumerate(bits) if m >> k & 1) for m in range(1 << len(bits))]
         for phases in range(1 << (2 * len(spec.layer_shapes) - 1)):
-            for cuts in range(1 << len(CUT_NAMES)):
+            for cuts in cut_sets:
                 for split in range(4):
                     pipe = Pipeline(phases, cuts, split)
                     searched += 1

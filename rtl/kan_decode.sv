@@ -4,9 +4,12 @@
 // ROMs (docs/arithmetic.md §3), rotated into bank order, and the address of the word every
 // coefficient bank reads (kan_bank.sv). Bank b holds window position j = (b - cell) mod P,
 // unused when j > K (its basis value is then 0 and the bank is not written).
-// Combinational, with three optional cuts (pipe_reg): CUT_SCALE the scaled offset inside
+// Combinational, with four optional cuts (pipe_reg): CUT_SCALE the scaled offset inside
 // kan_grid, CUT_GRID the grid coordinate
-// (cell, ROM address, clamp), CUT_DECODE every output (a registered ROM read and rotation).
+// (cell, ROM address, clamp), CUT_DECODE every output (a registered ROM read and rotation),
+// CUT_ROWS the rotated basis rows alone (bb, db), after CUT_DECODE: the bank addresses go on
+// to the banks, so the ROM read and the bank read share a stage and the products read both
+// from registers (kan_online: the rows register sits beside the bank read register).
 module kan_decode #(
     parameter int N_IN = 2,
     parameter int G = 8,
@@ -24,6 +27,7 @@ module kan_decode #(
     parameter int CUT_SCALE = 0,
     parameter int CUT_GRID = 0,
     parameter int CUT_DECODE = 0,
+    parameter int CUT_ROWS = 0,
     parameter BASIS_FILE = "",   // 2^A words of (K+1)*W_B bits, B[j] at [j*W_B +: W_B]
     parameter DBASIS_FILE = ""   // the same for the derivative ROM
 ) (
@@ -46,13 +50,15 @@ module kan_decode #(
   end
 
   logic [N_IN-1:0] clamped_d;
-  logic [N_IN*P*W_B-1:0] bb_d;
-  logic [N_IN*P*W_D-1:0] db_d;
+  logic [N_IN*P*W_B-1:0] bb_d, bb_q;
+  logic [N_IN*P*W_D-1:0] db_d, db_q;
   logic [N_IN*P*W_BADDR-1:0] baddr_d;
   logic [N_IN*P-1:0] used_d;
   pipe_reg #(.W(N_IN), .ON(CUT_DECODE)) u_cut_clamped (.clk(clk), .d(clamped_d), .q(clamped));
-  pipe_reg #(.W(N_IN * P * W_B), .ON(CUT_DECODE)) u_cut_bb (.clk(clk), .d(bb_d), .q(bb));
-  pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_DECODE)) u_cut_db (.clk(clk), .d(db_d), .q(db));
+  pipe_reg #(.W(N_IN * P * W_B), .ON(CUT_DECODE)) u_cut_bb (.clk(clk), .d(bb_d), .q(bb_q));
+  pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_DECODE)) u_cut_db (.clk(clk), .d(db_d), .q(db_q));
+  pipe_reg #(.W(N_IN * P * W_B), .ON(CUT_ROWS)) u_cut_rows_b (.clk(clk), .d(bb_q), .q(bb));
+  pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_ROWS)) u_cut_rows_d (.clk(clk), .d(db_q), .q(db));
   pipe_reg #(.W(N_IN * P * W_BADDR), .ON(CUT_DECODE)) u_cut_baddr (.clk(clk), .d(baddr_d), .q(baddr));
   pipe_reg #(.W(N_IN * P), .ON(CUT_DECODE)) u_cut_used (.clk(clk), .d(used_d), .q(used));
 

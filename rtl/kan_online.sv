@@ -101,6 +101,7 @@ module kan_online #(
   localparam int CUT_SCALE = (CUTS >> 10) & 1;  // the grid's scaled offset, before the clamp
   localparam int CUT_ROUND = (CUTS >> 11) & 1;  // inside every cast, after the rounding
   localparam int CUT_FORWARD = (CUTS >> 12) & 1;  // no register: the bank read joins the overlapped front, forwarding
+  localparam int CUT_ROWS = (CUTS >> 13) & 1;     // the basis rows alone, beside the bank read (not with CUT_FORWARD)
 
   function automatic int width_of(input int n);
     width_of = WIDTHS[16*n+:16];
@@ -114,7 +115,9 @@ module kan_online #(
   endfunction
   // registers from layer l's input to its forward output (before REG_F)
   function automatic int forward_regs(input int l);
-    forward_regs = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ + CUT_MULT + tree_regs(width_of(l) * P) + CUT_SUM + CUT_ROUND;
+    // the products wait for the later of the bank word (CUT_READ) and the basis rows (CUT_ROWS)
+    forward_regs = CUT_SCALE + CUT_GRID + CUT_DECODE + ((CUT_READ > CUT_ROWS) ? CUT_READ : CUT_ROWS) + CUT_MULT
+                   + tree_regs(width_of(l) * P) + CUT_SUM + CUT_ROUND;
   endfunction
   // the cycle in which layer l's input is ready (l = N_LAYERS: the last layer's output, after REG_F)
   function automatic int input_ready(input int l);
@@ -233,7 +236,7 @@ module kan_online #(
     kan_decode #(
         .N_IN(NI), .G(G), .K(K), .A(A), .P(P), .W_BADDR(W_BADDR), .W_ACT(W_ACT), .W_B(W_B), .W_D(W_D),
         .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .HAS_D(l > 0 ? 1 : 0),
-        .CUT_SCALE(CUT_SCALE), .CUT_GRID(CUT_GRID), .CUT_DECODE(CUT_DECODE),
+        .CUT_SCALE(CUT_SCALE), .CUT_GRID(CUT_GRID), .CUT_DECODE(CUT_DECODE), .CUT_ROWS(CUT_ROWS),
         .BASIS_FILE({MEM_DIR, "/basis.mem"}), .DBASIS_FILE(l > 0 ? {MEM_DIR, "/dbasis.mem"} : "")
     ) u_decode (
         .clk(ap_clk), .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)

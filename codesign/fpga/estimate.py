@@ -198,6 +198,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
                       + n_in * banks * n_out * (wc + 2)),
             "decode": n_in * (banks * (wb + (wd if backward else 0) + w_baddr + 1) + 1),
             "read": n_in * banks * n_out * wc,
+            "rows": n_in * banks * (wb + (wd if backward else 0)),
             "mult": n_out * n_in * banks * (w_bprod + (w_dprod if backward else 0)),
             "sum": n_out * (w_acc + (n_in * w_dacc if backward else 0)),
             "gmult": n_in * n_out * (wg + wdphi) if backward else 0,
@@ -336,6 +337,11 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     n_layers = len(shapes)
     banks = 1 << _clog2(spec.spline_order + 1)
     dense_inv_h = bin(spec.grid_constants().inv_h_raw).count("1") > 3
+    # The bank address (kan_decode: word cell div P, plus one below the rotation) is an adder of
+    # W_BADDR bits; from 3 bits on Yosys maps it onto a carry chain (two CARRY4 on the path of a
+    # 2-4-1 G=64 KAN, 0.7 ns), which the fitted features do not see. It lies on the bank read's
+    # stage when no decode register comes first: one adder level there.
+    live_address = 1.0 if not pipe.cut("decode") and _clog2(math.ceil(spec.n_coef / banks)) > 2 else 0.0
     c = pipe.cut
     paths = _Paths(coefficients)
     after = paths.after
@@ -365,13 +371,14 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         scaled = after(paths.node(layer_in, scale=1.0), c("scale"))
         grid = paths.node(scaled, grid=1.0)
         decoded = after(paths.node(after(grid, c("grid")), rom=1.0), c("decode"))
-        word = after(paths.node(decoded, memory=1.0), c("read"))
-        product = after(multiply(decoded, word), c("mult"))
+        word = after(paths.node(decoded, memory=1.0, adder_levels=live_address), c("read"))
+        rows = after(decoded, c("rows"))  # the basis rows the products read
+        product = after(multiply(rows, word), c("mult"))
         y = cast(after(tree(product, n_in * banks), c("sum")))
         dphi = {}
         if layer > 0:
             dphi = cast(after(tree(product, banks), c("sum")))
-        held.append((after(decoded, f_reg), after(word, f_reg), after(dphi, f_reg)))
+        held.append((after(rows, f_reg), after(word, f_reg), after(dphi, f_reg)))
         layer_in = after(y, f_reg)
     grads = [{}] * n_layers
     grads[-1] = after(cast(layer_in), c("err"))  # the error, from the last layer's output
@@ -415,7 +422,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     register that saves the most cycles (then the most bits) while the period still meets
     ``target_ns``, until none can go.
     """
-    from codesign.fpga.pipeline import CUT_NAMES  # noqa: PLC0415
+    from codesign.fpga.pipeline import CUT_BITS  # noqa: PLC0415
 
     kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
@@ -431,7 +438,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
-            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in range(len(CUT_NAMES)) if not pipe.cuts >> k & 1]
+            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values() if not pipe.cuts >> k & 1]
             out = [p for p in out if synthesizable_as_modelled(p)]
             finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
             if finer:
@@ -440,7 +447,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
 
     def removed(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
-        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in range(len(CUT_NAMES)) if pipe.cuts >> k & 1]
+        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in CUT_BITS.values() if pipe.cuts >> k & 1]
         if pipe.tree_split:
             coarser = [v for v in splits if v > pipe.tree_split]
             out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))

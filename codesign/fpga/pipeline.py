@@ -19,19 +19,23 @@ from typing import cast
 from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["PIPELINES", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
+__all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
            "pipeline_timing", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
-# CUTS bit k is the register named CUT_NAMES[k] in rtl/kan_online.sv (CUT_GRID, ...).
-CUT_NAMES = ("grid", "decode", "read", "mult", "sum", "err", "gmult", "gsum", "umult", "ufull", "scale", "round")
-ALL_CUTS = (1 << len(CUT_NAMES)) - 1
+# CUTS bit CUT_BITS[name] is the register `name` in rtl/kan_online.sv (CUT_GRID, ...).
+CUT_BITS = {"grid": 0, "decode": 1, "read": 2, "mult": 3, "sum": 4, "err": 5, "gmult": 6, "gsum": 7, "umult": 8,
+            "ufull": 9, "scale": 10, "round": 11,
+            # the basis rows alone, beside the bank read: the ROM, its rotation and the bank read share one stage
+            "rows": 13}
+CUT_NAMES = tuple(CUT_BITS)
+ALL_CUTS = sum(1 << bit for bit in CUT_BITS.values())
 # CUTS bit 12 is no register: it puts layer 0's bank read register in the front that the next
 # sample overlaps, with read-after-write forwarding (rtl/kan_layer.sv READ_IN_FRONT). Opt-in:
 # the select it adds before the forward multipliers costs them their DSP input register in
 # Yosys, which the analytic model does not describe, so `auto` does not place it.
-FORWARD = 1 << len(CUT_NAMES)
+FORWARD = 1 << 12
 DEEP_TREE_SPLIT = 2
 
 
@@ -45,7 +49,7 @@ class Pipeline:
 
     def cut(self, name: str) -> int:
         """1 when the cut ``name`` (one of CUT_NAMES) is on."""
-        return self.cuts >> CUT_NAMES.index(name) & 1
+        return self.cuts >> CUT_BITS[name] & 1
 
     @property
     def forward(self) -> int:
@@ -62,7 +66,7 @@ class Pipeline:
     def to_dict(self) -> dict[str, object]:
         """Plain data for manifests and reports."""
         return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
-                "cut_names": [n for k, n in enumerate(CUT_NAMES) if self.cuts >> k & 1] + (["forward"] if self.forward else []),
+                "cut_names": [n for n in CUT_NAMES if self.cut(n)] + (["forward"] if self.forward else []),
                 "text": self.text}
 
 
@@ -108,9 +112,12 @@ def resolve_pipeline(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "
         raise _bad(pipeline)
     if not 0 <= pipeline.phases < (1 << n_bits):
         raise ValueError(f"pipeline={pipeline.phases!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
-    if not 0 <= pipeline.cuts <= (ALL_CUTS | FORWARD) or not 0 <= pipeline.tree_split <= 8:
-        raise ValueError(f"pipeline={pipeline.text}: CUTS takes {len(CUT_NAMES)} register bits and FORWARD "
-                         f"(0..{ALL_CUTS | FORWARD:#x}), SPLIT 0..8")
+    if pipeline.cuts < 0 or pipeline.cuts & ~(ALL_CUTS | FORWARD) or not 0 <= pipeline.tree_split <= 8:
+        raise ValueError(f"pipeline={pipeline.text}: CUTS takes the register bits {ALL_CUTS:#x} and FORWARD "
+                         f"({FORWARD:#x}), SPLIT 0..8")
+    if pipeline.forward and pipeline.cut("rows"):
+        raise ValueError(f"pipeline={pipeline.text}: FORWARD and the rows register ({1 << CUT_BITS['rows']:#x}) "
+                         "do not go together (the rows register is not part of the overlapped front)")
     if not kan and (pipeline.cuts or pipeline.tree_split):
         raise ValueError(f"pipeline={pipeline.text}: the MLP RTL takes phase masks only (no CUTS, no SPLIT)")
     return pipeline
@@ -136,8 +143,9 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     ready = 0
     prediction = 0
     for layer, (n_in, _) in enumerate(shapes):
-        forward = (c("scale") + c("grid") + c("decode") + c("read") + c("mult") + _tree_regs(n_in * banks, pipe.tree_split)
-                   + c("sum") + c("round"))
+        # the products wait for the later of the bank word (read) and the basis rows (rows)
+        forward = (c("scale") + c("grid") + c("decode") + max(c("read"), c("rows")) + c("mult")
+                   + _tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round"))
         prediction = ready + forward
         ready = prediction + (pipe.phases >> layer & 1)
     grad = ready + c("round") + c("err")

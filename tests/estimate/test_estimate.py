@@ -160,3 +160,12 @@ def test_cli_estimate(capsys, tmp_path):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("codesign: error:") and message in err and "\n" not in err
+
+
+def test_auto_puts_the_rows_register_only_behind_a_short_bank_address():
+    # Yosys: with the rows register the bank read follows the live bank address; at G = 8 (a 2-bit
+    # address) that stage met 250 MHz (270 MHz), at G = 64 (5 bits, a carry chain) it did not (226 MHz)
+    placements = {g: estimate(KANSpec(grid_size=g), "xcvu9p", "auto")["pipeline_placement"] for g in (8, 64)}
+    assert "rows" in placements[8]["cut_names"], placements[8]
+    assert "rows" not in placements[64]["cut_names"], placements[64]
+    assert "decode" in placements[64]["cut_names"], placements[64]

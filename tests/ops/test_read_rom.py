@@ -36,27 +36,37 @@ def test_read_rom_python_equals_hls_at_every_address(spec_name, hls_ops, derivat
     assert bad.size == 0, f"address {addr[bad[:5, 0]]} j {bad[:5, 1]}: python {py[tuple(bad[:5].T)]} hls {hls[tuple(bad[:5].T)]}"
 
 
-def test_read_rom_python_equals_kan_decode_sv(tmp_path_factory):
-    spec_name = "g6_k2"  # k + 1 = 3 values in P = 4 banks: the rotation and an unused bank
-    spec = SPECS[spec_name]
-    _, grid, brom, drom = reference_tables(spec)
+def _kan_decode(spec, build, **cuts):
+    """kan_decode's parameters for `spec` (its ROMs written into `build`), two inputs, plus `cuts`."""
+    _, _, brom, drom = reference_tables(spec)
     g = spec.grid_constants()
-    k1, n_in = spec.spline_order + 1, 2
+    k1 = spec.spline_order + 1
     banks = 1 << (k1 - 1).bit_length()
-    x = grid_inputs(spec, np.random.default_rng(3))
-    x = x[: x.size // n_in * n_in].reshape(-1, n_in)
-    build = tmp_path_factory.getbasetemp() / f"kan_decode_{spec_name}"
     build.mkdir(parents=True, exist_ok=True)
     for name, rom, t in (("basis.mem", brom, spec.basis_t), ("dbasis.mem", drom, spec.dbasis_t)):
         digits = (k1 * t.width + 3) // 4
         (build / name).write_text("".join(f"{w:0{digits}x}\n" for w in pack(rom.T, t.width)))
     w_baddr = max(1, (-(-spec.n_coef // banks)).bit_length())
-    params = dict(N_IN=n_in, G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, W_BADDR=w_baddr,
-                  W_ACT=spec.act_t.width, W_B=spec.basis_t.width, W_D=spec.dbasis_t.width, LO_RAW=g.lo_raw,
-                  INV_H=g.inv_h_raw, U_SHIFT=g.u_shift, HAS_D=1,
-                  BASIS_FILE=f'"{build / "basis.mem"}"', DBASIS_FILE=f'"{build / "dbasis.mem"}"')
-    out = run_module(["pipe_reg.sv", "const_mult.sv", "kan_grid.sv", "kan_decode.sv"], "kan_decode", params,
-                     {"x": pack(x, spec.act_t.width)}, ["bb", "db", "used"], build)
+    return dict(N_IN=2, G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, W_BADDR=w_baddr,
+                W_ACT=spec.act_t.width, W_B=spec.basis_t.width, W_D=spec.dbasis_t.width, LO_RAW=g.lo_raw,
+                INV_H=g.inv_h_raw, U_SHIFT=g.u_shift, HAS_D=1,
+                BASIS_FILE=f'"{build / "basis.mem"}"', DBASIS_FILE=f'"{build / "dbasis.mem"}"', **cuts)
+
+
+_DECODE_SOURCES = ["pipe_reg.sv", "const_mult.sv", "kan_grid.sv", "kan_decode.sv"]
+
+
+def test_read_rom_python_equals_kan_decode_sv(tmp_path_factory):
+    spec_name = "g6_k2"  # k + 1 = 3 values in P = 4 banks: the rotation and an unused bank
+    spec = SPECS[spec_name]
+    _, grid, brom, drom = reference_tables(spec)
+    k1, n_in = spec.spline_order + 1, 2
+    banks = 1 << (k1 - 1).bit_length()
+    x = grid_inputs(spec, np.random.default_rng(3))
+    x = x[: x.size // n_in * n_in].reshape(-1, n_in)
+    build = tmp_path_factory.getbasetemp() / f"kan_decode_{spec_name}"
+    params = _kan_decode(spec, build)
+    out = run_module(_DECODE_SOURCES, "kan_decode", params, {"x": pack(x, spec.act_t.width)}, ["bb", "db", "used"], build)
     bb = unpack(out["bb"], spec.basis_t.width, n_in * banks, spec.basis_t.signed).reshape(-1, n_in, banks)
     db = unpack(out["db"], spec.dbasis_t.width, n_in * banks, spec.dbasis_t.signed).reshape(-1, n_in, banks)
     used = unpack(out["used"], 1, n_in * banks, False).reshape(-1, n_in, banks)
@@ -70,3 +80,22 @@ def test_read_rom_python_equals_kan_decode_sv(tmp_path_factory):
                     assert used[t, i, b] == (j < k1), f"x={x[t, i]} bank {b}: used {used[t, i, b]}"
                     expect = py[j] if j < k1 else 0
                     assert sv[t, i, b] == expect, f"{name} x={x[t, i]} (cell {cell}, addr {addr}) j={j}: sv {sv[t, i, b]} python {expect}"
+
+
+def test_kan_decode_rows_register_delays_only_the_basis_rows_sv(tmp_path_factory):
+    # CUT_ROWS registers bb and db alone: read before each clock edge they hold the previous input's
+    # rows, while the bank addresses and `used` (which go on to the banks) follow the input at once
+    spec = SPECS["g6_k2"]
+    x = grid_inputs(spec, np.random.default_rng(4))
+    x = x[: x.size // 2 * 2].reshape(-1, 2)
+    outs = ["bb", "db", "baddr", "used"]
+    runs = {}
+    for rows in (0, 1):
+        build = tmp_path_factory.getbasetemp() / f"kan_decode_rows{rows}"
+        runs[rows] = run_module(_DECODE_SOURCES, "kan_decode", _kan_decode(spec, build, CUT_ROWS=rows),
+                                {"x": pack(x, spec.act_t.width)}, outs, build, clock=True)
+    for name in ("bb", "db"):
+        assert runs[1][name][1:] == runs[0][name][:-1], f"{name} is not the previous input's with CUT_ROWS=1"
+        assert runs[1][name][1:] != runs[0][name][1:], f"{name} follows the input at once with CUT_ROWS=1"
+    for name in ("baddr", "used"):
+        assert runs[1][name] == runs[0][name], f"{name} is delayed by CUT_ROWS"

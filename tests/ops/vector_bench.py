@@ -2,6 +2,8 @@
 
 The config names the input ports with one list of unsigned integers each (all of one length) and
 the output ports to read; the result holds, per output port, the unsigned value after each vector.
+With "clock": true a rising edge of clk follows each read, so a registered output read with vector t
+holds what the module saw with vector t - 1 (and 0 or its initial value for the first).
 """
 
 from __future__ import annotations
@@ -29,5 +31,10 @@ async def apply_vectors(dut):
         await Timer(1, unit="ns")
         for name, values in outputs.items():
             values.append(int(getattr(dut, name).value))  # unsigned: LogicArray and Logic alike
+        if config.get("clock"):
+            dut.clk.value = 1
+            await Timer(1, unit="ns")
+            dut.clk.value = 0
+            await Timer(1, unit="ns")
     with open(os.environ["CODESIGN_BENCH_RESULT"], "w") as f:
         json.dump({"outputs": outputs}, f)

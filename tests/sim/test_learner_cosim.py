@@ -64,6 +64,8 @@ CASES = {
     # the next sample's scale, decode and bank read overlap this one's back (II 7 of 10 stages): its
     # bank read is registered at this sample's commit edge and must take the forwarded write
     "kan_1x1_g5_forward": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 1_000, Pipeline(1, 0x17FE, 0)),
+    # the rows register without the bank read register: the products wait for the basis rows alone
+    "kan_1x1_g5_rows": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 1_000, Pipeline(1, 0x27F8, 0)),
     # registers after F_1 and B_2 only (phases F_0 F_1 F_2 B_2 B_1 U): a partial mask, II = 3
     "kan_deep": (_deep_kan(), "mackey_glass", 10_000, 0b01010),
     # the same with a register inside every cast (fixed_cast CUT: the overflow terms are held) in every mode
@@ -122,6 +124,11 @@ def test_pipeline_placements_parse_and_count():
     assert pipeline_timing(spec, Pipeline(0, 0x1FFF, 2))["ii"] == 13 - 4
     with pytest.raises(ValueError, match="phase masks only"):
         resolve_pipeline(MLPSpec(), Pipeline(0, 1, 0))
+    with pytest.raises(ValueError, match="FORWARD and the rows register"):
+        resolve_pipeline(spec, Pipeline(0, 0x1000 | 0x2000, 0))
+    # the rows register beside the bank read costs no cycle; in its place, the same count
+    assert pipeline_timing(spec, Pipeline(0, 0x2FFF, 2)) == deep
+    assert pipeline_timing(spec, Pipeline(0, 0x2FFB, 2)) == deep
     met = choose_pipeline(spec, "xcvu9p", "auto")
     assert met["clock_met"] and pipeline_timing(spec, met["pipeline"])["ii"] > 1
     missed = choose_pipeline(dataclasses.replace(spec, clock_mhz=2000), "xcvu9p", "auto")

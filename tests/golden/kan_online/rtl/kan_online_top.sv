@@ -61,7 +61,7 @@ module kan_online_top #(
       .LR_SPAN(0),
       .LR_SHIFT(4),
       .PIPE(64'd7),
-      .CUTS(1918),
+      .CUTS(10108),
       .TREE_SPLIT(2),
       .MEM_DIR(MEM_DIR)
   ) u_core (
