@@ -19,7 +19,7 @@ from typing import Any
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import Pipeline, kan_read_in_front, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import Pipeline, kan_bank_geometry, kan_read_in_front, pipeline_timing, resolve_pipeline
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -105,8 +105,7 @@ def _tree_register_bits(terms: int, w_sum: int, split: int) -> int:
 def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
     """Per resource, the component sizes of the KAN RTL (banks, ROMs, multipliers, trees, casts, registers)."""
     k = spec.spline_order
-    banks = 1 << _clog2(k + 1)
-    depth = math.ceil(spec.n_coef / banks)
+    banks, depth = kan_bank_geometry(spec)
     g = spec.grid_constants()
     wb, fb, wd = spec.basis_t.width, spec.basis_t.frac, spec.dbasis_t.width
     wc, fc = spec.coef_t.width, spec.coef_t.frac
@@ -335,13 +334,13 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     """Every register-to-register path end of the KAN RTL (rtl/kan_layer.sv, kan_decode.sv, kan_online.sv) as features."""
     shapes = spec.layer_shapes
     n_layers = len(shapes)
-    banks = 1 << _clog2(spec.spline_order + 1)
+    banks, depth = kan_bank_geometry(spec)
     dense_inv_h = bin(spec.grid_constants().inv_h_raw).count("1") > 3
     # The bank address (kan_decode: word cell div P, plus one below the rotation) is an adder of
     # W_BADDR bits; from 3 bits on Yosys maps it onto a carry chain (two CARRY4 on the path of a
     # 2-4-1 G=64 KAN, 0.7 ns), which the fitted features do not see. It lies on the bank read's
     # stage when no decode register comes first: one adder level there.
-    live_address = 1.0 if not pipe.cut("decode") and _clog2(math.ceil(spec.n_coef / banks)) > 2 else 0.0
+    live_address = 1.0 if not pipe.cut("decode") and _clog2(depth) > 2 else 0.0
     c = pipe.cut
     paths = _Paths(coefficients)
     after = paths.after
@@ -427,7 +426,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = yosys_family(board)
-    max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * (1 << _clog2(spec.spline_order + 1))) if kan else 0
+    max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0]) if kan else 0
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
     def synthesizable_as_modelled(pipe: Pipeline) -> bool:

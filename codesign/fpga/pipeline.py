@@ -20,7 +20,7 @@ from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
-           "pipeline_timing", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
+           "pipeline_timing", "kan_bank_geometry", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
@@ -134,9 +134,15 @@ def _tree_regs(terms: int, split: int) -> int:
     return (levels - 1) // split if split > 0 and levels > 0 else 0
 
 
+def kan_bank_geometry(spec: KANSpec) -> tuple[int, int]:
+    """(P, DEPTH) of the KAN RTL's coefficient banks: banks per input (the power of two >= k+1) and words per bank."""
+    banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
+    return banks, math.ceil(spec.n_coef / banks)
+
+
 def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     """The cycle of the sample in which the prediction and the update's write data are ready (rtl/kan_online.sv)."""
-    banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
+    banks, _ = kan_bank_geometry(spec)
     shapes = spec.layer_shapes
     n_layers = len(shapes)
     c = pipe.cut

@@ -21,7 +21,6 @@ int is the phase mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full plac
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from codesign import __version__
 from codesign.fixed import FixedType
 from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
 from codesign.fpga.kinds import FpgaKind, fpga_kind
-from codesign.fpga.pipeline import PIPELINES, Pipeline, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import PIPELINES, Pipeline, kan_bank_geometry, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
 from codesign.fpga.simulator import rtl_dir
 from codesign.fpga.templates import render_rtl
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
@@ -61,12 +60,6 @@ def _type_params(prefix: str, t: FixedType, modes: bool = True) -> dict[str, int
         out[f"Q_{prefix}"] = int(t.qmode)
         out[f"O_{prefix}"] = int(t.omode)
     return out
-
-
-def _bank_geometry(spec: KANSpec) -> tuple[int, int]:
-    """(P, DEPTH): banks per input (power of two >= k+1) and words per bank."""
-    banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
-    return banks, math.ceil(spec.n_coef / banks)
 
 
 def _packed_widths(widths: tuple[int, ...]) -> str:
@@ -100,7 +93,7 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii
 
 def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
     """The KAN core's own parameters: grid, banks, ROM and every fixed-point type."""
-    banks, depth = _bank_geometry(spec)
+    banks, depth = kan_bank_geometry(spec)
     g = spec.grid_constants()
     params: dict[str, int | str] = dict(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
     params.update(_type_params("ACT", spec.act_t))
@@ -149,7 +142,7 @@ def write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list
     (folder / "dbasis.mem").write_text(
         _hex_words([_pack(drom[:, a], spec.dbasis_t.width) for a in range(drom.shape[1])], drom.shape[0] * spec.dbasis_t.width))
     files = ["basis.mem", "dbasis.mem"]
-    banks, depth = _bank_geometry(spec)
+    banks, depth = kan_bank_geometry(spec)
     w = spec.coef_t.width
     for layer, coef in enumerate(learner.coefficients_raw()):  # (out, in, G+k)
         n_out, n_in, n_coef = coef.shape
@@ -206,7 +199,7 @@ def _ports(spec: KANSpec | MLPSpec) -> list[dict[str, Any]]:
 
 def kan_state_description(spec: KANSpec) -> dict[str, Any]:
     """Where the bench reads the KAN's coefficients back (hierarchical names below the top)."""
-    banks, depth = _bank_geometry(spec)
+    banks, depth = kan_bank_geometry(spec)
     return {
         "layout": "kan_banks",
         "memory": "u_core.g_layer[{layer}].u_layer.g_input[{i}].g_bank[{b}].u_bank.mem",
