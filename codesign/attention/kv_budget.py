@@ -54,12 +54,9 @@ def allocate_by_cost(costs: Mapping[Hashable, Mapping[Any, float]], budget: int)
     return dict(zip(groups, best[slots][1]))
 
 
-def _rank(choice: Any) -> int:
-    return choice[0] if isinstance(choice, tuple) else int(choice)
-
-
-def _bits(choice: Any) -> int:
-    return choice[1] if isinstance(choice, tuple) else 16
+def _rank_bits(choice: Any) -> Choice:
+    """(rank, latent bits) of a choice; a plain rank is stored in fp16."""
+    return (choice[0], choice[1]) if isinstance(choice, tuple) else (int(choice), 16)
 
 
 def projections_for(moments: Mapping[int, Any], choices: Mapping[tuple[int, str], Any]) -> dict[int, Any]:
@@ -70,8 +67,8 @@ def projections_for(moments: Mapping[int, Any], choices: Mapping[tuple[int, str]
     for layer, m in moments.items():
         keys, values = m.keys.value(), m.values.value()
         heads = keys.shape[0]
-        out[layer] = fit_projection(keys, values, [_rank(choices[(layer, "key")])] * heads,
-                                    [_rank(choices[(layer, "value")])] * heads)
+        out[layer] = fit_projection(keys, values, [_rank_bits(choices[(layer, "key")])[0]] * heads,
+                                    [_rank_bits(choices[(layer, "value")])[0]] * heads)
     return out
 
 
@@ -80,8 +77,8 @@ def latent_cores(moments: Mapping[int, Any], choices: Mapping[tuple[int, str], A
     from codesign.attention.gemma import LowRankCore
 
     projections = projections_for(moments, choices)
-    return {layer: LowRankCore(projections[layer], bits=_bits(choices[(layer, "key")]),
-                               value_bits=_bits(choices[(layer, "value")])) for layer in moments}
+    return {layer: LowRankCore(projections[layer], bits=_rank_bits(choices[(layer, "key")])[1],
+                               value_bits=_rank_bits(choices[(layer, "value")])[1]) for layer in moments}
 
 
 def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[int, Any], choices: Sequence[Choice],
@@ -133,7 +130,7 @@ def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[
 
 def kept_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
     """Channels kept over all (layer, side) groups' full width."""
-    return sum(_rank(c) for c in choices.values()) / (len(choices) * dim)
+    return sum(_rank_bits(c)[0] for c in choices.values()) / (len(choices) * dim)
 
 
 def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int, scales: bool = False) -> float:
@@ -143,7 +140,7 @@ def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int, scales: bool
 
     def per_channel(bits: int) -> float:
         return bits + (32 / LATENT_GROUP if scales and bits < 16 else 0)
-    return sum(_rank(c) * per_channel(_bits(c)) for c in choices.values()) / (len(choices) * dim * 16)
+    return sum(rank * per_channel(bits) for rank, bits in map(_rank_bits, choices.values())) / (len(choices) * dim * 16)
 
 
 def parse_choices(text: str) -> dict[tuple[int, str], Choice]:
@@ -163,5 +160,5 @@ def parse_choices(text: str) -> dict[tuple[int, str], Choice]:
 def format_choices(choices: Mapping[tuple[int, str], Any]) -> str:
     """The text parse_choices reads back (a plain rank is written as fp16)."""
     layers = sorted({layer for layer, _ in choices})
-    return ",".join(f"{layer}:{_rank(choices[(layer, 'key')])}x{_bits(choices[(layer, 'key')])}:"
-                    f"{_rank(choices[(layer, 'value')])}x{_bits(choices[(layer, 'value')])}" for layer in layers)
+    return ",".join(f"{layer}:" + ":".join("{}x{}".format(*_rank_bits(choices[(layer, side)])) for side in ("key", "value"))
+                    for layer in layers)
