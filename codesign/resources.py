@@ -1,11 +1,12 @@
-"""Where the shipped non-Python trees live, for an editable install and a wheel alike."""
+"""Where the shipped non-Python trees live (for an editable install and a wheel alike), and codesign's cache."""
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["RESOURCE_TREES", "resource_dir"]
+__all__ = ["RESOURCE_TREES", "resource_dir", "cache_dir"]
 
 # Top-level folders of the repository that install as subpackages of codesign.
 RESOURCE_TREES = ("hls", "rtl", "sim", "kernels", "board_files", "examples")
@@ -16,3 +17,11 @@ def resource_dir(name: str) -> Path:
     if name not in RESOURCE_TREES:
         raise ValueError(f"unknown resource tree {name!r}: choose one of {', '.join(RESOURCE_TREES)}")
     return Path(str(files(f"codesign.{name}")))
+
+
+def cache_dir() -> Path:
+    """$CODESIGN_CACHE_DIR, else $XDG_CACHE_HOME/codesign, else ~/.cache/codesign (what codesign may rebuild)."""
+    if os.environ.get("CODESIGN_CACHE_DIR"):
+        return Path(os.environ["CODESIGN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "codesign"

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from codesign.resources import cache_dir
+
 __all__ = [
     "GEMV_MAX_M",
     "KernelConfig",
@@ -135,14 +137,6 @@ def search_space() -> dict[str, tuple[KernelConfig, ...]]:
     """The shipped candidate configurations per kernel kind (tuning_space.json)."""
     data = json.loads(_SPACE_FILE.read_text())
     return {kind: tuple(KernelConfig(**entry) for entry in data[kind]) for kind in ("gemv", "gemm")}
-
-
-def cache_dir() -> Path:
-    """$CODESIGN_CACHE_DIR, else $XDG_CACHE_HOME/codesign, else ~/.cache/codesign."""
-    if os.environ.get("CODESIGN_CACHE_DIR"):
-        return Path(os.environ["CODESIGN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "codesign"
 
 
 def cache_file(device_name: str) -> Path:

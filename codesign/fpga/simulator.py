@@ -25,7 +25,7 @@ from typing import Any
 
 from codesign.errors import require_module
 from codesign.processes import ToolError, run_tool
-from codesign.resources import resource_dir
+from codesign.resources import cache_dir, resource_dir
 
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
 
@@ -94,8 +94,7 @@ def _runtime_cache() -> Path:
             versions.append("none")
     compiler = run_tool(["c++", "--version"], tool="c++", timeout=60).stdout.splitlines()[:1]
     key = hashlib.sha256(json.dumps([versions, compiler, os.environ.get("MAKEFLAGS", "")]).encode()).hexdigest()[:16]
-    root = Path(os.environ.get("CODESIGN_CACHE", Path.home() / ".cache" / "codesign"))
-    return root / "verilator-runtime" / key
+    return cache_dir() / "verilator-runtime" / key
 
 
 def _restore_runtime(build_dir: Path) -> None:

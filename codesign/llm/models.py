@@ -58,7 +58,7 @@ def _offline() -> None:
 
 
 def _models_dir() -> Path:
-    from codesign.kernels.tuning import cache_dir
+    from codesign.resources import cache_dir
 
     return cache_dir() / "models"
 
