@@ -4,20 +4,27 @@ g++ against the ``ap_types`` headers that hls4ml ships, run it, and read its sum
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from codesign.processes import ToolError, run_tool, run_tools
+from codesign.resources import cache_dir
 
 __all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "run_csim", "parse_summary"]
 
 # Fast enough to compile (ap_fixed templates are heavy at -O2) and to run 10^4-10^5 samples.
 OPT_LEVEL = "-O1"
+# Headers every testbench and firmware source includes. Precompiled once per compiler, flag set and ap_types
+# copy (a quarter of a firmware compile and two thirds of a testbench one is parsing them).
+PCH_INCLUDES = ("ap_fixed.h", "ap_int.h", "hls_stream.h", "cstdio", "fstream", "sstream", "string", "vector")
+PCH_NAME = "codesign_csim.h"
 _SUMMARY = re.compile(
     r"csim: samples=(\d+) prediction_mismatches=(\d+) state_values=(\d+) state_mismatches=(\d+) result=(PASS|FAIL)"
 )
@@ -79,24 +86,82 @@ def find_ap_types() -> Path:
     return folder
 
 
+def _pch_header(compiler: str, flags: list[str], ap_types: Path) -> Path | None:
+    """The cached header of PCH_INCLUDES for this compiler, flag set and ap_types copy (None if the cache is not
+    writable); its .gch next to it, once built, is what g++ reads instead."""
+    headers = sorted(p for p in ap_types.rglob("*") if p.is_file())
+    stamp = [os.path.realpath(compiler), *flags, str(ap_types),
+             *(f"{p.relative_to(ap_types)}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in headers)]
+    folder = cache_dir() / "csim-pch" / hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:16]
+    header = folder / PCH_NAME
+    if header.is_file():
+        return header
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{PCH_NAME}.{os.getpid()}.tmp"
+        partial.write_text("".join(f"#include <{name}>\n" for name in PCH_INCLUDES))
+        os.replace(partial, header)
+    except OSError:
+        return None
+    return header
+
+
+PCH_STALE_S = 600.0  # a claim older than this was left by a build that died: taken over
+
+
+def _pch_command(compiler: str, flags: list[str], header: Path) -> list[str] | None:
+    """The command that precompiles header into its .gch (under a temporary name, renamed by _keep_pch), or None when
+    another build is precompiling it now (one claim file: concurrent builds do not all spend the time)."""
+    claim = Path(f"{header}.building")
+    try:
+        if claim.exists() and time.time() - claim.stat().st_mtime > PCH_STALE_S:
+            claim.unlink(missing_ok=True)
+        os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        return None
+    return [compiler, *flags, "-x", "c++-header", str(header), "-o", f"{header}.gch.{os.getpid()}"]
+
+
 def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top: str = "") -> Path:
     """Compile tb/<learner><top>_test.cpp and the firmware (in parallel) and link; returns the binary.
 
     ``top`` is "" for the learner's top, "_axi" for its AXI top (firmware/<learner>_axi.cpp over it).
+    The common headers come precompiled from codesign's cache; when they are not there yet, they are
+    precompiled beside this compile, for the next ones (g++ reads the plain headers whenever a
+    precompiled one does not match, and a compile that fails on one is repeated without it, so the
+    result never depends on it).
     """
     build = project / "csim"
     build.mkdir(exist_ok=True)
-    flags = [OPT_LEVEL, "-std=c++14", f"-I{ap_types}", f"-I{project / 'firmware'}", "-w"]
+    common = [OPT_LEVEL, "-std=c++14", f"-I{ap_types}", "-w"]
+    header = _pch_header(compiler, common, ap_types)
+    gch = Path(f"{header}.gch") if header is not None else None
     sources = [project / "tb" / f"{learner}{top}_test.cpp", project / "firmware" / f"{learner}.cpp"]
     if top:
         sources.append(project / "firmware" / f"{learner}{top}.cpp")
     objects = [build / (s.stem + ".o") for s in sources]
-    commands = [[compiler, *flags, "-c", str(s), "-o", str(o)] for s, o in zip(sources, objects)]
+
+    def compile_commands(precompiled: bool) -> list[list[str]]:
+        flags = [*common, f"-I{project / 'firmware'}", *(["-include", str(header)] if precompiled else [])]
+        return [[compiler, *flags, "-c", str(s), "-o", str(o)] for s, o in zip(sources, objects)]
+
+    precompiled = gch is not None and gch.is_file()
+    commands = compile_commands(precompiled)
+    pch = _pch_command(compiler, common, header) if header is not None and not precompiled else None
     binary = build / f"{learner}{top}_csim"
     log = build / "compile.log"
     tool = Path(compiler).name
+    pch_result = None
     try:
-        results = run_tools(commands, tool=tool, log=log)  # the two sources compile side by side
+        results = run_tools(commands + ([pch] if pch else []), tool=tool, log=log)  # side by side
+        if pch:
+            pch_result = results.pop()
+        if precompiled and gch is not None and any(r.returncode for r in results):
+            # a damaged precompiled header fails a compile that the plain headers pass: once more without it
+            commands = compile_commands(False)
+            results = run_tools(commands, tool=tool, log=log)
+            if all(r.returncode == 0 for r in results):
+                gch.unlink(missing_ok=True)
         link = None
         if all(r.returncode == 0 for r in results):
             link = run_tool([compiler, *[str(o) for o in objects], "-o", str(binary)], tool=tool, log=log)
@@ -104,11 +169,29 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
             commands.append(link.args)
     except ToolError as exc:
         raise CsimError(exc.tool, exc.cause, exc.log) from None
+    finally:
+        if pch and gch is not None:
+            _keep_pch(pch_result, pch[-1], gch)
+    if pch and pch_result is not None:
+        commands.append(pch)
+        results.append(pch_result)
     log.write_text("".join(f"$ {' '.join(map(str, c))}\n{r.stdout}{r.stderr}\n" for c, r in zip(commands, results)))
     if link is None or link.returncode != 0:
         first = next((ln for r in results for ln in r.stderr.splitlines() if "error" in ln), "see the log")
         raise CsimError(tool, f"the C-simulation did not compile: {first.strip()}", log)
     return binary
+
+
+def _keep_pch(result: subprocess.CompletedProcess | None, partial: str, target: Path) -> None:
+    """Move a successfully built .gch into place (atomically: a concurrent build reads the old or the new one), drop
+    what a failed or interrupted one left, and release the claim."""
+    try:
+        if result is not None and result.returncode == 0:
+            os.replace(partial, target)
+        Path(partial).unlink(missing_ok=True)
+        Path(f"{target.with_suffix('')}.building").unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def parse_summary(output: str) -> tuple[int, int, int, int, bool]:
