@@ -1,6 +1,7 @@
 """Attention-side compression for long-context decode: sampled value aggregation (SANTA) and a low-rank KV cache.
 
     santa_attention(q, k, v, n_samples, lengths, variant="systematic")    # reads S of n value rows
+    q_sampled, kept = bernoulli_queries(q, density=0.5, kv_heads=1)       # scores read half the key features
     projection = fit_projection(key_moment, value_moment, key_ranks, value_ranks, rope_mode="pre")
     cache = encode_kv(projection, keys, values, positions, bits=8)        # latent cache, int8
     lowrank_decode_attention(q, cache, projection, inv_freq, lengths)
@@ -10,8 +11,10 @@ chosen by the rule of codesign.kernels.dispatch. codesign.attention.gemma drops 
 Results and protocols: docs/attention.md.
 """
 
+from codesign.attention import bernoulli_qk as _bernoulli_qk
 from codesign.attention import lowrank_kv as _lowrank_kv
 from codesign.attention import santa as _santa
+from codesign.attention.bernoulli_qk import bernoulli_queries, keep_probabilities
 from codesign.attention.lowrank_kv import (
     LATENT_BITS,
     LATENT_GROUP,
@@ -45,5 +48,6 @@ __all__ = [
     "reset_fallback_warnings",
     "philox_uniform",
     *_santa.__all__,
+    *_bernoulli_qk.__all__,
     *_lowrank_kv.__all__,
 ]

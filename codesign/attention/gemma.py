@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
+from codesign.attention.bernoulli_qk import bernoulli_queries
 from codesign.attention.lowrank_kv import (
     LATENT_GROUP,
     KVProjection,
@@ -41,6 +42,7 @@ __all__ = [
     "ExactCore",
     "LocalCore",
     "SantaCore",
+    "BernoulliQueryCore",
     "LowRankCore",
     "KVMomentCore",
     "gemma_attention_replacements",
@@ -164,6 +166,33 @@ class SantaCore(ExactCore):
             )
             return out[:, :, None]
         return santa_masked_attention(q, k, v, visible, self.ratio, self.variant, self.generator, block.scaling)
+
+
+class BernoulliQueryCore(ExactCore):
+    """Bernoulli qKᵀ sampling (bernoulli_qk.py) in front of another core: every query row's scores read only the
+    sampled `density` of the key features; `inner` (exact, SANTA, low-rank) does the rest."""
+
+    def __init__(self, density: float, inner: ExactCore | None = None, seed: int = 0) -> None:
+        bernoulli_queries(torch.zeros(1, 1, 1), density, 1)  # validates the density
+        self.density, self.inner = density, inner if inner is not None else ExactCore()
+        self.generator = torch.Generator().manual_seed(seed)
+        self.features_read, self.rows = 0.0, 0  # running sum of the share of key features read per row
+
+    def attend(self, block, q, k, v, cos, sin, key_pos, q_pos, mask, cache):
+        """The inner core's attention with the sampled queries."""
+        sampled, kept = bernoulli_queries(q, self.density, k.shape[1], self.generator)
+        share = kept.double().mean(-1)
+        self.features_read += float(share.sum())
+        self.rows += share.numel()
+        return self.inner.attend(block, sampled, k, v, cos, sin, key_pos, q_pos, mask, cache)
+
+    def visible(self, block, q_pos, key_pos, mask):
+        """The inner core's visible keys."""
+        return self.inner.visible(block, q_pos, key_pos, mask)
+
+    def from_exact_cache(self, block, keys, values, positions):
+        """What the inner core keeps."""
+        return self.inner.from_exact_cache(block, keys, values, positions)
 
 
 class LowRankCore(ExactCore):

@@ -93,3 +93,26 @@ def test_perplexity_with_compressed_attention(gemma, tokens):
     # losses are far larger than at the benchmark's budget (docs/attention.md)
     assert dense < santa[2] < santa[8], (dense, santa)
     assert dense < ppl[0.75] < 2 * dense < ppl[0.25], (dense, ppl)
+
+
+@torch.no_grad()
+def test_bernoulli_queries_in_front_of_a_core(gemma, tokens):
+    from codesign.attention.gemma import BernoulliQueryCore, ExactCore, SantaCore
+    from codesign.llm import swapped
+
+    model, tokenizer = gemma
+    window = tokens[None, :96]
+    with swapped(model, cores(model, lambda i: ExactCore())):
+        exact = model.get_decoder()(window).last_hidden_state
+    with swapped(model, cores(model, lambda i: BernoulliQueryCore(1.0))):
+        assert torch.equal(model.get_decoder()(window).last_hidden_state, exact)  # density 1: the query itself
+    made = []
+    with swapped(model, cores(model, lambda i: made.append(BernoulliQueryCore(0.5, seed=i)) or made[-1])):
+        sampled = model.get_decoder()(window).last_hidden_state
+    assert torch.isfinite(sampled).all() and not torch.allclose(sampled, exact, atol=1e-2)
+    share = sum(c.features_read for c in made) / sum(c.rows for c in made)
+    assert abs(share - 0.5) < 0.01  # the keys' features the scores read
+    prompt = tokenizer("The Eiffel Tower is located in", return_tensors="pt")
+    with swapped(model, cores(model, lambda i: BernoulliQueryCore(0.5, SantaCore(4, seed=i), seed=i))):
+        generated = model.generate(**prompt, max_new_tokens=4, do_sample=False)  # decode steps through the cache
+    assert generated.shape[1] == prompt["input_ids"].shape[1] + 4
