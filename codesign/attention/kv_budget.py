@@ -18,20 +18,31 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["Choice", "MEASURES", "allocate_by_cost", "side_costs", "projections_for", "latent_cores", "kept_fraction",
-           "byte_fraction", "parse_choices", "format_choices"]
+           "byte_fraction", "latent_bits", "rank_bits", "parse_choices", "format_choices"]
 
 Choice = tuple[int, int]  # (rank, latent bits) of one layer's keys or values
 MEASURES = ("kl", "nll")
 HELD_OUT_SPLITS = ("test",)  # the splits codesign.llm evaluates on; calibration must not read them
 
 
-def _size(choice: Any) -> int:
-    """Budget units of a choice: its rank for a plain rank, rank x bits for a (rank, bits) choice."""
-    return choice[0] * choice[1] if isinstance(choice, tuple) else int(choice)
+def latent_bits(choice: Any, scales: bool = False) -> int:
+    """Bits per token and KV head of one side at a (rank, bits) choice: rank x bits, with scales plus the float32
+    scale of every LATENT_GROUP channels of an int8 / int4 latent."""
+    from codesign.attention.lowrank_kv import LATENT_GROUP
+
+    rank, bits = rank_bits(choice)
+    return rank * bits + (32 * -(-rank // LATENT_GROUP) if scales and bits < 16 else 0)
 
 
-def allocate_by_cost(costs: Mapping[Hashable, Mapping[Any, float]], budget: int) -> dict[Hashable, Any]:
-    """{group: choice} with summed size <= budget and the least total cost (size: a rank, or rank x bits)."""
+def allocate_by_cost(costs: Mapping[Hashable, Mapping[Any, float]], budget: int, scales: bool = False) -> dict[Hashable, Any]:
+    """{group: choice} with summed size <= budget and the least total cost.
+
+    Size: a plain rank counts its rank; a (rank, bits) choice its latent bits (latent_bits; scales: with the scales).
+    """
+
+    def _size(choice: Any) -> int:
+        return latent_bits(choice, scales) if isinstance(choice, tuple) else int(choice)
+
     if not costs or any(not options for options in costs.values()):
         raise ValueError("every group needs at least one choice with its cost")
     groups = list(costs)
@@ -54,7 +65,7 @@ def allocate_by_cost(costs: Mapping[Hashable, Mapping[Any, float]], budget: int)
     return dict(zip(groups, best[slots][1]))
 
 
-def _rank_bits(choice: Any) -> Choice:
+def rank_bits(choice: Any) -> Choice:
     """(rank, latent bits) of a choice; a plain rank is stored in fp16."""
     return (choice[0], choice[1]) if isinstance(choice, tuple) else (int(choice), 16)
 
@@ -67,8 +78,8 @@ def projections_for(moments: Mapping[int, Any], choices: Mapping[tuple[int, str]
     for layer, m in moments.items():
         keys, values = m.keys.value(), m.values.value()
         heads = keys.shape[0]
-        out[layer] = fit_projection(keys, values, [_rank_bits(choices[(layer, "key")])[0]] * heads,
-                                    [_rank_bits(choices[(layer, "value")])[0]] * heads)
+        out[layer] = fit_projection(keys, values, [rank_bits(choices[(layer, "key")])[0]] * heads,
+                                    [rank_bits(choices[(layer, "value")])[0]] * heads)
     return out
 
 
@@ -77,8 +88,8 @@ def latent_cores(moments: Mapping[int, Any], choices: Mapping[tuple[int, str], A
     from codesign.attention.gemma import LowRankCore
 
     projections = projections_for(moments, choices)
-    return {layer: LowRankCore(projections[layer], bits=_rank_bits(choices[(layer, "key")])[1],
-                               value_bits=_rank_bits(choices[(layer, "value")])[1]) for layer in moments}
+    return {layer: LowRankCore(projections[layer], bits=rank_bits(choices[(layer, "key")])[1],
+                               value_bits=rank_bits(choices[(layer, "value")])[1]) for layer in moments}
 
 
 def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[int, Any], choices: Sequence[Choice],
@@ -130,17 +141,12 @@ def side_costs(model: Any, contexts: Sequence[Any], tail: int, moments: Mapping[
 
 def kept_fraction(choices: Mapping[tuple[int, str], Any], dim: int) -> float:
     """Channels kept over all (layer, side) groups' full width."""
-    return sum(_rank_bits(c)[0] for c in choices.values()) / (len(choices) * dim)
+    return sum(rank_bits(c)[0] for c in choices.values()) / (len(choices) * dim)
 
 
 def byte_fraction(choices: Mapping[tuple[int, str], Any], dim: int, scales: bool = False) -> float:
-    """Latent bits per token over an fp16 cache's, all (layer, side) groups; scales: with the float32 scale of every
-    LATENT_GROUP channels of an int8 / int4 latent."""
-    from codesign.attention.lowrank_kv import LATENT_GROUP
-
-    def per_channel(bits: int) -> float:
-        return bits + (32 / LATENT_GROUP if scales and bits < 16 else 0)
-    return sum(rank * per_channel(bits) for rank, bits in map(_rank_bits, choices.values())) / (len(choices) * dim * 16)
+    """Latent bits per token over an fp16 cache's, all (layer, side) groups (latent_bits; scales: with the scales)."""
+    return sum(latent_bits(c, scales) for c in choices.values()) / (len(choices) * dim * 16)
 
 
 def parse_choices(text: str) -> dict[tuple[int, str], Choice]:
@@ -160,5 +166,5 @@ def parse_choices(text: str) -> dict[tuple[int, str], Choice]:
 def format_choices(choices: Mapping[tuple[int, str], Any]) -> str:
     """The text parse_choices reads back (a plain rank is written as fp16)."""
     layers = sorted({layer for layer, _ in choices})
-    return ",".join(f"{layer}:" + ":".join("{}x{}".format(*_rank_bits(choices[(layer, side)])) for side in ("key", "value"))
+    return ",".join(f"{layer}:" + ":".join("{}x{}".format(*rank_bits(choices[(layer, side)])) for side in ("key", "value"))
                     for layer in layers)

@@ -1,0 +1,108 @@
+"""Decode-step cost of the attention methods, counted from the shapes (not timed): KV bytes read and FLOPs.
+
+One decode step (one new query token) at n cached positions. The methods replace the global layers;
+the sliding-window layers read their last `window` positions in fp16 whatever the method. FLOPs
+count 2 per multiply-add in the score and value stages of the replaced layers:
+- dense: 2·n·D per query head for the scores and as many for the values;
+- SANTA: every key scored, S = ceil(n / ratio) sampled value rows added (2·S·D);
+- Bernoulli qKᵀ: the scores read a share f of the key features (f·n·D values, 2·f·n·D FLOPs);
+- the pre-RoPE low-rank kernel: each key rebuilt once per KV head (2·n·r_k·D plus the rotation),
+  scored (2·n·D per query head), value latents aggregated (2·n·r_v) before one up-projection (2·r_v·D);
+  its bytes are the latents with their scales (codesign.attention.kv_budget.latent_bits);
+- local: exact attention over the last `window` positions only (a control).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AttentionShape", "GEMMA3_270M", "Cost", "dense_cost", "santa_cost", "bernoulli_cost", "lowrank_cost",
+           "local_cost", "sliding_bytes"]
+
+FP16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """What the cost of a decode step depends on: heads, head size, and how many layers of each kind."""
+
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    global_layers: int
+    sliding_layers: int
+    window: int
+
+    @classmethod
+    def of(cls, config: Any) -> AttentionShape:
+        """The shape of a transformers Gemma-3 text config."""
+        types = list(config.layer_types)
+        return cls(config.num_attention_heads, config.num_key_value_heads, config.head_dim,
+                   types.count("full_attention"), types.count("sliding_attention"), config.sliding_window)
+
+
+GEMMA3_270M = AttentionShape(q_heads=4, kv_heads=1, head_dim=256, global_layers=3, sliding_layers=15, window=512)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Bytes read and FLOPs of one decode step in the replaced (global) layers."""
+
+    bytes: float
+    flops: float
+
+
+def _kv_bytes(shape: AttentionShape, rows: float) -> float:
+    """fp16 bytes of `rows` key or value rows in every replaced layer."""
+    return shape.global_layers * shape.kv_heads * rows * shape.head_dim * FP16_BYTES
+
+
+def _flops(shape: AttentionShape, per_query_head: float) -> float:
+    return shape.global_layers * shape.q_heads * per_query_head
+
+
+def dense_cost(n: int, shape: AttentionShape = GEMMA3_270M) -> Cost:
+    """Exact attention over n positions."""
+    d = shape.head_dim
+    return Cost(2 * _kv_bytes(shape, n), _flops(shape, 4 * n * d))
+
+
+def santa_cost(n: int, ratio: float, shape: AttentionShape = GEMMA3_270M) -> Cost:
+    """Every key, S = ceil(n / ratio) of the values."""
+    s, d = max(1, math.ceil(n / ratio)), shape.head_dim
+    return Cost(_kv_bytes(shape, n + s), _flops(shape, 2 * (n + s) * d))
+
+
+def bernoulli_cost(n: int, features_read: float, ratio: float | None = None, shape: AttentionShape = GEMMA3_270M) -> Cost:
+    """A share features_read of every key's features; all values, or S = ceil(n / ratio) of them with SANTA."""
+    s, d = (n if ratio is None else max(1, math.ceil(n / ratio))), shape.head_dim
+    return Cost(_kv_bytes(shape, features_read * n + s), _flops(shape, 2 * (features_read * n + s) * d))
+
+
+def lowrank_cost(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> Cost:
+    """The pre-RoPE low-rank cache at choices {(layer, "key" | "value"): (rank, bits)} (one per replaced layer)."""
+    from codesign.attention.kv_budget import latent_bits, rank_bits
+
+    layers = sorted({layer for layer, _ in choices})
+    if len(layers) != shape.global_layers:
+        raise ValueError(f"choices cover {len(layers)} layers, the shape has {shape.global_layers} replaced layers")
+    d, total_bits, flops = shape.head_dim, 0.0, 0.0
+    for layer in layers:
+        rk, rv = rank_bits(choices[(layer, "key")])[0], rank_bits(choices[(layer, "value")])[0]
+        total_bits += sum(latent_bits(choices[(layer, side)], scales=True) for side in ("key", "value"))
+        rebuild = shape.kv_heads * (2 * n * rk * d + 3 * n * d)  # up-projection + rotation
+        flops += rebuild + shape.q_heads * (2 * n * d + 2 * n * rv + 2 * rv * d)
+    return Cost(shape.kv_heads * n * total_bits / 8, flops)
+
+
+def local_cost(n: int, window: int, shape: AttentionShape = GEMMA3_270M) -> Cost:
+    """Exact attention over the last `window` positions."""
+    return dense_cost(min(n, window), shape)
+
+
+def sliding_bytes(n: int, shape: AttentionShape = GEMMA3_270M) -> float:
+    """Bytes the sliding-window layers read at n positions (fp16 keys and values of their window)."""
+    return shape.sliding_layers * shape.kv_heads * min(n, shape.window) * shape.head_dim * FP16_BYTES * 2
