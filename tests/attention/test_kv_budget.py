@@ -56,34 +56,21 @@ def test_a_budget_below_the_smallest_ranks_is_refused():
         allocate_by_cost({(0, "key"): {}}, 100)
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_rank_and_bits_choices_are_sized_by_latent_bits_and_the_choice_is_the_least_cost(seed):
+@pytest.mark.parametrize("scales", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_rank_and_bits_choices_are_sized_by_latent_bits_and_the_choice_is_the_least_cost(seed, scales):
     rng = random.Random(100 + seed)
     costs = {}
     for g in range(rng.randint(1, 4)):
         options = rng.sample([(r, b) for r in (32, 64, 128, 256) for b in (4, 8, 16)], rng.randint(1, 5))
         costs[(g, "key")] = {o: rng.random() / (o[0] * o[1]) for o in options}  # more bits, less loss
-    budget = sum(min(r * b for r, b in c) for c in costs.values()) + rng.randint(0, 4096)
-    chosen = allocate_by_cost(costs, budget)
-    total, _ = _brute_force(costs, budget, size=lambda choice: choice[0] * choice[1])
-    assert sum(r * b for r, b in chosen.values()) <= budget
+    size = lambda choice: latent_bits(choice, scales=scales)  # noqa: E731  (with scales: + 32 bits per 32 channels)
+    budget = sum(min(map(size, c)) for c in costs.values()) + rng.randint(0, 4096)
+    chosen = allocate_by_cost(costs, budget, scales=scales)
+    total, _ = _brute_force(costs, budget, size=size)
+    assert sum(map(size, chosen.values())) <= budget
     assert sum(costs[g][c] for g, c in chosen.items()) == pytest.approx(total, abs=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_a_budget_counting_the_scales_is_kept_and_its_choice_is_the_least_cost(seed):
-    rng = random.Random(200 + seed)
-    costs = {}
-    for g in range(rng.randint(1, 4)):
-        options = rng.sample([(r, b) for r in (32, 64, 128, 256) for b in (4, 8, 16)], rng.randint(1, 5))
-        costs[(g, "value")] = {o: rng.random() / (o[0] * o[1]) for o in options}
-    with_scales = lambda choice: latent_bits(choice, scales=True)  # noqa: E731
-    budget = sum(min(map(with_scales, c)) for c in costs.values()) + rng.randint(0, 4096)
-    chosen = allocate_by_cost(costs, budget, scales=True)
-    total, _ = _brute_force(costs, budget, size=with_scales)
-    assert sum(map(with_scales, chosen.values())) <= budget
-    assert sum(costs[g][c] for g, c in chosen.items()) == pytest.approx(total, abs=1e-12)
-    assert byte_fraction(chosen, 256, scales=True) * len(chosen) * 256 * 16 == sum(map(with_scales, chosen.values()))
+    assert byte_fraction(chosen, 256, scales=scales) * len(chosen) * 256 * 16 == sum(map(size, chosen.values()))
 
 
 def test_an_int4_latent_of_full_rank_costs_a_quarter_of_the_fp16_bytes():
