@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -122,6 +123,13 @@ def _pch_command(compiler: str, flags: list[str], header: Path) -> list[str] | N
     return [compiler, *flags, "-x", "c++-header", str(header), "-o", f"{header}.gch.{os.getpid()}"]
 
 
+def _then_precompile(first: list[str], pch: list[str], gch: Path, log: Path) -> list[str]:
+    """`first`, then the precompile on the core it frees (the firmware, the long compile, runs beside both): a shell
+    line that exits with first's status; the precompiled header is renamed into place only when it was built."""
+    return ["sh", "-c", f"{shlex.join(first)}; status=$?; {shlex.join(pch)} > {shlex.quote(str(log))} 2>&1 "
+                        f"&& mv -f {shlex.quote(pch[-1])} {shlex.quote(str(gch))}; exit $status"]
+
+
 def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top: str = "") -> Path:
     """Compile tb/<learner><top>_test.cpp and the firmware (in parallel) and link; returns the binary.
 
@@ -147,15 +155,17 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
 
     precompiled = gch is not None and gch.is_file()
     commands = compile_commands(precompiled)
-    pch = _pch_command(compiler, common, header) if header is not None and not precompiled else None
+    can_chain = shutil.which("sh") is not None
+    pch = _pch_command(compiler, common, header) if header is not None and not precompiled and can_chain else None
     binary = build / f"{learner}{top}_csim"
     log = build / "compile.log"
     tool = Path(compiler).name
-    pch_result = None
+    pch_log = build / "precompile.log"
+    run = list(commands)
+    if pch and gch is not None:  # the testbench compiles in a second, the firmware in several: precompile after the first
+        run[0] = _then_precompile(commands[0], pch, gch, pch_log)
     try:
-        results = run_tools(commands + ([pch] if pch else []), tool=tool, log=log)  # side by side
-        if pch:
-            pch_result = results.pop()
+        results = run_tools(run, tool=tool, log=log)  # side by side
         if precompiled and gch is not None and any(r.returncode for r in results):
             # a damaged precompiled header fails a compile that the plain headers pass: once more without it
             commands = compile_commands(False)
@@ -170,11 +180,13 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
     except ToolError as exc:
         raise CsimError(exc.tool, exc.cause, exc.log) from None
     finally:
-        if pch and gch is not None:
-            _keep_pch(pch_result, pch[-1], gch)
-    if pch and pch_result is not None:
+        if pch:
+            _release_pch(pch[-1], header)
+    if pch:
+        precompiled_now = gch is not None and gch.is_file()
+        text = pch_log.read_text() if pch_log.is_file() else ""
         commands.append(pch)
-        results.append(pch_result)
+        results.append(subprocess.CompletedProcess(pch, 0 if precompiled_now else 1, text, ""))
     log.write_text("".join(f"$ {' '.join(map(str, c))}\n{r.stdout}{r.stderr}\n" for c, r in zip(commands, results)))
     if link is None or link.returncode != 0:
         first = next((ln for r in results for ln in r.stderr.splitlines() if "error" in ln), "see the log")
@@ -182,14 +194,12 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
     return binary
 
 
-def _keep_pch(result: subprocess.CompletedProcess | None, partial: str, target: Path) -> None:
-    """Move a successfully built .gch into place (atomically: a concurrent build reads the old or the new one), drop
-    what a failed or interrupted one left, and release the claim."""
+def _release_pch(partial: str, header: Path | None) -> None:
+    """Drop what a failed or interrupted precompile left, and release the claim."""
     try:
-        if result is not None and result.returncode == 0:
-            os.replace(partial, target)
         Path(partial).unlink(missing_ok=True)
-        Path(f"{target.with_suffix('')}.building").unlink(missing_ok=True)
+        if header is not None:
+            Path(f"{header}.building").unlink(missing_ok=True)
     except OSError:
         pass
 
