@@ -55,31 +55,32 @@ class Cost:
     flops: float
 
 
-def _kv_bytes(shape: AttentionShape, rows: float) -> float:
-    """fp16 bytes of `rows` key or value rows in every replaced layer."""
-    return shape.global_layers * shape.kv_heads * rows * shape.head_dim * FP16_BYTES
+def _read(shape: AttentionShape, key_rows: float, value_rows: float) -> Cost:
+    """A step that reads key_rows fp16 key rows and value_rows value rows in every replaced layer: their bytes, and
+    2 FLOPs per element and query head for the scores and the value sum."""
+    d = shape.head_dim
+    rows = shape.global_layers * shape.kv_heads * (key_rows + value_rows)
+    return Cost(rows * d * FP16_BYTES, shape.global_layers * shape.q_heads * 2 * (key_rows + value_rows) * d)
 
 
-def _flops(shape: AttentionShape, per_query_head: float) -> float:
-    return shape.global_layers * shape.q_heads * per_query_head
+def _samples(n: int, ratio: float | None) -> int:
+    """SANTA's S = ceil(n / ratio) value rows (all n without SANTA)."""
+    return n if ratio is None else max(1, math.ceil(n / ratio))
 
 
 def dense_cost(n: int, shape: AttentionShape = GEMMA3_270M) -> Cost:
     """Exact attention over n positions."""
-    d = shape.head_dim
-    return Cost(2 * _kv_bytes(shape, n), _flops(shape, 4 * n * d))
+    return _read(shape, n, n)
 
 
 def santa_cost(n: int, ratio: float, shape: AttentionShape = GEMMA3_270M) -> Cost:
     """Every key, S = ceil(n / ratio) of the values."""
-    s, d = max(1, math.ceil(n / ratio)), shape.head_dim
-    return Cost(_kv_bytes(shape, n + s), _flops(shape, 2 * (n + s) * d))
+    return _read(shape, n, _samples(n, ratio))
 
 
 def bernoulli_cost(n: int, features_read: float, ratio: float | None = None, shape: AttentionShape = GEMMA3_270M) -> Cost:
     """A share features_read of every key's features; all values, or S = ceil(n / ratio) of them with SANTA."""
-    s, d = (n if ratio is None else max(1, math.ceil(n / ratio))), shape.head_dim
-    return Cost(_kv_bytes(shape, features_read * n + s), _flops(shape, 2 * (features_read * n + s) * d))
+    return _read(shape, features_read * n, _samples(n, ratio))
 
 
 def lowrank_cost(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> Cost:
