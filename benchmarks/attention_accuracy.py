@@ -183,31 +183,29 @@ def main() -> int:
             return bernoulli_cores[label][-1]
         return on_global(make)
 
-    santa_rows = [("systematic", 16), ("systematic", 32), ("stratified", 16), ("multinomial", 16)]
+    # label: attention replacements (None: the model as loaded), and the decode-step cost at n positions given the
+    # share of key features read (measured for the Bernoulli rows)
     methods = {"dense": None}
-    methods |= {f"SANTA {var}, S = n/{r}": on_global(lambda i, r=r, var=var: SantaCore(r, var, seed=i))
-                for var, r in santa_rows}
+    costs = {"dense": lambda n, features: dense_cost(n, shape)}
+    for var, r in (("systematic", 16), ("systematic", 32), ("stratified", 16), ("multinomial", 16)):
+        label = f"SANTA {var}, S = n/{r}"
+        methods[label] = on_global(lambda i, r=r, var=var: SantaCore(r, var, seed=i))
+        costs[label] = lambda n, features, r=r: santa_cost(n, r, shape)
     for density, ratio in ((0.75, None), (0.5, None), (0.75, 16)):
         label = f"Bernoulli qKᵀ, {density:g} of the key features" + (f", + SANTA systematic n/{ratio}" if ratio else "")
         methods[label] = bernoulli(label, density, ratio)
+        costs[label] = lambda n, features, ratio=ratio: bernoulli_cost(n, features, ratio, shape)
+
     def lowrank(choice: dict):
         cores = latent_cores(moments, choice)
         return on_global(lambda i: cores[i])
 
     for label, choice in chosen.items():
         methods[label] = lowrank(choice)
-    methods[f"control: exact, only the last {WINDOW} keys"] = on_global(lambda i: LocalCore(WINDOW))
-
-    def cost(label: str, n: int, features: float | None):
-        if label == "dense":
-            return dense_cost(n, shape)
-        if label.startswith("SANTA"):
-            return santa_cost(n, int(label.split("n/")[1]), shape)
-        if label.startswith("Bernoulli"):
-            return bernoulli_cost(n, features, int(label.split("n/")[1]) if "n/" in label else None, shape)
-        if label in chosen:
-            return lowrank_cost(n, chosen[label], shape)
-        return local_cost(n, WINDOW, shape)
+        costs[label] = lambda n, features, choice=choice: lowrank_cost(n, choice, shape)
+    control = f"control: exact, only the last {WINDOW} keys"
+    methods[control] = on_global(lambda i: LocalCore(WINDOW))
+    costs[control] = lambda n, features: local_cost(n, WINDOW, shape)
 
     lines += ["## Low-rank choices (train split: second moments and sensitivities)", "",
               "Rank × latent bits of each global layer's keys and values, least summed KL under each budget "
@@ -222,7 +220,7 @@ def main() -> int:
         t0 = time.perf_counter()
         for cores in bernoulli_cores.values():
             cores.clear()
-        rows = methods if length > WINDOW else {k: m for k, m in methods.items() if not k.startswith("control")}
+        rows = methods if length > WINDOW else {k: m for k, m in methods.items() if k != control}
         scores = evaluate(model, long_contexts(tokenizer, "test", length, count), tail, rows, fidelity=True)
         dense = scores["dense"]
         base = dense_cost(length, shape)
@@ -237,7 +235,7 @@ def main() -> int:
         for label, s in scores.items():
             cores = bernoulli_cores.get(label)
             features = sum(c.features_read for c in cores) / sum(c.rows for c in cores) if cores else None
-            c = cost(label, length, features)
+            c = costs[label](length, features)
             read, whole, flops = c.bytes / base.bytes, (c.bytes + sliding) / (base.bytes + sliding), c.flops / base.flops
             lines.append(f"| {label} | {read:.3f}; {whole:.3f} | {flops:.2f} | "
                          + " | ".join(report_cells(s, dense, agree_interval=False)) + " |")

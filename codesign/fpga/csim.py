@@ -111,8 +111,8 @@ PCH_STALE_S = 600.0  # a claim older than this was left by a build that died: ta
 
 
 def _pch_command(compiler: str, flags: list[str], header: Path) -> list[str] | None:
-    """The command that precompiles header into its .gch (under a temporary name, renamed by _keep_pch), or None when
-    another build is precompiling it now (one claim file: concurrent builds do not all spend the time)."""
+    """The command that precompiles header into its .gch (under a temporary name, renamed by _then_precompile's line),
+    or None when another build is precompiling it now (one claim file: concurrent builds do not all spend the time)."""
     claim = Path(f"{header}.building")
     try:
         if claim.exists() and time.time() - claim.stat().st_mtime > PCH_STALE_S:
