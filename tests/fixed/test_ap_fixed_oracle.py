@@ -1,6 +1,7 @@
 """codesign.fixed against Xilinx's ap_fixed.h (hls4ml's copy), integer for integer.
 
-oracle.cpp is compiled once per session against the real headers. For every one of the
+oracle.cpp is compiled against the real headers once, then taken from codesign's cache
+(keyed by the compiler, the source, the cases and every header). For every one of the
 7 x 4 (quantization, overflow) mode pairs it converts more than 100,000 values (doubles into
 several types, and raw values of wider or narrower types by assignment); the raw results
 must equal ours exactly. Arithmetic, shifts, to_double and the result types of +, -, *
@@ -10,6 +11,7 @@ and unary - are compared the same way.
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -297,3 +299,15 @@ def test_oracle_case_tables_are_consistent() -> None:
     assert inc.count("X(") == (len(orc.CONV_TYPES) + len(orc.CAST_PAIRS) + len(orc.BIN_PAIRS)
                                + len(orc.MIX_PAIRS) + len(orc.INT_PAIRS)
                                + len(orc.SPELLED_TYPES))
+
+
+def test_the_cached_oracle_is_rebuilt_when_a_header_or_the_part_count_changes(tmp_path):
+    headers = tmp_path / "ap_types"
+    shutil.copytree(orc.header_dir(), headers)
+    cxx = orc.compiler()
+    key = orc._cache_folder(cxx, headers, 2)
+    assert orc._cache_folder(cxx, headers, 2) == key
+    assert orc._cache_folder(cxx, headers, 3) != key
+    with open(headers / "ap_fixed.h", "a") as fh:
+        fh.write("\n")
+    assert orc._cache_folder(cxx, headers, 2) != key
