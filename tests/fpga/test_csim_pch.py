@@ -1,7 +1,10 @@
 """The C-simulation's precompiled headers: built once into codesign's cache, used after, never able to break a build.
 
-A small project (a testbench and a firmware file over ap_fixed) keeps this quick; every build test of
-the suite then compiles the real firmware through the same precompiled headers.
+A small project (a testbench and a firmware file over ap_fixed) is precompiled against the real
+headers, cold then warm; the failure cases run on a stand-in ap_types folder of three one-line
+headers, so that each of their compiles takes a fraction of a second (what they check, the cache's
+handling of its files, does not depend on the headers). Every build test of the suite then compiles
+the real firmware through the same precompiled headers.
 """
 
 from __future__ import annotations
@@ -24,37 +27,70 @@ int main() {
 """
 
 
-def _compile_and_run(tmp_path):
+# The stand-in headers: what the precompiled header includes, one line each; the mini project over them.
+STAND_IN = {name: f"#pragma once\nstruct {name.split('.')[0]}_stand_in {{}};\n"
+            for name in ("ap_fixed.h", "ap_int.h", "hls_stream.h")}
+PLAIN_FIRMWARE = "int square(int x) { return x * x; }\n"
+PLAIN_TESTBENCH = """#include <cstdio>
+int square(int x);
+int main() {
+    int ok = square(3) == 9;
+    std::printf("csim: samples=1 prediction_mismatches=%d state_values=0 state_mismatches=0 result=%s\\n",
+                !ok, ok ? "PASS" : "FAIL");
+    return !ok;
+}
+"""
+
+
+def _compile_and_run(tmp_path, ap_types=None):
     project = tmp_path / "project"
     (project / "firmware").mkdir(parents=True, exist_ok=True)
     (project / "tb").mkdir(exist_ok=True)
-    (project / "firmware" / "mini.cpp").write_text(FIRMWARE)
-    (project / "tb" / "mini_test.cpp").write_text(TESTBENCH)
-    binary = compile_csim(project, "mini", find_compiler(), find_ap_types())
+    (project / "firmware" / "mini.cpp").write_text(FIRMWARE if ap_types is None else PLAIN_FIRMWARE)
+    (project / "tb" / "mini_test.cpp").write_text(TESTBENCH if ap_types is None else PLAIN_TESTBENCH)
+    binary = compile_csim(project, "mini", find_compiler(), ap_types or find_ap_types())
     return (project / "csim" / "compile.log").read_text(), run_csim(binary, project)
 
 
-def test_headers_are_precompiled_once_then_used_and_a_damaged_one_is_replaced_once(tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("CODESIGN_CACHE_DIR", str(cache))
+def _stand_in_ap_types(tmp_path):
+    folder = tmp_path / "ap_types"
+    folder.mkdir()
+    for name, text in STAND_IN.items():
+        (folder / name).write_text(text)
+    return folder
 
-    log, result = _compile_and_run(tmp_path)  # cold: plain headers, the precompiled ones built beside
+
+def _precompiled(tmp_path, ap_types=None):
+    """A cold build, then a warm one: the precompiled header, checked to be built once then read by both sources."""
+    log, result = _compile_and_run(tmp_path, ap_types)  # cold: plain headers, the precompiled ones built beside
     assert result.bit_exact and "-include" not in log and "-x c++-header" in log
-    (gch,) = cache.glob(f"csim-pch/*/{PCH_NAME}.gch")
+    (gch,) = (tmp_path / "cache").glob(f"csim-pch/*/{PCH_NAME}.gch")
     assert gch.stat().st_size > 1_000_000
     assert sorted(p.name for p in gch.parent.iterdir()) == [PCH_NAME, f"{PCH_NAME}.gch"]  # no claim, no partial file
 
-    log, again = _compile_and_run(tmp_path)  # warm: both sources read the precompiled headers
+    log, again = _compile_and_run(tmp_path, ap_types)  # warm: both sources read the precompiled headers
     assert log.count(f"-include {gch.with_suffix('')}") == 2 and again.bit_exact
+    return gch
+
+
+def test_the_real_headers_are_precompiled_once_then_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODESIGN_CACHE_DIR", str(tmp_path / "cache"))
+    _precompiled(tmp_path)
+
+
+def test_a_damaged_precompiled_header_is_replaced_once_and_a_claimed_one_is_not_repeated(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODESIGN_CACHE_DIR", str(tmp_path / "cache"))
+    ap_types = _stand_in_ap_types(tmp_path)
+    gch = _precompiled(tmp_path, ap_types)
 
     gch.write_bytes(gch.read_bytes()[:100_000])  # truncated: g++ stops with an error on it
-    log, recovered = _compile_and_run(tmp_path)
+    log, recovered = _compile_and_run(tmp_path, ap_types)
     assert recovered.bit_exact and "-include" not in log.split("$ ")[1]
     assert not gch.exists()  # dropped: the next build precompiles anew
 
     claim = gch.with_suffix(".building")
     claim.touch()  # unless another build is precompiling now: then this one does not repeat it
-    log, result = _compile_and_run(tmp_path)
+    log, result = _compile_and_run(tmp_path, ap_types)
     assert result.bit_exact and "c++-header" not in log and not gch.exists() and claim.exists()
 
 
@@ -62,5 +98,5 @@ def test_an_unwritable_cache_only_costs_the_speed(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     cache.write_text("a file where the cache folder would be")
     monkeypatch.setenv("CODESIGN_CACHE_DIR", str(cache))
-    log, result = _compile_and_run(tmp_path)
+    log, result = _compile_and_run(tmp_path, _stand_in_ap_types(tmp_path))
     assert result.bit_exact and "-include" not in log
