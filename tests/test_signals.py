@@ -174,7 +174,8 @@ def test_sigterm_stops_explore_without_orphans(tmp_path):
     assert "Traceback" not in run.stderr and _messages(run.stderr) == ["codesign: interrupted"]
 
 
-def test_ctrl_c_during_the_c_simulation_compile_kills_g_plus_plus(tmp_path):
+def test_ctrl_c_during_the_c_simulation_compile_kills_g_plus_plus(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODESIGN_CACHE_DIR", str(tmp_path / "cache"))  # an empty cache: this build compiles
     run = Command(["build", "kan_online", "--samples", "200", "--out", "b"], tmp_path)
     try:
         run.wait_for(lambda: "cc1plus" in _names(_descendants(run.proc.pid)), timeout=90)

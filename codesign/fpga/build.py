@@ -18,7 +18,7 @@ from typing import TextIO
 
 from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
-from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
+from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
@@ -155,7 +155,9 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, learner, target, board, spec, choice, samples, task,
                                                          seed, progress, initial)
     placement = choice["pipeline"]
-    with progress.step("compile", f"compiling the C-simulation with {Path(compiler).name}"):
+    compiling = ("reusing the C-simulation compiled before from the same sources (codesign's cache)"
+                 if cached_csim(out_dir, fw.LEARNER, compiler, ap_types) else f"compiling the C-simulation with {Path(compiler).name}")
+    with progress.step("compile", compiling):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")

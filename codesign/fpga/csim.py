@@ -18,7 +18,8 @@ from pathlib import Path
 from codesign.processes import ToolError, run_tool, run_tools
 from codesign.resources import cache_dir
 
-__all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "run_csim", "parse_summary"]
+__all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "cached_csim", "run_csim",
+           "parse_summary"]
 
 # Fast enough to compile (ap_fixed templates are heavy at -O2) and to run 10^4-10^5 samples.
 OPT_LEVEL = "-O1"
@@ -26,6 +27,8 @@ OPT_LEVEL = "-O1"
 # copy (a quarter of a firmware compile and two thirds of a testbench one is parsing them).
 PCH_INCLUDES = ("ap_fixed.h", "ap_int.h", "hls_stream.h", "cstdio", "fstream", "sstream", "string", "vector")
 PCH_NAME = "codesign_csim.h"
+# Linked C-simulations kept for reuse (cache_dir()/csim-bin, newest first by use); a binary is a few MB.
+REUSE_KEEP = 64
 _SUMMARY = re.compile(
     r"csim: samples=(\d+) prediction_mismatches=(\d+) state_values=(\d+) state_mismatches=(\d+) result=(PASS|FAIL)"
 )
@@ -130,6 +133,11 @@ def _then_precompile(first: list[str], pch: list[str], gch: Path, log: Path) -> 
                         f"&& mv -f {shlex.quote(pch[-1])} {shlex.quote(str(gch))}; exit $status"]
 
 
+def _common_flags(ap_types: Path) -> list[str]:
+    """The flags of every compile of the C-simulation (and of its precompiled headers)."""
+    return [OPT_LEVEL, "-std=c++14", f"-I{ap_types}", "-w"]
+
+
 def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top: str = "") -> Path:
     """Compile tb/<learner><top>_test.cpp and the firmware (in parallel) and link; returns the binary.
 
@@ -137,12 +145,19 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
     The common headers come precompiled from codesign's cache; when they are not there yet, they are
     precompiled beside this compile, for the next ones (g++ reads the plain headers whenever a
     precompiled one does not match, and a compile that fails on one is repeated without it, so the
-    result never depends on it).
+    result never depends on it). A binary that the same compiler, flags, headers and sources linked
+    before is taken from the cache instead (cached_csim says so beforehand).
     """
     build = project / "csim"
     build.mkdir(exist_ok=True)
-    common = [OPT_LEVEL, "-std=c++14", f"-I{ap_types}", "-w"]
+    common = _common_flags(ap_types)
     header = _pch_header(compiler, common, ap_types)
+    binary = build / f"{learner}{top}_csim"
+    log = build / "compile.log"
+    reused = _reuse_folder(project, compiler, header) / binary.name if header is not None else None
+    if reused is not None and _take(reused, binary):
+        log.write_text(f"reused {reused}: the same compiler, flags, ap_types headers and sources built it\n")
+        return binary
     gch = Path(f"{header}.gch") if header is not None else None
     sources = [project / "tb" / f"{learner}{top}_test.cpp", project / "firmware" / f"{learner}.cpp"]
     if top:
@@ -157,8 +172,6 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
     commands = compile_commands(precompiled)
     can_chain = shutil.which("sh") is not None
     pch = _pch_command(compiler, common, header) if header is not None and not precompiled and can_chain else None
-    binary = build / f"{learner}{top}_csim"
-    log = build / "compile.log"
     tool = Path(compiler).name
     pch_log = build / "precompile.log"
     run = list(commands)
@@ -191,7 +204,53 @@ def compile_csim(project: Path, learner: str, compiler: str, ap_types: Path, top
     if link is None or link.returncode != 0:
         first = next((ln for r in results for ln in r.stderr.splitlines() if "error" in ln), "see the log")
         raise CsimError(tool, f"the C-simulation did not compile: {first.strip()}", log)
+    if reused is not None:
+        _keep(binary, reused)
     return binary
+
+
+def _reuse_folder(project: Path, compiler: str, header: Path) -> Path:
+    """Where the C-simulation of these sources is kept: keyed by the precompiled header's folder (compiler path,
+    flags, ap_types copy), the compiler's size and time, and the content of every file of firmware/ and tb/
+    (whatever a source may include)."""
+    driver = Path(os.path.realpath(compiler)).stat()
+    digest = hashlib.sha256(f"{header.parent.name}:{driver.st_size}:{driver.st_mtime_ns}".encode())
+    for folder in ("firmware", "tb"):
+        for path in sorted(p for p in (project / folder).rglob("*") if p.is_file()):
+            digest.update(f"\n{path.relative_to(project)}\n".encode())
+            digest.update(path.read_bytes())
+    return cache_dir() / "csim-bin" / digest.hexdigest()[:24]
+
+
+def cached_csim(project: Path, learner: str, compiler: str, ap_types: Path, top: str = "") -> bool:
+    """Whether compile_csim will take this project's C-simulation from the cache (the same sources built it before)."""
+    header = _pch_header(compiler, _common_flags(ap_types), ap_types)
+    return header is not None and (_reuse_folder(project, compiler, header) / f"{learner}{top}_csim").is_file()
+
+
+def _take(cached: Path, binary: Path) -> bool:
+    """Copy a kept binary into the project (True), marking it as just used; False when there is none to take."""
+    try:
+        shutil.copy2(cached, binary)
+        os.utime(cached.parent)
+    except OSError:
+        return False
+    return True
+
+
+def _keep(binary: Path, cached: Path) -> None:
+    """Keep a linked binary for reuse (renamed into place whole) and drop the least recently used beyond REUSE_KEEP;
+    an unwritable cache only costs the time."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        shutil.copy2(binary, partial)
+        os.replace(partial, cached)
+        kept = sorted(cached.parent.parent.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[REUSE_KEEP:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def _release_pch(partial: str, header: Path | None) -> None:
