@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,8 +117,10 @@ def _gxx_version() -> str | None:
 
 
 def tool_versions() -> dict[str, str | None]:
-    """Versions of everything codesign drives (None: not found)."""
-    verilator, where = _verilator_version()
+    """Versions of everything codesign drives (None: not found); the tools are asked side by side."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        asked = pool.submit(_verilator_version), pool.submit(_gxx_version), pool.submit(_yosys_version)
+        (verilator, where), gxx, yosys = (job.result() for job in asked)
     return {
         "python": platform.python_version(),
         "numpy": _dist_version("numpy"),
@@ -126,8 +129,8 @@ def tool_versions() -> dict[str, str | None]:
         "triton": _dist_version("triton"),
         "cocotb": _dist_version("cocotb"),
         "verilator": f"{verilator} ({where})" if verilator else None,
-        "g++": _gxx_version(),
-        "yosys": _yosys_version(),
+        "g++": gxx,
+        "yosys": yosys,
         "hls4ml": _dist_version("hls4ml"),
         "brevitas": _dist_version("brevitas"),
     }
@@ -239,9 +242,16 @@ def _check_numba() -> Check:
 
 
 def feature_checks(versions: dict[str, str | None]) -> list[Check]:
-    """Try each feature for real."""
-    return [_check_numba(), _check_csim(), _check_cosim(versions), _check_synth(versions), _check_pnr(),
-            _check_triton_interpreter(versions), _check_gpu(versions)]
+    """Try each feature for real, in report order; the checks that wait on a child process run side by side while
+    the ones that import (numba, torch) run here, so that no two threads import at once."""
+    import codesign.fpga.csim  # noqa: F401, PLC0415 - the threads' imports, done here first
+    import codesign.fpga.pnr  # noqa: F401, PLC0415
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        csim, pnr = pool.submit(_check_csim), pool.submit(_check_pnr)
+        triton = pool.submit(_check_triton_interpreter, versions)
+        numba, gpu = _check_numba(), _check_gpu(versions)
+        return [numba, csim.result(), _check_cosim(versions), _check_synth(versions), pnr.result(), triton.result(), gpu]
 
 
 def known_bad(versions: dict[str, str | None]) -> list[Check]:
