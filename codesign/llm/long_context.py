@@ -101,12 +101,14 @@ def prefill(model: Any, context: LongContext, tail: int) -> Any:
     return model.get_decoder()(input_ids=prefix[None], use_cache=True).past_key_values
 
 
-def _method_cache(cache: Any, replaced: Mapping[str, Any]) -> Any:
-    """A copy of an exact prefill's cache with each replaced layer's keys/values in its core's stored form."""
+def _method_cache(cache: Any, replaced: Mapping[str, Any], seen: int) -> Any:
+    """A copy of an exact prefill's cache of `seen` positions with each replaced layer's keys/values in its core's
+    stored form; a sliding-window layer holds only the last of those positions, and they are numbered as such."""
     run = copy.deepcopy(cache)
     for block in replaced.values():
         layer = run.layers[block.layer_idx]
-        positions = torch.arange(layer.keys.shape[2], device=layer.keys.device)
+        held = layer.keys.shape[2]
+        positions = torch.arange(seen - held, seen, device=layer.keys.device)
         layer.keys, layer.values = block.core.from_exact_cache(block, layer.keys, layer.values, positions)
     return run
 
@@ -255,7 +257,7 @@ def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
         for name, make in methods.items():
             replaced = {} if make is None else make()
             with swapped(model, replaced):
-                run = _method_cache(cache, replaced)
+                run = _method_cache(cache, replaced, context.tokens.numel() - tail - 1)
                 per_method[name].append(score_tail(model, context, run, tail, k * stride, reference=reference))
         progress(f"context {k + 1}/{len(contexts)} ({context.tokens.numel()} tokens): {len(methods)} methods scored")
     return {name: concat(s) for name, s in per_method.items()}
