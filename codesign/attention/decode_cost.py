@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["AttentionShape", "GEMMA3_270M", "Cost", "dense_cost", "santa_cost", "bernoulli_cost", "lowrank_cost",
-           "local_cost", "sliding_bytes"]
+           "local_cost", "sliding_bytes", "sliding_lowrank_bytes"]
 
 FP16_BYTES = 2
 
@@ -107,3 +107,15 @@ def local_cost(n: int, window: int, shape: AttentionShape = GEMMA3_270M) -> Cost
 def sliding_bytes(n: int, shape: AttentionShape = GEMMA3_270M) -> float:
     """Bytes the sliding-window layers read at n positions (fp16 keys and values of their window)."""
     return shape.sliding_layers * shape.kv_heads * min(n, shape.window) * shape.head_dim * FP16_BYTES * 2
+
+
+def sliding_lowrank_bytes(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> float:
+    """Bytes the sliding-window layers read at n positions when their keys and values are low-rank latents at choices
+    {(layer, "key" | "value"): (rank, bits)} (one per sliding layer; scales counted, as lowrank_cost)."""
+    from codesign.attention.kv_budget import latent_bits
+
+    layers = sorted({layer for layer, _ in choices})
+    if len(layers) != shape.sliding_layers:
+        raise ValueError(f"choices cover {len(layers)} layers, the shape has {shape.sliding_layers} sliding-window layers")
+    bits = sum(latent_bits(choices[(layer, side)], scales=True) for layer in layers for side in ("key", "value"))
+    return shape.kv_heads * min(n, shape.window) * bits / 8

@@ -10,6 +10,7 @@ from codesign.attention.decode_cost import (
     lowrank_cost,
     santa_cost,
     sliding_bytes,
+    sliding_lowrank_bytes,
 )
 from codesign.attention.kv_budget import byte_fraction, parse_choices
 
@@ -36,3 +37,14 @@ def test_lowrank_bytes_are_the_latents_with_their_scales():
     assert cost.bytes == pytest.approx(dense_cost(4096).bytes * byte_fraction(choices, 256, scales=True), rel=1e-12)
     with pytest.raises(ValueError, match="choices cover 1 layers"):
         lowrank_cost(4096, parse_choices("5:64x4:192x4"), GEMMA3_270M)
+
+
+@pytest.mark.parametrize("n", [100, 512, 8192])
+def test_sliding_layers_at_full_rank_fp16_read_what_their_window_does_and_latents_scale_with_bits(n):
+    sliding = [i for i in range(18) if i not in (5, 11, 17)]
+    full = {(layer, side): (256, 16) for layer in sliding for side in ("key", "value")}
+    assert sliding_lowrank_bytes(n, full) == sliding_bytes(n)
+    int4 = {group: (128, 4) for group in full}  # 128 x 4 bits + 4 float32 scales of 32 channels, against 256 x 16
+    assert sliding_lowrank_bytes(n, int4) == sliding_bytes(n) * (128 * 4 + 4 * 32) / (256 * 16)
+    with pytest.raises(ValueError, match="15 sliding-window layers"):
+        sliding_lowrank_bytes(n, {(0, "key"): (64, 4), (0, "value"): (64, 4)})
