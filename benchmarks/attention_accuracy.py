@@ -143,7 +143,7 @@ def main() -> int:
     )
     from codesign.attention.kv_budget import format_choices, latent_cores, parse_choices
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import bootstrap_mean, bootstrap_ratio, evaluate, long_contexts, report_cells
+    from codesign.llm.long_context import evaluate, long_contexts, report_cells, report_numbers
 
     torch.manual_seed(0)
     started = time.perf_counter()
@@ -239,11 +239,8 @@ def main() -> int:
             read, whole, flops = c.bytes / base.bytes, (c.bytes + sliding) / (base.bytes + sliding), c.flops / base.flops
             lines.append(f"| {label} | {read:.3f}; {whole:.3f} | {flops:.2f} | "
                          + " | ".join(report_cells(s, dense, agree_interval=False)) + " |")
-            ratio = (s.perplexity / dense.perplexity, *bootstrap_ratio(s, dense)) if s is not dense else (1.0, 1.0, 1.0)
-            entry[label] = {"perplexity": s.perplexity, "ratio_and_ci": ratio,
-                            "kl_and_ci": bootstrap_mean(s.kl, s.document), "top1": float(s.agree.mean()),
-                            "kv_bytes_vs_dense": read, "whole_model_bytes_vs_dense": whole, "flops_vs_dense": flops,
-                            "key_features_read": features}
+            entry[label] = report_numbers(s, dense) | {"kv_bytes_vs_dense": read, "whole_model_bytes_vs_dense": whole,
+                                                       "flops_vs_dense": flops, "key_features_read": features}
         record["lengths"][length] = {"contexts": count, "tail": tail, "documents": docs, "rows": entry}
         lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
         print("\n".join(lines[-len(scores) - 6:]), flush=True)

@@ -71,7 +71,7 @@ def main() -> int:
     from codesign.attention.gemma import collect_kv_moments, gemma_attention_replacements, gemma_global_layers
     from codesign.attention.kv_budget import allocate_by_cost, format_choices, latent_bits, latent_cores, parse_choices, side_costs
     from codesign.llm import load_gemma, token_stream
-    from codesign.llm.long_context import bootstrap_mean, bootstrap_ratio, evaluate, long_contexts, report_cells
+    from codesign.llm.long_context import evaluate, long_contexts, report_cells, report_numbers
 
     torch.manual_seed(0)
     started = time.perf_counter()
@@ -167,9 +167,7 @@ def main() -> int:
             cache = caches[label]
             fraction = 1.0 if cache is None else whole(length, *cache)
             lines.append(f"| {label} | {fraction:.3f} | " + " | ".join(report_cells(s, dense, agree_interval=False)) + " |")
-            ratio = (s.perplexity / dense.perplexity, *bootstrap_ratio(s, dense)) if s is not dense else (1.0, 1.0, 1.0)
-            entry[label] = {"perplexity": s.perplexity, "ratio_and_ci": ratio, "kl_and_ci": bootstrap_mean(s.kl, s.document),
-                            "top1": float(s.agree.mean()), "whole_model_bytes_vs_dense": fraction}
+            entry[label] = report_numbers(s, dense) | {"whole_model_bytes_vs_dense": fraction}
         record["lengths"][length] = {"contexts": count, "tail": WINDOW, "documents": docs, "rows": entry}
         lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
         print("\n".join(lines[-len(scores) - 6:]), flush=True)

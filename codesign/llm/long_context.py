@@ -32,7 +32,8 @@ import torch
 from codesign.llm.perplexity import logit_chunks, next_token_nll
 
 __all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "reference_tails", "score_tail",
-           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "concat", "evaluate"]
+           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "report_numbers", "concat",
+           "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,17 @@ def report_cells(scores: TailScores, reference: TailScores, agree_interval: bool
         else:
             cells.append(f"{float(scores.agree.mean()):.1%}")
     return cells
+
+
+def report_numbers(scores: TailScores, reference: TailScores) -> dict[str, Any]:
+    """The numbers behind report_cells, for a JSON record: perplexity, its ratio to the reference with the paired 95 %
+    interval, and (scored for fidelity) the mean KL with its interval and the top-1 agreement."""
+    ratio = (1.0, 1.0, 1.0) if scores is reference else (scores.perplexity / reference.perplexity,
+                                                           *bootstrap_ratio(scores, reference))
+    out: dict[str, Any] = {"perplexity": scores.perplexity, "ratio_and_ci": ratio}
+    if scores.kl is not None and scores.agree is not None:
+        out |= {"kl_and_ci": bootstrap_mean(scores.kl, scores.document), "top1": float(scores.agree.mean())}
+    return out
 
 
 def concat(scores: Sequence[TailScores]) -> TailScores:
