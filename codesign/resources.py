@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["RESOURCE_TREES", "resource_dir", "cache_dir"]
+__all__ = ["RESOURCE_TREES", "resource_dir", "cache_dir", "copy_into_place"]
 
 # Top-level folders of the repository that install as subpackages of codesign.
 RESOURCE_TREES = ("hls", "rtl", "sim", "kernels", "board_files", "examples")
@@ -25,3 +26,11 @@ def cache_dir() -> Path:
         return Path(os.environ["CODESIGN_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "codesign"
+
+
+def copy_into_place(source: Path, target: Path) -> None:
+    """Copy a file (content and mode) to target under a temporary name, then rename it there: a process reading the
+    cache beside this one sees the whole file or none (OSError when it cannot be written)."""
+    partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.copy(source, partial)
+    os.replace(partial, target)

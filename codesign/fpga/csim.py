@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codesign.processes import ToolError, run_tool, run_tools
-from codesign.resources import cache_dir
+from codesign.resources import cache_dir, copy_into_place
 
 __all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "cached_csim", "run_csim",
            "parse_summary"]
@@ -243,9 +243,7 @@ def _keep(binary: Path, cached: Path) -> None:
     an unwritable cache only costs the time."""
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
-        shutil.copy2(binary, partial)
-        os.replace(partial, cached)
+        copy_into_place(binary, cached)
         kept = sorted(cached.parent.parent.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[REUSE_KEEP:]:
             shutil.rmtree(old, ignore_errors=True)

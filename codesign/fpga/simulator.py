@@ -25,7 +25,7 @@ from typing import Any
 
 from codesign.errors import require_module
 from codesign.processes import ToolError, run_tool
-from codesign.resources import cache_dir, resource_dir
+from codesign.resources import cache_dir, copy_into_place, resource_dir
 
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
 
@@ -116,9 +116,7 @@ def _save_runtime(build_dir: Path) -> None:
     for name in _RUNTIME_OBJECTS:
         for ext in (".o", ".d"):
             if (build_dir / f"{name}{ext}").is_file():
-                tmp = cache / f"{name}{ext}.{os.getpid()}"
-                shutil.copyfile(build_dir / f"{name}{ext}", tmp)
-                os.replace(tmp, cache / f"{name}{ext}")  # atomic: parallel builds never see half a file
+                copy_into_place(build_dir / f"{name}{ext}", cache / f"{name}{ext}")  # parallel builds never see half a file
 
 
 def _runner(tool: str, timeout_s: float | None = None):

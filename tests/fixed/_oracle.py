@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from codesign.fixed import FixedType
-from codesign.resources import cache_dir
+from codesign.resources import cache_dir, copy_into_place
 
 HERE = Path(__file__).resolve().parent
 
@@ -284,8 +284,6 @@ def _store(exes: list[Path], folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for exe in exes:
-            partial = folder / f"{exe.name}.{os.getpid()}.tmp"
-            shutil.copy2(exe, partial)
-            os.replace(partial, folder / exe.name)
+            copy_into_place(exe, folder / exe.name)
     except OSError:
         pass
