@@ -83,17 +83,25 @@ def bernoulli_cost(n: int, features_read: float, ratio: float | None = None, sha
     return _read(shape, features_read * n, _samples(n, ratio))
 
 
+def _latent_bits(choices: Mapping[tuple[int, str], Any], layers: int, kind: str) -> tuple[list[int], int]:
+    """(the layers of choices {(layer, "key" | "value"): (rank, bits)}, checked to be `layers` of them; their latent bits
+    per position and KV head, scales counted)."""
+    from codesign.attention.kv_budget import latent_bits
+
+    covered = sorted({layer for layer, _ in choices})
+    if len(covered) != layers:
+        raise ValueError(f"choices cover {len(covered)} layers, the shape has {layers} {kind}")
+    return covered, sum(latent_bits(choices[(layer, side)], scales=True) for layer in covered for side in ("key", "value"))
+
+
 def lowrank_cost(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> Cost:
     """The pre-RoPE low-rank cache at choices {(layer, "key" | "value"): (rank, bits)} (one per replaced layer)."""
-    from codesign.attention.kv_budget import latent_bits, rank_bits
+    from codesign.attention.kv_budget import rank_bits
 
-    layers = sorted({layer for layer, _ in choices})
-    if len(layers) != shape.global_layers:
-        raise ValueError(f"choices cover {len(layers)} layers, the shape has {shape.global_layers} replaced layers")
-    d, total_bits, flops = shape.head_dim, 0.0, 0.0
+    layers, total_bits = _latent_bits(choices, shape.global_layers, "replaced layers")
+    d, flops = shape.head_dim, 0.0
     for layer in layers:
         rk, rv = rank_bits(choices[(layer, "key")])[0], rank_bits(choices[(layer, "value")])[0]
-        total_bits += sum(latent_bits(choices[(layer, side)], scales=True) for side in ("key", "value"))
         rebuild = shape.kv_heads * (2 * n * rk * d + 3 * n * d)  # up-projection + rotation
         flops += rebuild + shape.q_heads * (2 * n * d + 2 * n * rv + 2 * rv * d)
     return Cost(shape.kv_heads * n * total_bits / 8, flops)
@@ -112,10 +120,5 @@ def sliding_bytes(n: int, shape: AttentionShape = GEMMA3_270M) -> float:
 def sliding_lowrank_bytes(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> float:
     """Bytes the sliding-window layers read at n positions when their keys and values are low-rank latents at choices
     {(layer, "key" | "value"): (rank, bits)} (one per sliding layer; scales counted, as lowrank_cost)."""
-    from codesign.attention.kv_budget import latent_bits
-
-    layers = sorted({layer for layer, _ in choices})
-    if len(layers) != shape.sliding_layers:
-        raise ValueError(f"choices cover {len(layers)} layers, the shape has {shape.sliding_layers} sliding-window layers")
-    bits = sum(latent_bits(choices[(layer, side)], scales=True) for layer in layers for side in ("key", "value"))
+    _, bits = _latent_bits(choices, shape.sliding_layers, "sliding-window layers")
     return shape.kv_heads * min(n, shape.window) * bits / 8

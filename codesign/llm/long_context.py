@@ -31,9 +31,9 @@ import torch
 
 from codesign.llm.perplexity import logit_chunks, next_token_nll
 
-__all__ = ["LongContext", "TailScores", "long_contexts", "prefill", "reference_logprobs", "reference_tails", "score_tail",
-           "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "report_numbers", "concat",
-           "evaluate"]
+__all__ = ["LongContext", "TailScores", "long_contexts", "prefix_length", "prefill", "reference_logprobs", "reference_tails",
+           "score_tail", "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "report_numbers",
+           "concat", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,11 @@ def long_contexts(tokenizer: Any, split: str, length: int, count: int, skip_arti
 
 
 @torch.no_grad()
+def prefix_length(context: LongContext, tail: int) -> int:
+    """Positions that prefill() runs exactly: all but the last tail + 1 tokens of the context."""
+    return context.tokens.numel() - tail - 1
+
+
 def prefill(model: Any, context: LongContext, tail: int) -> Any:
     """The KV cache (transformers DynamicCache) of an exact pass over the prefix: all but the last tail + 1 tokens.
 
@@ -98,7 +103,7 @@ def prefill(model: Any, context: LongContext, tail: int) -> Any:
     if limit is not None and context.tokens.numel() > limit:
         raise ValueError(f"a context of {context.tokens.numel()} tokens is longer than the model supports ({limit})")
     device = next(model.parameters()).device
-    prefix = context.tokens[: context.tokens.numel() - tail - 1].to(device)
+    prefix = context.tokens[: prefix_length(context, tail)].to(device)
     return model.get_decoder()(input_ids=prefix[None], use_cache=True).past_key_values
 
 
@@ -269,7 +274,7 @@ def evaluate(model: Any, contexts: Sequence[LongContext], tail: int,
         for name, make in methods.items():
             replaced = {} if make is None else make()
             with swapped(model, replaced):
-                run = _method_cache(cache, replaced, context.tokens.numel() - tail - 1)
+                run = _method_cache(cache, replaced, prefix_length(context, tail))
                 per_method[name].append(score_tail(model, context, run, tail, k * stride, reference=reference))
         progress(f"context {k + 1}/{len(contexts)} ({context.tokens.numel()} tokens): {len(methods)} methods scored")
     return {name: concat(s) for name, s in per_method.items()}
