@@ -145,10 +145,10 @@ def main() -> int:
     bits_per_side = {side: latent_bits(sliding_choice[(sliding[0], side)], scales=True) for side in ("key", "value")}
     lines += ["", f"Sliding-window layers: {bits_per_side['key']} bits per position for the keys and "
               f"{bits_per_side['value']} for the values (scales included), against {dim * 16} in fp16.", ""]
-    methods = {"dense": None,
-               f"global layers only, {GLOBAL_ROW.split(', ')[-1]} (docs/attention_accuracy.md)": replacements(reference_choice, None),
-               f"every layer: sliding {best}; global {format_choices(global_choice)}": replacements(global_choice, sliding_choice)}
-    caches = dict(zip(methods, [None, (reference_choice, None), (global_choice, sliding_choice)]))
+    caches = {"dense": None,  # label: (global choice, sliding choice) of the row's cache
+              f"global layers only, {GLOBAL_ROW.split(', ')[-1]} (docs/attention_accuracy.md)": (reference_choice, None),
+              f"every layer: sliding {best}; global {format_choices(global_choice)}": (global_choice, sliding_choice)}
+    methods = {label: None if cache is None else replacements(*cache) for label, cache in caches.items()}
     record: dict = {"command": lines[0], "budget_length": n_budget, "chosen": best,
                     "global_choice": format_choices(global_choice), "train_kl": train_kl,
                     "pairs": {label: format_choices(g) for label, (g, _) in pairs.items()}, "left_out": left_out,
