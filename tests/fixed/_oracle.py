@@ -205,6 +205,11 @@ class Oracle:
         return results
 
 
+# -O0: compile time dominates; NDEBUG: ap_private asserts on a bit read that the header makes
+# (and then ignores) when a cast drops more bits than the source has.
+_FLAGS = ("-std=c++17", "-O0", "-DNDEBUG", "-w")
+
+
 def _cache_folder(cxx: str, hdr: Path, parts: int) -> Path:
     """codesign's cache folder for these executables: keyed by the compiler, the source, the case
     tables, every ap_types header (by content) and the part count, so a change to any rebuilds."""
@@ -218,11 +223,6 @@ def _cache_folder(cxx: str, hdr: Path, parts: int) -> Path:
         digest.update(f"{header.relative_to(hdr)}\n".encode())
         digest.update(header.read_bytes())
     return cache_dir() / "ap-fixed-oracle" / digest.hexdigest()[:16]
-
-
-# -O0: compile time dominates; NDEBUG: ap_private asserts on a bit read that the header makes
-# (and then ignores) when a cast drops more bits than the source has.
-_FLAGS = ("-std=c++17", "-O0", "-DNDEBUG", "-w")
 
 
 def build(workdir: Path, parts: int | None = None) -> Oracle:
