@@ -154,13 +154,14 @@ module kan_online #(
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
 
-  logic accept, busy, open_behind, last, pred_load, hold_load, commit;
+  logic accept, busy, open_behind, take_ports, last, pred_load, hold_load, commit;
   logic [N_STAGES-1:0] stage_on;
 
   online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(PRED_STAGE), .N_FRONT(N_FRONT)) u_control (
       .clk(ap_clk), .rst(ap_rst), .in_valid(ap_start && x_ap_vld && y_ap_vld),
-      .ready(ap_ready), .accept(accept), .busy(busy), .open_behind(open_behind), .stage_on(stage_on),
-      .pred_load(pred_load), .last(last), .hold_load(hold_load), .pred_valid(y_hat_ap_vld), .done(ap_done)
+      .ready(ap_ready), .accept(accept), .busy(busy), .open_behind(open_behind), .take_ports(take_ports),
+      .stage_on(stage_on), .pred_load(pred_load), .last(last), .hold_load(hold_load), .pred_valid(y_hat_ap_vld),
+      .done(ap_done)
   );
   assign ap_idle = !busy;
 
@@ -179,7 +180,7 @@ module kan_online #(
     end
   end
   // x only feeds layer 0's front; with an overlap, a sample accepted behind a busy one reads the ports
-  assign x_now = (!busy || open_behind) ? x : x_cur;  // from registers: the accept is not on this path
+  assign x_now = take_ports ? x : x_cur;  // a registered select: the accept is not on this path
   if (N_FRONT == 0) begin : g_no_overlap
     assign y_now = busy ? y_cur : y;
     assign train_now = busy ? train_cur : train;

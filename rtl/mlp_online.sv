@@ -63,7 +63,8 @@ module mlp_online #(
 
   online_control #(.N_STAGES(N_STAGES), .PRED_STAGE(stage_of(N_LAYERS - 1))) u_control (
       .clk(ap_clk), .rst(ap_rst), .in_valid(ap_start && x_ap_vld && y_ap_vld),
-      .ready(ap_ready), .accept(accept), .busy(busy), .open_behind(), .stage_on(stage_on), .pred_load(pred_load),
+      .ready(ap_ready), .accept(accept), .busy(busy), .open_behind(), .take_ports(), .stage_on(stage_on),
+      .pred_load(pred_load),
       .last(last), .hold_load(), .pred_valid(y_hat_ap_vld), .done(ap_done)  // no overlap (N_FRONT = 0)
   );
   assign ap_idle = !busy;

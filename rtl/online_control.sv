@@ -30,6 +30,7 @@ module online_control #(
     output logic accept,                  // in_valid && ready: this cycle is the sample's stage 0
     output logic busy,                    // a sample is in stages 1..N_STAGES-1
     output logic open_behind,             // registered: busy, and a sample may be accepted behind it
+    output logic take_ports,              // registered: !busy || open_behind (stage 0 reads the ports), one select
     output logic [N_STAGES-1:0] stage_on, // bit s: the sample at the stage counter is in stage s this cycle (bit 0: accept)
     output logic pred_load,               // the prediction is ready: load it at this edge
     output logic last,                    // last stage: the update is committed at this edge
@@ -109,6 +110,7 @@ module online_control #(
       pending <= 1'b0;
       stage_behind <= '0;
       open_behind <= 1'b0;
+      take_ports <= 1'b1;
       pred_valid <= 1'b0;
       done <= 1'b0;
     end else begin
@@ -120,6 +122,9 @@ module online_control #(
       stage_behind <= stage_behind_n;
       // behind a busy sample from its stage N_STAGES - N_FRONT on, while none is pending
       open_behind <= (N_FRONT > 0) && busy_n && !pending_n && open_n;
+      // the same as !busy || open_behind one cycle on, as a register of its own: the input select that
+      // feeds the grid's subtract then costs one LUT level instead of two
+      take_ports <= !busy_n || ((N_FRONT > 0) && !pending_n && open_n);
     end
   end
 endmodule
