@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from codesign.fixed import FixedType, OMode, QMode
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
@@ -24,7 +25,7 @@ from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lutram_luts", "timing_features",
-           "period_ns", "candidate_pipelines", "choose_pipeline", "coefficient_table", "format_estimate"]
+           "period_ns", "cast_is_wiring", "candidate_pipelines", "choose_pipeline", "coefficient_table", "format_estimate"]
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
@@ -88,10 +89,18 @@ def _split_adder_bits(width_a: int, width_b: int, family: str) -> int:
     return (tiles - 1) * (width_a + width_b)
 
 
-def _cast(lut: dict[str, float], count: int, w_in: int, w_out: int) -> None:
-    """Add ``count`` fixed_casts: a rounding adder and saturation mux per output bit, tie and overflow reductions of the rest."""
-    lut["cast_out"] += count * w_out
-    lut["cast_drop"] += count * max(0, w_in - w_out)
+def cast_is_wiring(t: FixedType) -> bool:
+    """True when a cast to ``t`` is wires in rtl/fixed_cast.sv: AP_TRN drops the low bits, AP_WRAP the high ones."""
+    return t.qmode == QMode.AP_TRN and t.omode == OMode.AP_WRAP
+
+
+def _cast(lut: dict[str, float], count: int, w_in: int, t: FixedType) -> None:
+    """Add ``count`` fixed_casts to ``t``: a rounding adder and saturation mux per output bit, tie and overflow
+    reductions of the rest (none for a cast that is wiring)."""
+    if cast_is_wiring(t):
+        return
+    lut["cast_out"] += count * t.width
+    lut["cast_drop"] += count * max(0, w_in - t.width)
 
 
 def _tree_register_bits(terms: int, w_sum: int, split: int) -> int:
@@ -142,21 +151,21 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         # to one, so about 2^F_B + 1 (rounding) per input; the exact ROM sum would import torch here
         w_acc = min(wb + 1 + wc + _clog2(n_in * banks) + 1, _clog2(n_in * ((1 << fb) + 1)) + wc)
         lut["adders"] += n_out * (n_in * banks - 1) * w_acc
-        _cast(lut, n_out, w_acc, wa)
+        _cast(lut, n_out, w_acc, spec.act_t)
         dsp += n_out * n_in * banks * dsp_tiles(wb + 1, wc, family)
         lut["split"] += n_out * n_in * banks * _split_adder_bits(wb + 1, wc, family)
         if backward:
             # derivative products D*c per edge and bank, their sum and the dphi_t cast
             w_dacc = wd + wc + _clog2(banks) + 1
             lut["adders"] += n_out * n_in * (banks - 1) * w_dacc
-            _cast(lut, n_out * n_in, w_dacc, wdphi)
+            _cast(lut, n_out * n_in, w_dacc, spec.dphi_t)
             dsp += n_out * n_in * banks * dsp_tiles(wd, wc, family)
             lut["split"] += n_out * n_in * banks * _split_adder_bits(wd, wc, family)
             # input gradient: g * dphi per edge, sum over outputs, times 1/h, the grad_t cast, the clamp
             w_s = wg + wdphi + _clog2(n_out) + 1
             w_t = w_s + w_inv + 1
             lut["adders"] += n_in * ((n_out - 1) * w_s + shift_adds * w_t)
-            _cast(lut, n_in, w_t, wgrad)
+            _cast(lut, n_in, w_t, spec.grad_t)
             lut["mux"] += n_in * wgrad
             dsp += n_in * n_out * dsp_tiles(wg, wdphi, family)
             lut["split"] += n_in * n_out * _split_adder_bits(wg, wdphi, family)
@@ -172,7 +181,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         lut["adders"] += n_in * banks * n_out * w_full
         if span:
             lut["mux"] += n_in * banks * n_out * w_full
-        _cast(lut, n_in * banks * n_out, w_full, wc)
+        _cast(lut, n_in * banks * n_out, w_full, spec.coef_t)
         dsp += n_in * banks * n_out * dsp_tiles(wg, wb + 1, family)
         lut["split"] += n_in * banks * n_out * _split_adder_bits(wg, wb + 1, family)
         # banks: every (input, bank) holds a word of n_out coefficients, `depth` words deep; with a
@@ -215,7 +224,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
             ff["registers"] += n_out * n_in * _tree_register_bits(banks, w_dacc, pipe.tree_split)
             ff["registers"] += n_in * _tree_register_bits(n_out, w_s, pipe.tree_split)
     ff["registers"] += (cut("err") + cut("round")) * spec.n_outputs * (spec.err_t.width + cut("round"))
-    _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
+    _cast(lut, spec.n_outputs, wa + 1, spec.err_t)
     ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
 
@@ -247,7 +256,7 @@ def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         wg, fg = (spec.err_t.width, spec.err_t.frac) if last else (spec.grad_t.width, spec.grad_t.frac)
         w_acc = wa + wc + _clog2(n_in + 1) + 2
         lut["adders"] += n_out * n_in * w_acc  # n_in products and the bias
-        _cast(lut, n_out, w_acc, wa)
+        _cast(lut, n_out, w_acc, spec.act_t)
         if not last:  # activation on the output, its derivative masks the incoming gradient
             lut["mlp_mux"] += n_out * ((wa if spec.activation == "relu" else 4 * wa) + wg)
         dsp += n_out * n_in * dsp_tiles(wc, wa, family)
@@ -255,7 +264,7 @@ def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         if layer > 0:
             w_s = wg + wc + _clog2(n_out) + 1
             lut["adders"] += n_in * (n_out - 1) * w_s
-            _cast(lut, n_in, w_s, spec.grad_t.width)
+            _cast(lut, n_in, w_s, spec.grad_t)
             dsp += n_in * n_out * dsp_tiles(wg, wc, family)
             lut["split"] += n_in * n_out * _split_adder_bits(wg, wc, family)
         f_delta = fg + fa + spec.lr_shift
@@ -263,7 +272,7 @@ def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         w_x1 = wa if wa > fa + 1 else fa + 2
         w_full = max(wc + f_full - fc, wg + w_x1 + 1 + f_full - f_delta) + 2
         lut["adders"] += n_out * (n_in + 1) * w_full
-        _cast(lut, n_out * (n_in + 1), w_full, wc)
+        _cast(lut, n_out * (n_in + 1), w_full, spec.coef_t)
         dsp += n_out * n_in * dsp_tiles(wg, w_x1, family)
         lut["split"] += n_out * n_in * _split_adder_bits(wg, w_x1, family)
         # the weights and biases live in registers
@@ -272,7 +281,7 @@ def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
             ff["registers"] += 2 * n_out * wa + n_in * wa
         if layer > 0 and mask >> (2 * n_layers - 1 - layer) & 1:
             ff["registers"] += n_in * spec.grad_t.width
-    _cast(lut, spec.n_outputs, wa + 1, spec.err_t.width)
+    _cast(lut, spec.n_outputs, wa + 1, spec.err_t)
     ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": {}, "ff": ff, "dsp": {"multipliers": float(dsp)}}
 
@@ -358,10 +367,13 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             return paths.node(multiply_registered=1.0)
         return paths.node(*inputs, multiply=1.0)
 
-    def cast(value: dict[str, float]) -> dict[str, float]:
+    def cast(value: dict[str, float], t: FixedType, subtract: bool = False) -> dict[str, float]:
+        # A cast that is wiring (AP_TRN, AP_WRAP) costs nothing; the error's subtraction, which the fitted cast
+        # coefficient includes, is then one adder level of its own. The round register stays where it is placed.
+        weight, extra = (0.0, {"adder_levels": 1.0} if subtract else {}) if cast_is_wiring(t) else (1.0, {})
         if c("round"):  # a register between the rounding and the overflow handling
-            return paths.node(after(paths.node(value, cast=0.5), 1), cast=0.5)
-        return paths.node(value, cast=1.0)
+            return paths.node(after(paths.node(value, cast=0.5 * weight, **extra), 1), cast=0.5 * weight)
+        return paths.node(value, cast=weight, **extra)
 
     layer_in: dict[str, float] = {}
     held = []  # per layer: (bb, bank word, dphi) as B and U read them
@@ -373,25 +385,25 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         word = after(paths.node(decoded, memory=1.0, adder_levels=live_address), c("read"))
         rows = after(decoded, c("rows"))  # the basis rows the products read
         product = after(multiply(rows, word), c("mult"))
-        y = cast(after(tree(product, n_in * banks), c("sum")))
+        y = cast(after(tree(product, n_in * banks), c("sum")), spec.act_t)
         dphi = {}
         if layer > 0:
-            dphi = cast(after(tree(product, banks), c("sum")))
+            dphi = cast(after(tree(product, banks), c("sum")), spec.dphi_t)
         held.append((after(rows, f_reg), after(word, f_reg), after(dphi, f_reg)))
         layer_in = after(y, f_reg)
     grads = [{}] * n_layers
-    grads[-1] = after(cast(layer_in), c("err"))  # the error, from the last layer's output
+    grads[-1] = after(cast(layer_in, spec.err_t, subtract=True), c("err"))  # the error, from the last layer's output
     for layer in range(n_layers - 1, 0, -1):
         product = after(multiply(grads[layer], held[layer][2]), c("gmult"))
         total = tree(product, shapes[layer][1])
         if dense_inv_h:
             total = paths.node(total, multiply=1.0)
-        grads[layer - 1] = after(cast(after(total, c("gsum"))), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
+        grads[layer - 1] = after(cast(after(total, c("gsum")), spec.grad_t), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
     for layer in range(n_layers):
         bb, word, _ = held[layer]
         product = after(multiply(grads[layer], bb), c("umult"))
         difference = after(paths.node(product, word, adder_levels=1.0), c("ufull"))
-        cast(difference)
+        cast(difference, spec.coef_t)
     return paths.ends
 
 

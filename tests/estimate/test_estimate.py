@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
-from codesign.fpga.estimate import ESTIMATE_FIELDS, cycles, dsp_tiles, estimate, features, lutram_luts
+from codesign.fpga.estimate import ESTIMATE_FIELDS, cast_is_wiring, cycles, dsp_tiles, estimate, features, lutram_luts
 from codesign.fpga.pipeline import parse_pipeline
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping, with_precision
@@ -169,3 +170,19 @@ def test_auto_puts_the_rows_register_only_behind_a_short_bank_address():
     assert "rows" in placements[8]["cut_names"], placements[8]
     assert "rows" not in placements[64]["cut_names"], placements[64]
     assert "decode" in placements[64]["cut_names"], placements[64]
+
+
+def test_a_cast_that_is_wiring_costs_nothing():
+    # AP_TRN + AP_WRAP (C++'s defaults) casts with wires in rtl/fixed_cast.sv: no cast LUTs, no cast delay, so
+    # auto needs fewer registers at the same clock than with the learner's rounding and saturating defaults
+    wired = {n: FixedType.parse("ap_fixed<16,6>") for n in ("act_t", "coef_t", "err_t", "grad_t")}
+    wired["dphi_t"] = FixedType.parse("ap_fixed<18,6>")
+    for base in (KANSpec(widths=(1, 1), grid_size=5), KANSpec()):
+        plain, cheap = estimate(base, "xcvu9p", "auto"), estimate(dataclasses.replace(base, **wired), "xcvu9p", "auto")
+        assert cheap["clock_met"] and plain["clock_met"]
+        assert cheap["update_latency_cycles"] < plain["update_latency_cycles"], (plain, cheap)
+        assert features(dataclasses.replace(base, **wired))["lut"]["cast_out"] == 0
+        assert features(base)["lut"]["cast_out"] > 0
+    assert cast_is_wiring(FixedType.parse("ap_fixed<16,6>"))
+    assert not cast_is_wiring(FixedType.parse("ap_fixed<16,6,AP_TRN,AP_SAT>"))
+    assert not cast_is_wiring(FixedType.parse("ap_fixed<16,6,AP_RND,AP_WRAP>"))
