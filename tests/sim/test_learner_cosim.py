@@ -73,6 +73,10 @@ CASES = {
     # a hidden layer and two outputs: Verilator once stopped on these (V3DfgBreakCycles, MULS)
     "kan_2x2x2_ii1": (KANSpec(widths=(2, 2, 2), grid_size=4, spline_order=1, lut_bits=3), "function_tracking", 200, "ii1"),
     "kan_mixed_modes_auto": (_mixed_modes_kan(), "function_tracking", 200, "auto"),
+    # ap_fixed<16,6> as C++ declares it (AP_TRN, AP_WRAP): wired casts, so auto leaves out the phase register and
+    # the difference register (II 6 of 7 stages), and the next sample's front overlaps with the registered port select
+    "kan_1x1_g5_trn_wrap_auto": (KANSpec(widths=(1, 1), grid_size=5, **{n: FixedType.parse("ap_fixed<16,6>") for n in (
+        "act_t", "coef_t", "err_t", "grad_t")}), "function_tracking", 1_000, "auto"),
     "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
     "mlp_hardtanh_staged": (
         MLPSpec(widths=(3, 8, 6, 1), activation="hardtanh", act_t=default_type(14, 4), coef_t=default_type(18, 5), lr_shift=4),
