@@ -11,8 +11,8 @@ float32, rotate-half pairs i, i + D/2), and dotted with the rotated query.
 Keys, ROPE=False (keys projected after RoPE): the query is projected once, q̃ = q upᵀ, and scores
 are q̃ · latent.
 
-Latent storage (per row of R channels): BITS=16 float16; BITS=8 int8 codes times a float32 scale
-per token and GROUP channels; BITS=4 two codes per byte (offset 8, even channel in the low nibble)
+Latent storage (per row of R channels): BITS=16 float16; BITS=8 int8 codes times a float32 (or
+float16) scale per token and GROUP channels; BITS=4 two codes per byte (offset 8, even channel in the low nibble)
 times the same scales.
 """
 
@@ -40,7 +40,7 @@ def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R,
         x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     else:
         n_groups = (R + GROUP - 1) // GROUP
-        scale = tl.load(scale_ptr + rows[:, None] * n_groups + cols[None, :] // GROUP, mask=mask, other=0.0)
+        scale = tl.load(scale_ptr + rows[:, None] * n_groups + cols[None, :] // GROUP, mask=mask, other=0.0).to(tl.float32)
         if BITS == 8:
             x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0).to(tl.float32)
         else:

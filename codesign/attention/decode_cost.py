@@ -83,25 +83,28 @@ def bernoulli_cost(n: int, features_read: float, ratio: float | None = None, sha
     return _read(shape, features_read * n, _samples(n, ratio))
 
 
-def _latent_bits(choices: Mapping[tuple[int, str], Any], layers: int, kind: str) -> tuple[list[int], int]:
+def _latent_bits(choices: Mapping[tuple[int, str], Any], layers: int, kind: str, scale_bits: int = 32) -> tuple[list[int], int]:
     """(the layers of choices {(layer, "key" | "value"): (rank, bits)}, checked to be `layers` of them; their latent bits
-    per position and KV head, scales counted)."""
+    per position and KV head, scales of scale_bits counted)."""
     from codesign.attention.kv_budget import latent_bits
 
     covered = sorted({layer for layer, _ in choices})
     if len(covered) != layers:
         raise ValueError(f"choices cover {len(covered)} layers, the shape has {layers} {kind}")
-    return covered, sum(latent_bits(choices[(layer, side)], scales=True) for layer in covered for side in ("key", "value"))
+    return covered, sum(latent_bits(choices[(layer, side)], scales=True, scale_bits=scale_bits)
+                        for layer in covered for side in ("key", "value"))
 
 
-def lowrank_cost(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> Cost:
-    """The pre-RoPE low-rank cache at choices {(layer, "key" | "value"): (rank, bits)} (one per replaced layer)."""
-    from codesign.attention.kv_budget import rank_bits
+def lowrank_cost(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M,
+                 scale_bits: int = 32) -> Cost:
+    """The pre-RoPE low-rank cache at choices {(layer, "key" | "value"): (rank, bits)} (one per replaced layer; scales
+    of scale_bits)."""
+    from codesign.attention.kv_budget import choice_rank
 
-    layers, total_bits = _latent_bits(choices, shape.global_layers, "replaced layers")
+    layers, total_bits = _latent_bits(choices, shape.global_layers, "replaced layers", scale_bits)
     d, flops = shape.head_dim, 0.0
     for layer in layers:
-        rk, rv = rank_bits(choices[(layer, "key")])[0], rank_bits(choices[(layer, "value")])[0]
+        rk, rv = choice_rank(choices[(layer, "key")]), choice_rank(choices[(layer, "value")])
         rebuild = shape.kv_heads * (2 * n * rk * d + 3 * n * d)  # up-projection + rotation
         flops += rebuild + shape.q_heads * (2 * n * d + 2 * n * rv + 2 * rv * d)
     return Cost(shape.kv_heads * n * total_bits / 8, flops)
@@ -117,8 +120,9 @@ def sliding_bytes(n: int, shape: AttentionShape = GEMMA3_270M) -> float:
     return shape.sliding_layers * shape.kv_heads * min(n, shape.window) * shape.head_dim * FP16_BYTES * 2
 
 
-def sliding_lowrank_bytes(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M) -> float:
+def sliding_lowrank_bytes(n: int, choices: Mapping[tuple[int, str], Any], shape: AttentionShape = GEMMA3_270M,
+                          scale_bits: int = 32) -> float:
     """Bytes the sliding-window layers read at n positions when their keys and values are low-rank latents at choices
-    {(layer, "key" | "value"): (rank, bits)} (one per sliding layer; scales counted, as lowrank_cost)."""
-    _, bits = _latent_bits(choices, shape.sliding_layers, "sliding-window layers")
+    {(layer, "key" | "value"): (rank, bits)} (one per sliding layer; scales of scale_bits counted, as lowrank_cost)."""
+    _, bits = _latent_bits(choices, shape.sliding_layers, "sliding-window layers", scale_bits)
     return shape.kv_heads * min(n, shape.window) * bits / 8

@@ -35,6 +35,7 @@ __all__ = [
     "ROPE_MODES",
     "LATENT_BITS",
     "LATENT_GROUP",
+    "SCALE_BITS",
     "KVProjection",
     "LatentKVCache",
     "SecondMoment",
@@ -51,6 +52,7 @@ __all__ = [
 ROPE_MODES = ("pre", "post")
 LATENT_BITS = (16, 8, 4)  # 16: float16 latent, no quantization
 LATENT_GROUP = 32  # latent channels sharing one quantization scale (per token)
+SCALE_BITS = {32: torch.float32, 16: torch.float16}  # how a scale is stored: float32 (the default) or float16
 _QMAX = {8: 127, 4: 7}
 
 
@@ -188,17 +190,20 @@ def fit_projection(
 
 
 def quantize_latent(
-    latent: torch.Tensor, bits: int, group_size: int = LATENT_GROUP
+    latent: torch.Tensor, bits: int, group_size: int = LATENT_GROUP, scale_bits: int = 32
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(codes, scales [..., ceil(R / group_size)]): symmetric absmax per token and group of latent channels.
 
     int8 codes, or int4 packed two per byte (offset 8, even channel in the low nibble); bits=16
-    returns the float16 latent and no scales.
+    returns the float16 latent and no scales. The scales are float32, or float16 with scale_bits=16
+    (the codes are then rounded against the stored float16 scale).
     """
     if bits not in LATENT_BITS:
         raise ValueError(f"latent bits must be one of {LATENT_BITS}, got {bits}")
     if group_size < 1:
         raise ValueError(f"latent group size must be positive, got {group_size}")
+    if scale_bits not in SCALE_BITS:
+        raise ValueError(f"scale bits must be one of {tuple(SCALE_BITS)}, got {scale_bits}")
     if bits == 16:
         return latent.to(torch.float16), None
     qmax = _QMAX[bits]
@@ -206,9 +211,13 @@ def quantize_latent(
     groups = -(-width // group_size)
     padded = torch.nn.functional.pad(latent.float(), (0, groups * group_size - width))
     grouped = padded.unflatten(-1, (groups, group_size))
-    scale = grouped.abs().amax(-1) / qmax
+    scale = (grouped.abs().amax(-1) / qmax).to(SCALE_BITS[scale_bits])
+    if not bool(torch.isfinite(scale).all()):
+        raise ValueError(f"a latent group's absmax / {qmax} does not fit {SCALE_BITS[scale_bits]} scales "
+                         "(non-finite or too large): use scale_bits=32")
+    # a group of zeros (or one whose scale underflows float16) keeps scale 1: its codes are 0
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-    codes = torch.clamp(torch.round(grouped / scale[..., None]), -qmax, qmax).to(torch.int8).flatten(-2)[..., :width]
+    codes = torch.clamp(torch.round(grouped / scale.float()[..., None]), -qmax, qmax).to(torch.int8).flatten(-2)[..., :width]
     if bits == 8:
         return codes.contiguous(), scale
     if width % 2:
@@ -229,7 +238,7 @@ def dequantize_latent(
         low = (codes & 15).to(torch.int16) - 8
         high = (codes >> 4).to(torch.int16) - 8
         values = torch.stack((low, high), dim=-1).flatten(-2)[..., :width].float()
-    return values * scale.repeat_interleave(group_size, dim=-1)[..., :width]
+    return values * scale.float().repeat_interleave(group_size, dim=-1)[..., :width]
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
@@ -261,7 +270,7 @@ class LatentKVCache:
 
 def encode_kv(
     projection: KVProjection, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor, bits: int = 16,
-    group_size: int = LATENT_GROUP,
+    group_size: int = LATENT_GROUP, scale_bits: int = 32,
 ) -> LatentKVCache:
     """Project keys/values [B, Hkv, N, D] into a latent cache (keys pre-RoPE if rope_mode='pre', else rotated)."""
     if keys.shape != values.shape or keys.dim() != 4:
@@ -275,8 +284,8 @@ def encode_kv(
     down_v = projection.value_down.to(keys.device)
     key_latent = torch.einsum("bhnd,hdr->bhnr", keys.float(), down_k)
     value_latent = torch.einsum("bhnd,hdr->bhnr", values.float(), down_v)
-    key_codes, key_scale = quantize_latent(key_latent, bits, group_size)
-    value_codes, value_scale = quantize_latent(value_latent, bits, group_size)
+    key_codes, key_scale = quantize_latent(key_latent, bits, group_size, scale_bits)
+    value_codes, value_scale = quantize_latent(value_latent, bits, group_size, scale_bits)
     return LatentKVCache(key_codes, key_scale, value_codes, value_scale, positions.to(torch.int32), bits, group_size)
 
 

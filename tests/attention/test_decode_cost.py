@@ -46,5 +46,6 @@ def test_sliding_layers_at_full_rank_fp16_read_what_their_window_does_and_latent
     assert sliding_lowrank_bytes(n, full) == sliding_bytes(n)
     int4 = {group: (128, 4) for group in full}  # 128 x 4 bits + 4 float32 scales of 32 channels, against 256 x 16
     assert sliding_lowrank_bytes(n, int4) == sliding_bytes(n) * (128 * 4 + 4 * 32) / (256 * 16)
+    assert sliding_lowrank_bytes(n, int4, scale_bits=16) == sliding_bytes(n) * (128 * 4 + 4 * 16) / (256 * 16)
     with pytest.raises(ValueError, match="15 sliding-window layers"):
         sliding_lowrank_bytes(n, {(0, "key"): (64, 4), (0, "value"): (64, 4)})

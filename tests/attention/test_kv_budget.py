@@ -92,3 +92,38 @@ def test_choices_round_trip_through_their_text_and_bad_text_is_named():
     for bad in ("5:128x8", "5:128:256x4", "a:1x8:1x8"):
         with pytest.raises(ValueError, match="LAYER:KEYRANKxBITS"):
             parse_choices(bad)
+
+
+def test_a_mixed_precision_side_is_sized_parsed_and_quantized_segment_by_segment():
+    import torch
+
+    from codesign.attention.gemma import LowRankCore
+    from codesign.attention.kv_budget import choice_rank, segments
+    from codesign.attention.lowrank_kv import dequantize_latent, fit_projection, quantize_latent
+
+    mixed = ((64, 8), (192, 4))
+    assert latent_bits(mixed) == 64 * 8 + 192 * 4 and choice_rank(mixed) == 256
+    assert latent_bits(mixed, scales=True) == 64 * 8 + 2 * 32 + 192 * 4 + 6 * 32  # each segment's own scales
+    assert latent_bits(mixed, scales=True, scale_bits=16) == 64 * 8 + 2 * 16 + 192 * 4 + 6 * 16
+    text = "5:64x8+192x4:128x4,11:32x16:32x8+32x4"
+    choices = parse_choices(text)
+    assert choices[(5, "key")] == mixed and segments(choices[(11, "value")]) == ((32, 8), (32, 4))
+    assert format_choices(choices) == text
+    assert kept_fraction(choices, 256) == (256 + 128 + 32 + 64) / (4 * 256)
+    # the allocation sizes a mixed choice by its latent bits like any other
+    costs = {(5, "key"): {(256, 4): 0.3, mixed: 0.1, (64, 16): 0.5}}
+    assert allocate_by_cost(costs, latent_bits(mixed)) == {(5, "key"): mixed}
+    assert allocate_by_cost(costs, latent_bits(mixed) - 1) == {(5, "key"): (256, 4)}
+    # the core quantizes the leading 64 latent channels in int8 and the rest in int4, each with its own scales
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 1, 40, 16, generator=gen) * torch.logspace(0, -1, 16)
+    moment = torch.einsum("bhnd,bhne->hde", x, x) / 40
+    projection = fit_projection(moment, moment, [16], [16])
+    core = LowRankCore(projection, bits=((6, 8), (10, 4)), value_bits=4)
+    latent = torch.einsum("bhnd,hdr->bhnr", x, projection.key_down)
+    expected = torch.cat([dequantize_latent(*quantize_latent(latent[..., :6], 8), 8, 6),
+                          dequantize_latent(*quantize_latent(latent[..., 6:], 4), 4, 10)], dim=-1)
+    assert torch.equal(core._roundtrip(x, projection.key_down, core.bits), expected)
+    assert not torch.equal(core._roundtrip(x, projection.key_down, 4), expected)
+    with pytest.raises(ValueError, match="leave no channel"):
+        LowRankCore(projection, bits=((16, 8), (4, 4)))._roundtrip(x, projection.key_down, ((16, 8), (4, 4)))

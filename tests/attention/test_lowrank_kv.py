@@ -71,13 +71,15 @@ def test_projection_error_is_the_discarded_energy():
     assert torch.allclose(error, torch.stack([eigenvalues[0, rank:].sum(), eigenvalues[1, rank - 3:].sum()]), rtol=1e-3)
 
 
+@pytest.mark.parametrize("scale_bits", [32, 16])
 @pytest.mark.parametrize("bits,qmax", [(8, 127), (4, 7)])
-def test_latent_quantization_round_trip(bits, qmax):
+def test_latent_quantization_round_trip(bits, qmax, scale_bits):
     latent = torch.randn(3, 2, 7, 13) * torch.tensor([1.0] * 8 + [0.01] * 5)  # odd width: int4 pads a nibble
-    codes, scale = quantize_latent(latent, bits, group_size=8)
+    codes, scale = quantize_latent(latent, bits, group_size=8, scale_bits=scale_bits)
     assert codes.shape[-1] == (13 if bits == 8 else 7) and scale.shape == (3, 2, 7, 2)
+    assert scale.dtype == (torch.float32 if scale_bits == 32 else torch.float16)
     back = dequantize_latent(codes, scale, bits, 13, group_size=8)
-    steps = scale.repeat_interleave(8, dim=-1)[..., :13]
+    steps = scale.float().repeat_interleave(8, dim=-1)[..., :13]
     assert float(((back - latent).abs() / steps).max()) <= 0.5 + 1e-5
     levels = torch.round(back / steps).abs()
     assert torch.equal(levels[..., :8].amax(-1), torch.full((3, 2, 7), float(qmax)))
@@ -100,13 +102,14 @@ def test_rope_handling_is_exact_at_full_rank_and_the_naive_shortcut_is_not():
 
 
 @interpreted
-@pytest.mark.parametrize("rope_mode", ["pre", "post"])
+@pytest.mark.parametrize("rope_mode,scale_bits", [("pre", 32), ("post", 32), ("pre", 16)])
 @pytest.mark.parametrize("bits", [16, 8, 4])
-def test_kernel_matches_reference(rope_mode, bits):
+def test_kernel_matches_reference(rope_mode, bits, scale_bits):
     keys, values, positions, inv_freq, q = activations(seed=1)
     stored = keys if rope_mode == "pre" else rotate(keys, positions[:, None, :], inv_freq)
     projection = fit_projection(moments(stored), moments(values), [12, 9], [10, 14], rope_mode)
-    latent = encode_kv(projection, stored, values, positions, bits, group_size=8)  # ranks 9..14: partial groups
+    # ranks 9..14: partial groups
+    latent = encode_kv(projection, stored, values, positions, bits, group_size=8, scale_bits=scale_bits)
     freq = inv_freq if rope_mode == "pre" else None
     ref = lowrank_decode_reference(q, latent, projection, freq, LENGTHS)
     out = lowrank_decode_attention(q.half(), latent, projection, freq, LENGTHS, kernel="triton", block_n=16, chunk=32)
@@ -122,6 +125,17 @@ def test_latent_cache_is_smaller():
     assert sizes[16] == dense_bytes // 4
     assert sizes[8] == dense_bytes // 8 + 2 * B * HKV * N * 2 * 4  # codes + float32 scales per token and 4 channels
     assert sizes[4] == dense_bytes // 16 + 2 * B * HKV * N * 2 * 4
+    half = encode_kv(projection, keys, values, positions, 4, group_size=4, scale_bits=16).nbytes()
+    assert half == dense_bytes // 16 + 2 * B * HKV * N * 2 * 2  # float16 scales: half the scale bytes
+
+
+def test_float16_scales_refuse_what_they_cannot_hold():
+    with pytest.raises(ValueError, match=r"does not fit torch.float16 scales .* use scale_bits=32"):
+        quantize_latent(torch.full((2, 8), 1e6), 4, scale_bits=16)
+    with pytest.raises(ValueError, match=r"scale bits must be one of \(32, 16\), got 8"):
+        quantize_latent(torch.ones(2, 8), 4, scale_bits=8)
+    codes, scale = quantize_latent(torch.zeros(2, 8), 4, group_size=8, scale_bits=16)  # zeros: scale 1, codes 0
+    assert torch.equal(dequantize_latent(codes, scale, 4, 8, group_size=8), torch.zeros(2, 8))
 
 
 def test_bad_input_is_a_clear_error():
