@@ -112,6 +112,11 @@ def _doc(latency: list[dict], errors: list[dict], args: argparse.Namespace, comm
         by_task.setdefault(r["task"], {})[r["modes"]] = r["mse"]
     for task, row in by_task.items():
         lines.append(f"| {task} | " + " | ".join(spread(row[m]) for m in MODES) + " |")
+    names = list(MODES)
+    same = all(row[names[1]] == row[names[2]] for row in by_task.values())
+    if same:
+        lines += ["", f"{names[1]} and {names[2]} give the same error on every stream and seed: no cast overflowed, so "
+                  "the whole difference from the default is the truncation."]
     lines += [
         "",
         "Truncation floors every rounding, so an update biases the coefficients by half a step on average, and",
