@@ -1,8 +1,8 @@
 """The whole KV cache of Gemma-3-270M within 1/6 of its fp16 bytes: low-rank latents on every layer, 4k and 8k context.
 
     python benchmarks/attention_whole_model.py [--lengths 4096,8192] [--contexts 3,2] [--budget-length 8192]
-        [--calib-tokens 4096] [--key-candidates 256x8,256x4] [--value-candidates 256x4,192x4,128x4]
-        [--out docs/attention_whole_model.md]
+        [--calib-tokens 4096] [--key-candidates 256x4,192x4,128x4] [--value-candidates 256x4,192x4]
+        [--mixed 32x8+64x4,...] [--scale-bits 16] [--out docs/attention_whole_model.md]
 
 docs/attention_accuracy.md compresses the three global layers only; the 15 sliding-window layers keep
 their 512-position window in fp16, so at 8k the whole cache stays at 0.365 of fp16. Here every layer is
@@ -13,7 +13,8 @@ compressed, and everything is chosen on the train split:
 3. For each such pair, the global layers get what is left of 1/6 of the whole fp16 cache at
    --budget-length positions, allocated by measured sensitivity (codesign.attention.kv_budget: the KL
    cost of each global layer's keys or values alone at rank {32, 64, 128, 192, 256} x latent
-   {16, 8, 4} bits, least summed cost under the budget, scales counted), as in attention_accuracy.py.
+   {16, 8, 4} bits and at the --mixed precisions (int8 on the strongest latent channels, int4 on
+   the next), least summed cost under the budget, scales counted), as in attention_accuracy.py.
 4. Of the pairs that fit, the one of least mean KL from the exact model with every layer replaced, on
    2 train contexts of 2,048 tokens (the last 512 scored).
 5. Held-out (test split) contexts of each length, as in attention_accuracy.py: perplexity with a 95 %
@@ -45,10 +46,14 @@ def main() -> int:
     parser.add_argument("--calib-tokens", type=int, default=4096, help="train tokens for the KV second moments")
     parser.add_argument("--choices-from", type=Path, default=Path("docs/attention_accuracy.json"),
                         help=f"the JSON of attention_accuracy.py whose {GLOBAL_ROW!r} row is shown for comparison")
-    parser.add_argument("--key-candidates", default="256x8,256x4", help="RANKxBITS of the sliding layers' keys")
-    parser.add_argument("--value-candidates", default="256x4,192x4,128x4", help="RANKxBITS of their values")
+    parser.add_argument("--key-candidates", default="256x4,192x4,128x4", help="RANKxBITS of the sliding layers' keys")
+    parser.add_argument("--value-candidates", default="256x4,192x4", help="RANKxBITS of their values")
     parser.add_argument("--ranks", default="32,64,128,192", help="global ranks below full whose sensitivity is measured")
     parser.add_argument("--bits", default="16,8,4", help="global latent bits whose sensitivity is measured")
+    parser.add_argument("--mixed", default="32x8+64x4,32x8+96x4,64x8+64x4,32x8+160x4,64x8+128x4,32x8+224x4",
+                        help="mixed-precision global choices whose sensitivity is measured too (WIDTHxBITS+...; '' for none)")
+    parser.add_argument("--scale-bits", type=int, default=16, choices=(32, 16),
+                        help="how each latent scale is stored: float16 (default) or float32 (as attention_accuracy.py)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here (and the numbers to .json)")
     args = parser.parse_args()
     lengths, counts = [int(v) for v in args.lengths.split(",")], [int(v) for v in args.contexts.split(",")]
@@ -65,11 +70,26 @@ def main() -> int:
         return out  # type: ignore[return-value]
 
     keys, values = settings(args.key_candidates, "key-candidates"), settings(args.value_candidates, "value-candidates")
+    scale_bits = args.scale_bits
+    from codesign.attention.kv_budget import parse_choice
+
+    try:
+        mixed = [parse_choice(text) for text in args.mixed.split(",") if text]
+    except ValueError:
+        parser.error(f"--mixed {args.mixed!r}: expected WIDTHxBITS+WIDTHxBITS,... (e.g. 32x8+96x4)")
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
     from codesign.attention.decode_cost import AttentionShape, dense_cost, lowrank_cost, sliding_bytes, sliding_lowrank_bytes
     from codesign.attention.gemma import collect_kv_moments, gemma_attention_replacements, gemma_global_layers
-    from codesign.attention.kv_budget import allocate_by_cost, format_choices, latent_bits, latent_cores, parse_choices, side_costs
+    from codesign.attention.kv_budget import (
+        allocate_by_cost,
+        format_choices,
+        latent_bits,
+        latent_cores,
+        parse_choices,
+        side_costs,
+    )
+    from codesign.attention.lowrank_kv import LATENT_GROUP
     from codesign.llm import load_gemma, token_stream
     from codesign.llm.long_context import evaluate, long_contexts, report_cells, report_numbers
 
@@ -89,8 +109,8 @@ def main() -> int:
 
     def whole(n: int, global_choice: dict, sliding_choice: dict | None) -> float:
         """Whole-model KV bytes at n positions over fp16's: global layers at their choice, sliding ones at theirs."""
-        kept = lowrank_cost(n, global_choice, shape).bytes
-        kept += sliding_bytes(n, shape) if sliding_choice is None else sliding_lowrank_bytes(n, sliding_choice, shape)
+        kept = lowrank_cost(n, global_choice, shape, scale_bits).bytes
+        kept += sliding_bytes(n, shape) if sliding_choice is None else sliding_lowrank_bytes(n, sliding_choice, shape, scale_bits)
         return kept / fp16_bytes(n)
 
     def uniform(key: tuple[int, int], value: tuple[int, int]) -> dict:
@@ -98,12 +118,13 @@ def main() -> int:
 
     def replacements(global_choice: dict, sliding_choice: dict | None):
         choices = global_choice | (sliding_choice or {})
-        cores = latent_cores({layer: moments[layer] for layer in sorted({g[0] for g in choices})}, choices)
+        cores = latent_cores({layer: moments[layer] for layer in sorted({g[0] for g in choices})}, choices, scale_bits)
         return lambda: gemma_attention_replacements(model, lambda i: cores[i], layers="all" if sliding_choice else "global")
 
     ranks = [int(v) for v in args.ranks.split(",")] + [dim]
     kl = side_costs(model, calibration, WINDOW, {g: moments[g] for g in glob},
-                    [(r, b) for r in ranks for b in [int(v) for v in args.bits.split(",")]])["kl"]
+                    [(r, b) for r in ranks for b in [int(v) for v in args.bits.split(",")]] + mixed,
+                    scale_bits=scale_bits)["kl"]
     print(f"global sensitivities measured: {time.perf_counter() - started:.0f} s", flush=True)
     n_budget = args.budget_length
     pairs: dict[str, tuple[dict, dict]] = {}  # label: (global choice, sliding choice)
@@ -112,10 +133,10 @@ def main() -> int:
         for value in values:
             label = f"keys {key[0]}x{key[1]}, values {value[0]}x{value[1]}"
             chosen_sliding = uniform(key, value)
-            spare = fp16_bytes(n_budget) / 6 - sliding_lowrank_bytes(n_budget, chosen_sliding, shape)
+            spare = fp16_bytes(n_budget) / 6 - sliding_lowrank_bytes(n_budget, chosen_sliding, shape, scale_bits)
             budget = int(spare * 8 / (shape.kv_heads * n_budget))  # latent bits per position over the global layers
             try:
-                pairs[label] = (allocate_by_cost(kl, budget, scales=True), chosen_sliding)
+                pairs[label] = (allocate_by_cost(kl, budget, scales=True, scale_bits=scale_bits), chosen_sliding)
             except ValueError as exc:
                 left_out[label] = str(exc)
     if not pairs:
@@ -130,7 +151,9 @@ def main() -> int:
 
     lines = [f"Command: `python benchmarks/attention_whole_model.py --lengths {args.lengths} --contexts {args.contexts} "
              f"--budget-length {n_budget} --calib-tokens {args.calib_tokens} --key-candidates {args.key_candidates} "
-             f"--value-candidates {args.value_candidates} --ranks {args.ranks} --bits {args.bits}`", "",
+             f"--value-candidates {args.value_candidates} --ranks {args.ranks} --bits {args.bits} --mixed '{args.mixed}' "
+             f"--scale-bits {scale_bits}`", "",
+             f"Latent scales are stored in float{scale_bits} (one per token and {LATENT_GROUP} latent channels).", "",
              f"## Choices (train split): the whole cache within 1/6 of fp16 at {n_budget:,} positions", "",
              "Per setting of the sliding-window layers (all 15 alike), the global layers' allocation of what is left "
              "and the mean KL per token from the exact model with every layer replaced (2 train contexts of 2,048 "
@@ -142,11 +165,12 @@ def main() -> int:
         lines.append(f"| {label} | `{format_choices(g)}` | {fractions} | {train_kl[label]:.4f}"
                      + (" (chosen)" if label == best else "") + " |")
     lines += [f"| {label} | left out: {why} | | |" for label, why in left_out.items()]
-    bits_per_side = {side: latent_bits(sliding_choice[(sliding[0], side)], scales=True) for side in ("key", "value")}
+    bits_per_side = {side: latent_bits(sliding_choice[(sliding[0], side)], scales=True, scale_bits=scale_bits)
+                     for side in ("key", "value")}
     lines += ["", f"Sliding-window layers: {bits_per_side['key']} bits per position for the keys and "
               f"{bits_per_side['value']} for the values (scales included), against {dim * 16} in fp16.", ""]
     caches = {"dense": None,  # label: (global choice, sliding choice) of the row's cache
-              f"global layers only, {GLOBAL_ROW.split(', ')[-1]} (docs/attention_accuracy.md)": (reference_choice, None),
+              f"global layers only, {GLOBAL_ROW.split(', ')[-1]} (the choice of docs/attention_accuracy.md)": (reference_choice, None),
               f"every layer: sliding {best}; global {format_choices(global_choice)}": (global_choice, sliding_choice)}
     methods = {label: None if cache is None else replacements(*cache) for label, cache in caches.items()}
     record: dict = {"command": lines[0], "budget_length": n_budget, "chosen": best,
