@@ -187,7 +187,22 @@ def net_fit(results: list[dict]) -> dict | None:
             "loo_min_signed_error_percent": round(min(held_out), 1), "loo_max_signed_error_percent": round(max(held_out), 1)}
 
 
-def render(results: list[dict], command: str) -> str:
+def stale_results(data: dict) -> list[str]:
+    """The specs whose stored route was made from other RTL than emit_rtl writes for them today."""
+    stale = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in sweep():
+            previous = data["results"].get(row["name"])
+            if previous is None:
+                continue
+            folder = Path(tmp) / re.sub(r"[^\w.-]+", "_", row["name"])
+            emit_rtl(row["spec"], folder, pipeline=row["pipeline"], force=True, target=TARGET)
+            if previous.get("rtl_hash") != _folder_hash(folder):
+                stale.append(row["name"])
+    return stale
+
+
+def render(results: list[dict], command: str, stale: list[str] | None = None) -> str:
     """The docs/estimator.md section."""
     stats = summary(results)
     y, a = stats["yosys_clock_mhz_estimate"], stats["analytic_clock_mhz_estimate"]
@@ -259,6 +274,8 @@ def render(results: list[dict], command: str) -> str:
         *([f"Not in this table (in the sweep, not yet routed): {', '.join(missing)}; "
            "`python benchmarks/ecp5_routed.py` resumes with them.", ""] if (missing := [r["name"] for r in sweep()
                                                                   if r["name"] not in {x["name"] for x in results}]) else []),
+        *([f"Routed on an earlier RTL (what emit_rtl writes for them has changed since): {', '.join(stale)}; "
+           "`python benchmarks/ecp5_routed.py` routes them again.", ""] if stale else []),
         "LUT4 and FF are nextpnr's placed counts (TRELLIS_COMB, TRELLIS_FF), the FFs including the harness's "
         f"port registers. {sum(r['meets_target'] for r in results)} of {len(results)} specs meet the "
         f"{results[0]['clock_target_mhz']:g} MHz target; the routed critical paths spend "
@@ -348,7 +365,7 @@ def main() -> None:
     if not results:
         sys.exit("ecp5_routed: no results yet")
     command = "python benchmarks/ecp5_routed.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
-    text = render(results, command)
+    text = render(results, command, stale_results(data))
     write_section(Path(args.doc), text)
     print(text)
 
