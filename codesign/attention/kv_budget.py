@@ -34,10 +34,9 @@ HELD_OUT_SPLITS = ("test",)  # the splits codesign.llm evaluates on; calibration
 def latent_bits(choice: Any, scales: bool = False, scale_bits: int = 32) -> int:
     """Bits per token and KV head of one side at a (rank, bits) choice: rank x bits, with scales plus the scale
     (scale_bits: float32 or float16) of every LATENT_GROUP channels of an int8 / int4 latent."""
-    from codesign.attention.lowrank_kv import LATENT_GROUP, SCALE_BITS
+    from codesign.attention.lowrank_kv import LATENT_GROUP, check_scale_bits
 
-    if scale_bits not in SCALE_BITS:
-        raise ValueError(f"scale bits must be one of {tuple(SCALE_BITS)}, got {scale_bits}")
+    check_scale_bits(scale_bits)
     return sum(width * bits + (scale_bits * -(-width // LATENT_GROUP) if scales and bits < 16 else 0)
                for width, bits in segments(choice))
 

@@ -36,6 +36,7 @@ __all__ = [
     "LATENT_BITS",
     "LATENT_GROUP",
     "SCALE_BITS",
+    "check_scale_bits",
     "KVProjection",
     "LatentKVCache",
     "SecondMoment",
@@ -53,6 +54,12 @@ ROPE_MODES = ("pre", "post")
 LATENT_BITS = (16, 8, 4)  # 16: float16 latent, no quantization
 LATENT_GROUP = 32  # latent channels sharing one quantization scale (per token)
 SCALE_BITS = {32: torch.float32, 16: torch.float16}  # how a scale is stored: float32 (the default) or float16
+
+
+def check_scale_bits(scale_bits: int) -> None:
+    """ValueError unless scale_bits names a scale storage (SCALE_BITS)."""
+    if scale_bits not in SCALE_BITS:
+        raise ValueError(f"scale bits must be one of {tuple(SCALE_BITS)}, got {scale_bits}")
 _QMAX = {8: 127, 4: 7}
 
 
@@ -202,8 +209,7 @@ def quantize_latent(
         raise ValueError(f"latent bits must be one of {LATENT_BITS}, got {bits}")
     if group_size < 1:
         raise ValueError(f"latent group size must be positive, got {group_size}")
-    if scale_bits not in SCALE_BITS:
-        raise ValueError(f"scale bits must be one of {tuple(SCALE_BITS)}, got {scale_bits}")
+    check_scale_bits(scale_bits)
     if bits == 16:
         return latent.to(torch.float16), None
     qmax = _QMAX[bits]
