@@ -52,7 +52,7 @@ class ChipLinearRead(torch.autograd.Function):
             else:
                 grad_x = torch.bmm(grad.view(chips, -1, grad.shape[-1]), realized).view(x.shape)
         if ctx.needs_input_grad[1]:
-            grad_w = x.t().mm(grad).t()  # as F.linear's backward computes it: the sum over every chip's rows
+            grad_w = grad.t().mm(x)  # as F.linear's backward computes it (contiguous): the sum over every chip's rows
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = grad.sum(0)
         return grad_x, grad_w, grad_b, None
