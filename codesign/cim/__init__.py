@@ -31,6 +31,7 @@ from codesign.cim.layers import (
     drift_model,
     evaluate_chips,
     program_model,
+    sample_model,
 )
 from codesign.cim.perturb import sample_weights
 
@@ -56,6 +57,7 @@ __all__ = [
     "drift_model",
     "evaluate_chips",
     "program_model",
+    "sample_model",
     "sample_weights",
     "calibrate_input_ranges",
 ]

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -125,6 +126,16 @@ def ir_drop_factor(normalized: Tensor, ir_drop: float, physical_rows: int) -> Te
     return 1.0 - ir_drop * load * profile
 
 
+class _SampleViews(NamedTuple):
+    """Crossbar.sample's arrays, rewritten in place by every draw of the same chip count."""
+
+    w_read: Tensor  # (C·N,) realized weights in ADC steps, storage order
+    out_scale: Tensor  # (C, n_row_tiles, out_padded): tile scale × compensation
+    group_scale: Tensor  # out_scale × ADC step: the realized matrix per group
+    digital_scale: Tensor  # out_scale × code unit × ADC step: the read's digital rescale
+    parts: list[tuple[int, int, Segment, Tensor, Tensor]]  # (chip, segment index, segment, w_read view, uniforms)
+
+
 def _parts(n_elements: int) -> Iterator[slice]:
     """Slices of about _CHUNK elements covering n_elements."""
     for s in range(0, n_elements, _CHUNK):
@@ -171,6 +182,9 @@ class Crossbar(nn.Module):
         self._code_unit = self.readout.steps.code_unit
         self.n_chips = 0
         self.t_seconds = 0.0
+        self._sampled = False  # the chips were drawn weight by weight (sample): realized weights only
+        self._sampled_matrix: Tensor | None = None  # their realized weights (C, out_padded, in), weight units
+        self._sample_views: _SampleViews | None = None  # sample()'s arrays (_sampling_views)
         self._read_generator: torch.Generator | None = None
         self._read_generator_2: torch.Generator | None = None
         self._realized_t: float | None = None  # the time w_eff was computed for
@@ -259,28 +273,13 @@ class Crossbar(nn.Module):
     @torch.no_grad()
     def program(self, weight: Tensor, seed: int, n_chips: int = 1, first_chip: int = 0, layer_id: int = 0) -> Crossbar:
         """Program C chips with this weight: draw every per-device random value once, then drift_to(0)."""
-        seed = check_seed(seed)
-        layer_id = check_seed(layer_id, "layer_id")
-        first_chip = check_seed(first_chip, "first_chip")
-        if not isinstance(n_chips, int) or isinstance(n_chips, bool) or n_chips < 1:
-            raise ValueError(f"n_chips={n_chips!r}: must be a positive integer")
-        gr = self.grid
-        if tuple(weight.shape) != (gr.out_features, gr.in_features):
-            raise ValueError(f"weight of shape {tuple(weight.shape)}: expected ({gr.out_features}, {gr.in_features})")
-        if not weight.is_floating_point():
-            raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
-        weight = weight.detach()
+        seed, first_chip, layer_id, weight, normalized, scale = self._check_program(weight, seed, n_chips, first_chip,
+                                                                                   layer_id)
         dev, dtype = weight.device, weight.dtype
         model, faults = self.device_model, self.config.faults
-        normalized, scale = tile_weights(weight, gr)
-        # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
-        # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
-        if not bool(torch.isfinite(scale).all()):
-            bad = int((~torch.isfinite(weight)).sum())
-            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
-                             "check the model for a diverged training")
         flat = self._device_flat(normalized)
         self.n_chips = n_chips
+        self._sampled, self._sampled_matrix, self._sample_views = False, None, None
         total = n_chips * self.n_devices
         self._spare.clear()  # the previous chips' arrays of this size become workspaces of these
         if self.g_prog is None or self.g_prog.shape[-1] != total:
@@ -326,6 +325,102 @@ class Crossbar(nn.Module):
             self.reference = self._probe()
             self._probe_now, self._probe_t = self.reference, 0.0
         return self.drift_to(0.0)
+
+    def _check_program(self, weight: Tensor, seed: int, n_chips: int, first_chip: int,
+                       layer_id: int) -> tuple[int, int, int, Tensor, Tensor, Tensor]:
+        """The checked keys, the detached weight and its tiles (normalized, scales), or a one-line ValueError."""
+        seed = check_seed(seed)
+        layer_id = check_seed(layer_id, "layer_id")
+        first_chip = check_seed(first_chip, "first_chip")
+        if not isinstance(n_chips, int) or isinstance(n_chips, bool) or n_chips < 1:
+            raise ValueError(f"n_chips={n_chips!r}: must be a positive integer")
+        gr = self.grid
+        if tuple(weight.shape) != (gr.out_features, gr.in_features):
+            raise ValueError(f"weight of shape {tuple(weight.shape)}: expected ({gr.out_features}, {gr.in_features})")
+        if not weight.is_floating_point():
+            raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
+        weight = weight.detach()
+        normalized, scale = tile_weights(weight, gr)
+        # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
+        # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
+        if not bool(torch.isfinite(scale).all()):
+            bad = int((~torch.isfinite(weight)).sum())
+            raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
+                             "check the model for a diverged training")
+        return seed, first_chip, layer_id, weight, normalized, scale
+
+    @torch.no_grad()
+    def sample(self, weight: Tensor, seed: int, sampler, n_chips: int = 1, first_chip: int = 0,  # noqa: ANN001
+               layer_id: int = 0) -> Crossbar:
+        """C chips read at sampler.t_seconds, every weight drawn from its realized distribution (sampler.py).
+
+        The chips hold their realized weights only (no device state): they are read and give gradients like
+        programmed ones, but cannot be aged (drift_to) or asked for conductances.
+        """
+        seed, first_chip, layer_id, weight, normalized, scale = self._check_program(weight, seed, n_chips, first_chip,
+                                                                                   layer_id)
+        gr, views = self.grid, self._sample_views
+        if n_chips != self.n_chips or not self._sampled or views is None or views.w_read.dtype != weight.dtype \
+                or views.w_read.device != weight.device:
+            self.readout.clear()
+            self.n_chips = n_chips  # the segment views of w_read
+            views = self._sample_views = self._sampling_views(n_chips, weight)
+        flat = self._device_flat(normalized)
+        ir = self.config.tile.ir_drop
+        ir_factor = self._device_flat(ir_drop_factor(normalized, ir, gr.rows)) if ir > 0 else None
+        alpha = None
+        if self.config.drift_compensation != "none":  # the probe ratio's expectation (sampler.py)
+            sums = torch.cat([sampler.probe(flat[seg.offset: seg.offset + seg.size], seg.rows) for seg in self.segments],
+                             dim=1).view(2, gr.n_row_tiles, gr.out_padded).to(scale.dtype)
+            y = sums.mul_(scale).sum(dim=1)  # (2, out_padded): at programming, at t
+            if self.config.drift_compensation != "per_column":
+                y = y[:, : gr.out_features].abs().sum(dim=1, keepdim=True)
+            alpha = torch.where(y[1] > 0, y[0] / y[1], torch.ones_like(y[1]))
+        out_scale = views.out_scale  # (C, n_row_tiles, out_padded), rewritten in place: the read plan stays
+        torch.mul(scale, alpha, out=out_scale[0]) if alpha is not None else out_scale[0].copy_(scale)
+        out_scale[1:] = out_scale[0]
+        torch.mul(out_scale, self._adc_step, out=views.group_scale)
+        torch.mul(out_scale, self._code_unit * self._adc_step, out=views.digital_scale)
+        # the realized weights in the layer's layout (realized_weights, the straight-through backward) come out of
+        # the same pass: w_read × out_scale × ADC step. A fresh array: a graph of an earlier read may hold the last.
+        matrix = torch.empty((n_chips, gr.out_padded, gr.in_features), dtype=weight.dtype, device=weight.device)
+        unit = 1.0 / self._adc_step
+        for k, i, seg, out, uniforms in views.parts:
+            first_tile = seg.first_input // gr.rows
+            columns = matrix[k, :, seg.first_input: seg.first_input + seg.tiles * seg.rows]
+            target = columns.view(gr.out_padded, seg.tiles, seg.rows)
+            scales = views.group_scale[k, first_tile: first_tile + seg.tiles].view(-1)
+            sampler.draw(flat[seg.offset: seg.offset + seg.size], (seed, layer_id, first_chip + k, i), unit, out, scales,
+                         target, uniforms)
+            if ir_factor is not None:
+                ir_seg = ir_factor[seg.offset: seg.offset + seg.size]
+                out.mul_(ir_seg)
+                target.mul_(ir_seg.view(seg.tiles, gr.out_padded, seg.rows).transpose(0, 1))
+        self._chip_keys = (seed, layer_id, first_chip)
+        self.w_normalized, self.tile_scale, self.ir_factor = flat, scale, ir_factor
+        if not self._sampled:  # the device state of programmed chips goes
+            self.g_prog = self.fault_code = self.pair_scale = self.w_eff = self.reference = None
+            self.read_q = self.read_std = self.read_var = None
+            for p in self.device_model.param_names:
+                setattr(self, f"param_{p}", None)
+            self._spare.clear()
+            self._workspaces.clear()
+            self._read_generator = self._read_generator_2 = None
+            self._param_seeds, self._chip_read_seeds = [], []
+        self._sampled, self.w_read, self._sampled_matrix = True, views.w_read, matrix
+        t = sampler.t_seconds
+        self._realized_t = self._w_read_t = self._read_std_t = self._probe_t = t
+        self.out_scale, self.digital_scale, self.t_seconds = out_scale, views.digital_scale, t
+        return self
+
+    def _sampling_views(self, n_chips: int, like: Tensor) -> _SampleViews:
+        """What sample() writes, kept while the chip count stays (sample rewrites them in place)."""
+        gr = self.grid
+        w_read = torch.empty(n_chips * self.n_devices, dtype=like.dtype, device=like.device)
+        scales = torch.empty((3, n_chips, gr.n_row_tiles, gr.out_padded), dtype=like.dtype, device=like.device)
+        parts = [(k, i, seg, self._seg(w_read, seg)[k], torch.empty(seg.size, dtype=torch.float32))
+                 for k in range(n_chips) for i, seg in enumerate(self.segments)]
+        return _SampleViews(w_read, scales[0], scales[1], scales[2], parts)
 
     def _materialize_params(self) -> None:
         """Draw the time-behaviour parameters (e.g. PCM drift exponents) of every chip, once."""
@@ -454,7 +549,7 @@ class Crossbar(nn.Module):
         are then known), else on the next noisy read.
         """
         t = check_time(t_seconds)
-        self._require_programmed()
+        self._require_devices()
         time_matters = self.device_model.has_drift or self.device_model.has_read_noise
         if self._realized_t is None or (t != self._realized_t and time_matters):
             self._realize(t)
@@ -472,7 +567,7 @@ class Crossbar(nn.Module):
 
     def conductances(self) -> Tensor:
         """Device conductances (G+, G−) at the current time, stuck devices included, µS: (C, 2, out, in)."""
-        self._require_programmed()
+        self._require_devices()
         g = torch.empty_like(self.g_prog)
         for seg, chips, part in self._walk():
             g_t = self._conductance(self._state(seg, chips, part), seg, chips, part, self.t_seconds)
@@ -555,7 +650,7 @@ class Crossbar(nn.Module):
     def _read_state(self, device: torch.device) -> ReadState:
         """What this read sees of the chips now: the weights read, per-input variance, generators, digital scale."""
         # the read generators draw per_call and per_input read noise and the ADC noise (per_time has its own streams)
-        fresh_noise = self.device_model.has_read_noise and self.config.read_noise != "per_time"
+        fresh_noise = self.device_model.has_read_noise and self.config.read_noise != "per_time" and not self._sampled
         generators = self._generators(device) if fresh_noise or self.config.converter.adc_noise > 0 else None
         per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
         weights = self._read_weights(generators)
@@ -565,6 +660,12 @@ class Crossbar(nn.Module):
     def _require_programmed(self) -> None:
         if self.n_chips == 0:
             raise ValueError("the CIM layer is not programmed: call program(seed) first")
+
+    def _require_devices(self) -> None:
+        self._require_programmed()
+        if self._sampled:
+            raise ValueError(f"these chips were drawn weight by weight at t={self.t_seconds:g} s and hold no device "
+                             "state to age or measure: program them (program_model) instead")
 
     def _generators(self, device: torch.device) -> tuple[torch.Generator, torch.Generator]:
         """The read-noise generator of these chips and its companion stream (readout.CrossbarReadout.randn)."""
@@ -581,6 +682,8 @@ class Crossbar(nn.Module):
 
     def _read_weights(self, generators: tuple[torch.Generator, torch.Generator] | None) -> Tensor:
         """The weights this call reads (C·N): w_eff plus the read noise of per_time (kept) or per_call (fresh)."""
+        if self._sampled:
+            return self.w_read
         if not self.device_model.has_read_noise or self.config.read_noise == "per_input":
             return self.w_eff
         if self.config.read_noise == "per_time":
@@ -665,8 +768,12 @@ class Crossbar(nn.Module):
 
     @torch.no_grad()
     def realized_weights(self, read_noise: bool = False) -> Tensor:
-        """The weights each chip realizes now, in weight units (C, out, in); converters not included."""
+        """The weights each chip realizes now, in weight units (C, out, in); converters not included. Chips drawn
+        weight by weight (sample) have one realization, read noise included, whatever read_noise asks."""
         self._require_programmed()
+        if self._sampled:
+            assert self._sampled_matrix is not None  # sample() writes it with w_read
+            return self._sampled_matrix[:, : self.grid.out_features]
         w = self.w_eff
         if read_noise and self.device_model.has_read_noise:
             if self.config.read_noise == "per_time":

@@ -19,8 +19,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from codesign.cim.config import CIMConfig
-from codesign.cim.crossbar import Crossbar, check_seed
+from codesign.cim.crossbar import Crossbar, check_seed, check_time
 from codesign.cim.hwa import ChipConvRead, ChipLinearRead, needs_grad
+from codesign.cim.sampler import chip_sampler
 
 __all__ = [
     "CIMLinear",
@@ -29,6 +30,7 @@ __all__ = [
     "cim_layers",
     "program_model",
     "drift_model",
+    "sample_model",
     "chip_inputs",
     "evaluate_chips",
 ]
@@ -47,6 +49,17 @@ class _CIMLayer(nn.Module):
     def program(self, seed: int, n_chips: int = 1, first_chip: int = 0) -> _CIMLayer:
         """Program n_chips chips (chip k seeded by (seed, layer_id, first_chip + k)); same seed, same chips."""
         self.crossbar.program(self._weight_matrix(), seed, n_chips=n_chips, first_chip=first_chip, layer_id=self.layer_id)
+        return self
+
+    def sample(self, seed: int, t_seconds: float, n_chips: int = 1, first_chip: int = 0) -> _CIMLayer:
+        """Draw n_chips chips read at t_seconds weight by weight (codesign.cim.sampler): the realized weights' own
+        distribution at one random number per weight, for training; the chips cannot be aged afterwards."""
+        config = self.crossbar.config
+        if config.exact:  # nothing is random: the layer is F.linear / F.conv2d
+            return self.program(seed, n_chips, first_chip)
+        sampler = chip_sampler(config, check_time(t_seconds))
+        self.crossbar.sample(self._weight_matrix(), seed, sampler, n_chips=n_chips, first_chip=first_chip,
+                             layer_id=self.layer_id)
         return self
 
     def drift_to(self, t_seconds: float) -> _CIMLayer:
@@ -259,6 +272,13 @@ def program_model(model: nn.Module, seed: int, n_chips: int = 1, first_chip: int
     """Program every CIM layer of a model onto n_chips chips (layer k uses its own seed stream)."""
     for layer in _require_layers(model):
         layer.program(seed, n_chips=n_chips, first_chip=first_chip)
+    return model
+
+
+def sample_model(model: nn.Module, seed: int, t_seconds: float, n_chips: int = 1, first_chip: int = 0) -> nn.Module:
+    """Draw every CIM layer's chips read at t_seconds weight by weight (_CIMLayer.sample): HWA training's fast chips."""
+    for layer in _require_layers(model):
+        layer.sample(seed, t_seconds, n_chips=n_chips, first_chip=first_chip)
     return model
 
 
