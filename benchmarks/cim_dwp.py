@@ -285,7 +285,8 @@ HWA_TIMES = {"1 s": 1.0, "1 day": 86400.0, "1 year": 365.25 * 86400.0}
 HWA_METHODS = {  # name: TrainConfig changes
     "standard": {"method": "standard"},
     "noise (mismatch)": {"method": "noise"},
-    "HWA (chip, 1 day)": {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0},
+    "HWA (chip, 1 day)": {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0,
+                          "chip_sampling": "devices"},  # the published rows: every device programmed
 }
 
 

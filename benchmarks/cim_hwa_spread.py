@@ -27,7 +27,8 @@ from codesign.cim.dwp.evaluate import drift_sweep
 from codesign.cim.dwp.training import TrainConfig, train
 
 YEAR = {"1 year": 365.25 * 86400.0}
-HWA = {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0}
+HWA = {"method": "noise", "noise_source": "chip", "k": 1, "train_t_seconds": 86400.0,
+       "chip_sampling": "devices"}  # as published: every device programmed
 CANDIDATES = {  # name: TrainConfig changes; the first is cim_dwp.py's hwa setting
     "5 epochs, lr 2e-3": {"epochs": 5, "lr": 2e-3},
     "10 epochs, lr 2e-3": {"epochs": 10, "lr": 2e-3},

@@ -268,7 +268,8 @@ def _cmd_cim_train(args: argparse.Namespace) -> int:
     config = TrainConfig(
         method=args.method, dataset=args.dataset, model=args.model, epochs=args.epochs, batch_size=args.batch,
         lr=args.lr, seed=args.seed, k=args.k, sigma=args.sigma, noise_source=args.noise_source,
-        measure=args.measure, strength=args.strength, weight_max=args.weight_max,
+        train_t_seconds=args.train_t, chip_sampling=args.chip_sampling, measure=args.measure, strength=args.strength,
+        weight_max=args.weight_max,
     )
     _, summary = train_to_folder(config, args.out, force=args.force, progress=not args.quiet)
     print(summary)
@@ -466,6 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training realizations: mismatch (default; torch is its former name), simulator (mismatch through "
                    "codesign.cim.perturb), or hardware-aware training through K simulated chips per mini-batch: pcm, rram "
                    "(ideal converters) or chip (PCM with 8-bit DAC/ADC)")
+    t.add_argument("--train-t", type=float, default=0.0,
+                   help="seconds after programming at which the training chips are read (pcm, rram, chip; default 0)")
+    t.add_argument("--chip-sampling", default="weights",
+                   help="how the training chips are made: weights (default; every weight drawn from its realized "
+                   "distribution, one random number per weight) or devices (every device programmed and aged)")
     t.add_argument("--measure", default="mi", help="DWP disagreement: vote, mi or kl (default mi)")
     t.add_argument("--strength", type=float, default=0.8, help="DWP weight spread in [0, 1] (default 0.8)")
     t.add_argument("--weight-max", type=float, default=4.0, help="DWP sample-weight clip (default 4)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from codesign.cim.dwp.data import DataSplits, Split, load_dataset
@@ -96,3 +97,17 @@ def test_dwp_draws_its_k_realizations_from_the_chip_model_too():
     dwp = _run(TrainConfig(method="dwp", epochs=1, k=2, noise_source="rram"))
     noise = _run(TrainConfig(method="noise", epochs=1, k=2, noise_source="rram"))
     assert _max_diff(dwp, noise) > 1e-6  # the disagreement weights change the steps
+
+
+def test_chips_drawn_weight_by_weight_and_programmed_chips_both_train():
+    data = _small()
+    for sampling in ("weights", "devices"):
+        config = TrainConfig(method="noise", epochs=2, noise_source="pcm", k=2, train_t_seconds=86400.0,
+                             chip_sampling=sampling)
+        result = train(config, data=data)
+        assert result.history[-1]["loss"] < result.history[0]["loss"], sampling
+    with pytest.raises(ValueError, match="chip_sampling"):
+        TrainConfig(chip_sampling="tiles")
+    saved = TrainConfig(noise_source="pcm").to_dict()
+    del saved["chip_sampling"]  # a checkpoint from before the field
+    assert TrainConfig.from_dict(saved).chip_sampling == "devices"

@@ -14,10 +14,11 @@ Methods (one :class:`TrainConfig`, Adam, cross-entropy):
   distribution — a multiplicative model is unchanged by per-tile scaling — tested; its per-call
   set-up made a noise step about 15x a standard step for the MNIST MLP, docs/cim_dwp.md).
   Hardware-aware training through the simulated chip (``codesign.cim.hwa``): ``"pcm"`` and ``"rram"``
-  program K chips of that device model per mini-batch (ideal converters; PCM read at
+  make K chips of that device model per mini-batch (ideal converters; PCM read at
   ``train_t_seconds`` with global drift compensation), ``"chip"`` the default chip (PCM, 8-bit DAC and
-  ADC); the forward pass is the chip's read and the gradient is straight-through at each chip's
-  realized weights. ``sigma`` applies to the mismatch sources only.
+  ADC); ``chip_sampling`` says how: every weight drawn from its realized distribution (``"weights"``,
+  codesign.cim.sampler) or every device programmed and aged (``"devices"``). The forward pass is the
+  chip's read and the gradient is straight-through at each chip's realized weights. ``sigma`` applies to the mismatch sources only.
 - ``dwp``: the same K realizations (same seeds), and each sample's cross-entropy is
   weighted by its disagreement weight (:mod:`.weighting`, detached, mean 1, clipped):
   loss = mean_k mean_i w_i · CE_ik.
@@ -51,7 +52,7 @@ from codesign.cim.dwp.data import DataSplits, Split, check_dataset, load_dataset
 from codesign.cim.dwp.models import build_model, check_model, weight_layers
 from codesign.cim.dwp.weighting import check_measure, disagreement, disagreement_weights
 from codesign.cim.hwa import chip_twin
-from codesign.cim.layers import chip_inputs, drift_model, program_model
+from codesign.cim.layers import chip_inputs, drift_model, program_model, sample_model
 from codesign.cim.perturb import sample_weights
 
 __all__ = ["METHODS", "NOISE_SOURCES", "TrainConfig", "TrainResult", "accuracy", "batch_loss", "perturbed_logits", "train"]
@@ -70,6 +71,7 @@ CHIP_SOURCES: dict[str, CIMConfig] = {
     "chip": CIMConfig(),
 }
 NOISE_SOURCES = ("mismatch", "simulator", *CHIP_SOURCES, "torch")  # "torch": the former name of "mismatch"
+CHIP_SAMPLING = ("weights", "devices")  # a chip source's chips: weights drawn (codesign.cim.sampler), devices programmed
 
 
 def _check_int(value: Any, name: str, lo: int, hi: int) -> None:
@@ -100,6 +102,9 @@ class TrainConfig:
         codesign.cim.perturb.sample_weights), or a chip for hardware-aware training: "pcm", "rram", "chip".
       train_t_seconds: time after programming at which the training chips are read (chip sources), s,
         [0, 1e10], default 0.
+      chip_sampling: how a chip source makes its K chips per mini-batch: "weights" (default; every weight drawn
+        from its realized distribution at train_t_seconds, codesign.cim.sampler: one random number per weight)
+        or "devices" (every device programmed, then aged). Checkpoints from before the field are "devices".
       measure: DWP disagreement, "vote", "mi" or "kl", default "mi" (chosen before the ablation: needs no clean pass).
       strength: DWP weight spread, w = (1 − strength) + strength·d/mean(d), [0, 1], default 0.8.
       weight_max: DWP largest sample weight (the spread is scaled down to it), >= 1, default 4.
@@ -116,6 +121,7 @@ class TrainConfig:
     sigma: float = 0.5
     noise_source: str = "mismatch"
     train_t_seconds: float = 0.0
+    chip_sampling: str = "weights"
     measure: str = "mi"
     strength: float = 0.8
     weight_max: float = 4.0
@@ -137,6 +143,8 @@ class TrainConfig:
         _check_float(self.strength, "strength", 0.0, 1.0)
         _check_float(self.weight_max, "weight_max", 1.0, 1e6)
         _check_float(self.train_t_seconds, "train_t_seconds", 0.0, 1e10)
+        if self.chip_sampling not in CHIP_SAMPLING:
+            raise ValueError(f"unknown chip_sampling {self.chip_sampling!r}: choose one of {', '.join(CHIP_SAMPLING)}")
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
@@ -148,12 +156,13 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Inverse of to_dict; unknown fields are a ValueError."""
+        """Inverse of to_dict; unknown fields are a ValueError. A config saved before chip_sampling existed
+        programmed every device ("devices")."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"training config: unknown field {unknown[0]!r}")
-        return cls(**data)
+        return cls(**{"chip_sampling": "devices", **data})
 
 
 @dataclass
@@ -174,9 +183,12 @@ def perturbed_logits(model: nn.Module, x: Tensor, config: TrainConfig, step_seed
     """
     if config.noise_source in CHIP_SOURCES:
         twin = twin if twin is not None else chip_twin(model, CHIP_SOURCES[config.noise_source])
-        program_model(twin, step_seed, n_chips=config.k)  # K new chips of the current weights
-        if config.train_t_seconds:
-            drift_model(twin, config.train_t_seconds)
+        if config.chip_sampling == "weights":  # K new chips of the current weights, drawn weight by weight
+            sample_model(twin, step_seed, config.train_t_seconds, n_chips=config.k)
+        else:  # or every device programmed and aged
+            program_model(twin, step_seed, n_chips=config.k)
+            if config.train_t_seconds:
+                drift_model(twin, config.train_t_seconds)
         return twin(chip_inputs(x, config.k)).view(config.k, x.shape[0], -1)
     params = dict(model.named_parameters())
     names = weight_layers(model)
