@@ -9,20 +9,24 @@ per weight, through a table of quantiles of the exact chip's own realizations.
 
 The table is measured once per chip config and time: a :class:`~codesign.cim.crossbar.Crossbar` of
 the same device model, faults and read-noise mode (no IR drop, no compensation) is programmed with
-``LEVELS`` target magnitudes a_k = (k/(LEVELS − 1))², ``SAMPLES_PER_LEVEL`` devices each, aged to t and
-read; the table holds ``QUANTILES`` quantiles per level at p_j = (j + ½)/QUANTILES. A weight of
-magnitude a is drawn at u ~ U(0, 1) by linear interpolation in p and in a (between the quantile
-functions of the two nearest levels). What this leaves out, against programming every device:
+``LEVELS`` target magnitudes a_k = (k/(LEVELS − 1))² (dense near zero, where clipping at zero conductance
+and the drift exponent's log dependence change the distribution fastest), ``SAMPLES_PER_LEVEL`` pairs
+each, aged to t and read; the table holds ``QUANTILES`` quantiles per level at p_j = (j + ½)/QUANTILES.
+A weight of magnitude a is drawn at u ~ U(0, 1) by linear interpolation in p and in a (between the
+quantile functions of the two nearest levels), and given its weight's sign. What this leaves out,
+against programming every device:
 
 - tails beyond the outermost quantiles (p < 1/(2·QUANTILES) = 4.9e-4): they are clamped to them (for a
   Gaussian, 3.3σ: 0.1 % of the variance);
-- the per-chip fluctuation of the drift-compensation factor: the probe ratio r0/r(t) is its
-  expectation, from the levels' mean probe values (its relative spread on a chip is O(1/√devices));
-- IR drop is applied as the exact chip applies it, a deterministic factor of each pair.
+- the per-chip scatter of the drift-compensation factor: the probe ratio r0/r(t) is its expectation,
+  from the levels' mean probe values (a degree-8 polynomial in a); on one chip it scatters around it by
+  O(1/√pairs);
+- ``per_input`` read noise (a draw per input vector): refused.
 
-``tests/cim/test_sampler.py`` checks the draws against programmed chips level by level. Uniforms come
-from a counter-based generator (splitmix64 of (seed, index)), so a draw is a function of the seed and
-the weight's position only.
+IR drop multiplies a drawn weight as it multiplies a programmed pair's. ``tests/cim/test_sampler.py``
+checks the draws against programmed chips magnitude by magnitude. Uniforms come from a counter-based
+generator (splitmix64 of (seed, layer, chip, segment, index)), so a draw is a function of the seed and the
+weight's position only.
 """
 
 from __future__ import annotations
