@@ -13,7 +13,9 @@ are q̃ · latent.
 
 Latent storage (per row of R channels): BITS=16 float16; BITS=8 int8 codes times a float32 (or
 float16) scale per token and GROUP channels; BITS=4 two codes per byte (offset 8, even channel in the low nibble)
-times the same scales.
+times the same scales. Keys and values have their own precision, and a side may be mixed: its first RA
+channels in one part (BITS_K / BITS_V), the rest in a tail part of its own precision (BITS_KT / BITS_VT),
+each part with its own codes and scales.
 """
 
 from __future__ import annotations
@@ -30,21 +32,17 @@ _NEG = -1.0e30
 
 
 @triton.jit
-def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R,
-                 BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_R: tl.constexpr):
-    """float32 latent [BLOCK_N, BLOCK_R] of `keys` (rows head_row + key of the cache), zero outside."""
-    cols = tl.arange(0, BLOCK_R)
-    mask = k_mask[:, None] & (cols[None, :] < R)
-    rows = head_row + keys
+def _latent_part(codes_ptr, scale_ptr, rows, cols, mask, W, BITS: tl.constexpr, GROUP: tl.constexpr):
+    """float32 values of channels `cols` (0..W-1) of a latent part of W channels stored at BITS, zero outside mask."""
     if BITS == 16:
-        x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(codes_ptr + rows[:, None] * W + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     else:
-        n_groups = (R + GROUP - 1) // GROUP
+        n_groups = (W + GROUP - 1) // GROUP
         scale = tl.load(scale_ptr + rows[:, None] * n_groups + cols[None, :] // GROUP, mask=mask, other=0.0).to(tl.float32)
         if BITS == 8:
-            x = tl.load(codes_ptr + rows[:, None] * R + cols[None, :], mask=mask, other=0).to(tl.float32)
+            x = tl.load(codes_ptr + rows[:, None] * W + cols[None, :], mask=mask, other=0).to(tl.float32)
         else:
-            width = (R + 1) // 2
+            width = (W + 1) // 2
             byte = tl.load(codes_ptr + rows[:, None] * width + cols[None, :] // 2, mask=mask, other=0).to(tl.int32)
             nibble = (byte >> ((cols[None, :] % 2) * 4)) & 15
             x = tl.where(mask, (nibble - 8).to(tl.float32), 0.0)
@@ -53,12 +51,28 @@ def _latent_tile(codes_ptr, scale_ptr, head_row, keys, k_mask, R,
 
 
 @triton.jit
+def _latent_tile(codes_ptr, scale_ptr, tail_codes_ptr, tail_scale_ptr, head_row, keys, k_mask, R, RA,
+                 BITS: tl.constexpr, TAIL_BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_R: tl.constexpr):
+    """float32 latent [BLOCK_N, BLOCK_R] of `keys` (rows head_row + key of the cache), zero outside: channels
+    0..RA-1 from the head part (BITS), RA..R-1 from the tail part (TAIL_BITS; 0: no tail, RA = R)."""
+    cols = tl.arange(0, BLOCK_R)
+    rows = head_row + keys
+    x = _latent_part(codes_ptr, scale_ptr, rows, cols, k_mask[:, None] & (cols[None, :] < RA), RA, BITS, GROUP)
+    if TAIL_BITS > 0:
+        tail = tl.maximum(cols - RA, 0)
+        in_tail = k_mask[:, None] & (cols[None, :] >= RA) & (cols[None, :] < R)
+        x += _latent_part(tail_codes_ptr, tail_scale_ptr, rows, tail, in_tail, R - RA, TAIL_BITS, GROUP)
+    return x
+
+
+@triton.jit
 def lowrank_decode_kernel(
     q_ptr, kc_ptr, ks_ptr, vc_ptr, vs_ptr, pos_ptr, kup_ptr, vup_ptr, freq_ptr, lengths_ptr,
-    m_ptr, l_ptr, acc_ptr,
-    scale, N, chunk, n_chunks, RK, RV,
+    m_ptr, l_ptr, acc_ptr, kc2_ptr, ks2_ptr, vc2_ptr, vs2_ptr,
+    scale, N, chunk, n_chunks, RK, RV, RKA, RVA,
     G: tl.constexpr, HQ: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
-    BITS: tl.constexpr, GROUP: tl.constexpr, ROPE: tl.constexpr, UPCAST: tl.constexpr,
+    BITS_K: tl.constexpr, BITS_KT: tl.constexpr, BITS_V: tl.constexpr, BITS_VT: tl.constexpr,
+    GROUP: tl.constexpr, ROPE: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_RK: tl.constexpr, BLOCK_RV: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
@@ -102,7 +116,8 @@ def lowrank_decode_kernel(
     for n0 in range(start, stop, BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         k_mask = keys < stop
-        latent = _latent_tile(kc_ptr, ks_ptr, head_row, keys, k_mask, RK, BITS, GROUP, BLOCK_RK).to(dot_ty)
+        latent = _latent_tile(kc_ptr, ks_ptr, kc2_ptr, ks2_ptr, head_row, keys, k_mask, RK, RKA,
+                              BITS_K, BITS_KT, GROUP, BLOCK_RK).to(dot_ty)
         if ROPE:
             k1 = tl.dot(latent, up1)
             k2 = tl.dot(latent, up2)
@@ -120,7 +135,8 @@ def lowrank_decode_kernel(
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
         l = l * alpha + tl.sum(p, axis=1)
-        values = _latent_tile(vc_ptr, vs_ptr, head_row, keys, k_mask, RV, BITS, GROUP, BLOCK_RV).to(dot_ty)
+        values = _latent_tile(vc_ptr, vs_ptr, vc2_ptr, vs2_ptr, head_row, keys, k_mask, RV, RVA,
+                              BITS_V, BITS_VT, GROUP, BLOCK_RV).to(dot_ty)
         acc = acc * alpha[:, None] + tl.dot(p.to(dot_ty), values)
         m = m_new
     stat = (b * HQ + heads) * n_chunks + c
@@ -152,8 +168,15 @@ def lowrank_decode(
     scale: float,
     block_n: int = 32,
     chunk: int | None = None,
+    value_bits: int | None = None,
+    key_tail: tuple[torch.Tensor, torch.Tensor | None, int, int] | None = None,
+    value_tail: tuple[torch.Tensor, torch.Tensor | None, int, int] | None = None,
 ) -> torch.Tensor:
-    """out [B, Hq, D] in q's dtype; shapes validated by codesign.attention.lowrank_kv."""
+    """out [B, Hq, D] in q's dtype; shapes validated by codesign.attention.lowrank_kv.
+
+    Keys at `bits`, values at `value_bits` (default: bits). A tail (codes, scales, bits, width) holds the last
+    `width` latent channels of its side at its own precision (mixed-precision latents); the head part then holds
+    the channels before them."""
     bsz, hq, dim = q.shape
     hkv, n_keys = key_codes.shape[1], key_codes.shape[2]
     rank_k, rank_v = key_up.shape[1], value_up.shape[1]
@@ -164,12 +187,23 @@ def lowrank_decode(
     l = torch.empty_like(m)
     acc = torch.empty((bsz, hq, n_chunks, rank_v), dtype=torch.float32, device=device)
     placeholder = m
+
+    def tail_args(tail, rank):  # noqa: ANN001, ANN202 - (codes, scales, bits, head rank) of a side's tail
+        if tail is None:
+            return placeholder, placeholder, 0, rank
+        codes, scales, tail_bits, width = tail
+        return codes.contiguous(), placeholder if scales is None else scales.contiguous(), tail_bits, rank - width
+
+    kc2, ks2, bits_kt, rank_ka = tail_args(key_tail, rank_k)
+    vc2, vs2, bits_vt, rank_va = tail_args(value_tail, rank_v)
     lowrank_decode_kernel[(bsz, hkv, n_chunks)](
         q, key_codes, placeholder if key_scale is None else key_scale,
         value_codes, placeholder if value_scale is None else value_scale,
         positions, key_up, value_up, placeholder if inv_freq is None else inv_freq, lengths,
-        m, l, acc, scale, n_keys, chunk, n_chunks, rank_k, rank_v,
-        G=group, HQ=hq, HKV=hkv, D=dim, BITS=bits, GROUP=group_size, ROPE=rope, UPCAST=is_interpreted(lowrank_decode_kernel),
+        m, l, acc, kc2, ks2, vc2, vs2, scale, n_keys, chunk, n_chunks, rank_k, rank_v, rank_ka, rank_va,
+        G=group, HQ=hq, HKV=hkv, D=dim, BITS_K=bits, BITS_KT=bits_kt,
+        BITS_V=bits if value_bits is None else value_bits, BITS_VT=bits_vt,
+        GROUP=group_size, ROPE=rope, UPCAST=is_interpreted(lowrank_decode_kernel),
         BLOCK_G=_pow2(group), BLOCK_N=block_n, BLOCK_RK=_pow2(rank_k), BLOCK_RV=_pow2(rank_v),
         BLOCK_H=_pow2(dim // 2), BLOCK_D=_pow2(dim),
     )

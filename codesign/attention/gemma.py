@@ -30,6 +30,7 @@ from codesign.attention.lowrank_kv import (
     allocate_ranks,
     dequantize_latent,
     fit_projection,
+    latent_segments,
     lowrank_decode_attention,
     quantize_latent,
     rotate,
@@ -195,20 +196,6 @@ class BernoulliQueryCore(ExactCore):
         return self.inner.from_exact_cache(block, keys, values, positions)
 
 
-def _segments(bits: int | tuple[tuple[int, int], ...], width: int) -> list[tuple[int, int]]:
-    """(width, bits) segments covering a latent of `width` channels: one for a single precision; for mixed segments
-    ((w, b), ...) the last one takes every channel past the others (a head's zero channels beyond its rank)."""
-    if isinstance(bits, int):
-        return [(width, bits)]
-    if not bits or any(w < 1 for w, _ in bits):
-        raise ValueError(f"mixed latent segments {bits!r}: need (width >= 1, bits) pairs")
-    head = [(int(w), int(b)) for w, b in bits[:-1]]
-    rest = width - sum(w for w, _ in head)
-    if rest < 1 and width > 1:
-        raise ValueError(f"mixed latent segments {bits!r} leave no channel of {width} for the last one")
-    return head + [(max(rest, 1), int(bits[-1][1]))]
-
-
 class LowRankCore(ExactCore):
     """Keys and values pass through the latent cache (key latents quantized at `bits`, value latents at `value_bits`,
     by default the same) before attention."""
@@ -217,7 +204,7 @@ class LowRankCore(ExactCore):
                  value_bits: int | tuple[tuple[int, int], ...] | None = None, scale_bits: int = 32) -> None:
         value_bits = bits if value_bits is None else value_bits
         for b in (bits, value_bits):
-            for _, segment_bits in _segments(b, 1):  # validates bits, group size, scale bits
+            for _, segment_bits in latent_segments(b, 1):  # validates bits, group size, scale bits
                 quantize_latent(torch.zeros(1, 2), segment_bits, group_size, scale_bits)
         self.projection, self.bits, self.value_bits, self.group_size = projection, bits, value_bits, group_size
         self.scale_bits = scale_bits
@@ -225,7 +212,7 @@ class LowRankCore(ExactCore):
     def _roundtrip(self, x: torch.Tensor, down: torch.Tensor, bits: int | tuple[tuple[int, int], ...]) -> torch.Tensor:
         latent = torch.einsum("bhnd,hdr->bhnr", x.float(), down.to(x.device))
         parts, start = [], 0
-        for width, segment_bits in _segments(bits, latent.shape[-1]):  # each segment quantized with its own scales
+        for width, segment_bits in latent_segments(bits, latent.shape[-1]):  # each segment quantized with its own scales
             piece = latent[..., start:start + width]
             codes, scale = quantize_latent(piece, segment_bits, self.group_size, self.scale_bits)
             parts.append(dequantize_latent(codes, scale, segment_bits, piece.shape[-1], self.group_size))

@@ -39,6 +39,8 @@ __all__ = [
     "check_scale_bits",
     "KVProjection",
     "LatentKVCache",
+    "LatentPart",
+    "latent_segments",
     "SecondMoment",
     "allocate_ranks",
     "fit_projection",
@@ -256,9 +258,40 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> 
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
 
 
+LatentBits = int | tuple[tuple[int, int], ...]  # one precision, or mixed segments ((width, bits), ...)
+
+
+def latent_segments(bits: LatentBits, width: int) -> list[tuple[int, int]]:
+    """(width, bits) segments covering a latent of `width` channels: one for a single precision; for mixed segments
+    ((w, b), ...) the last one takes every channel past the others (a head's zero channels beyond its rank)."""
+    if isinstance(bits, int):
+        return [(width, bits)]
+    if not bits or any(w < 1 for w, _ in bits):
+        raise ValueError(f"mixed latent segments {bits!r}: need (width >= 1, bits) pairs")
+    head = [(int(w), int(b)) for w, b in bits[:-1]]
+    rest = width - sum(w for w, _ in head)
+    if rest < 1 and width > 1:
+        raise ValueError(f"mixed latent segments {bits!r} leave no channel of {width} for the last one")
+    return head + [(max(rest, 1), int(bits[-1][1]))]
+
+
+@dataclass
+class LatentPart:
+    """The last `width` latent channels of one side stored at their own precision: codes [B, Hkv, N, width or
+    width/2] and scales (None at 16 bits)."""
+
+    codes: torch.Tensor
+    scale: torch.Tensor | None
+    bits: int
+    width: int
+
+
 @dataclass
 class LatentKVCache:
-    """A latent KV cache: codes [B, Hkv, N, R or R/2], scales [B, Hkv, N, R / group] (None at 16 bits), key positions [B, N]."""
+    """A latent KV cache: codes [B, Hkv, N, R or R/2], scales [B, Hkv, N, R / group] (None at 16 bits), key positions [B, N].
+
+    Keys are stored at `bits`, values at `value_bits` (None: the same). With a tail (mixed precision), a side's
+    codes and scales hold its first R − tail.width channels and the tail the rest, each with its own scales."""
 
     key_codes: torch.Tensor
     key_scale: torch.Tensor | None
@@ -267,18 +300,59 @@ class LatentKVCache:
     positions: torch.Tensor
     bits: int
     group_size: int = LATENT_GROUP
+    value_bits: int | None = None
+    key_tail: LatentPart | None = None
+    value_tail: LatentPart | None = None
 
     def nbytes(self) -> int:
         """Bytes held (codes and scales; positions excluded, a dense cache needs them too)."""
-        parts = (self.key_codes, self.key_scale, self.value_codes, self.value_scale)
+        parts = [self.key_codes, self.key_scale, self.value_codes, self.value_scale]
+        for tail in (self.key_tail, self.value_tail):
+            if tail is not None:
+                parts += [tail.codes, tail.scale]
         return sum(t.numel() * t.element_size() for t in parts if t is not None)
+
+    def side(self, keys: bool) -> tuple[torch.Tensor, torch.Tensor | None, int, LatentPart | None]:
+        """(codes, scales, bits, tail) of the keys or of the values."""
+        if keys:
+            return self.key_codes, self.key_scale, self.bits, self.key_tail
+        return self.value_codes, self.value_scale, self.bits if self.value_bits is None else self.value_bits, \
+            self.value_tail
+
+
+def _encode_side(latent: torch.Tensor, bits: LatentBits, group_size: int,
+                 scale_bits: int) -> tuple[torch.Tensor, torch.Tensor | None, int, LatentPart | None]:
+    """(codes, scales, bits, tail) of one side's latent: a single precision, or two mixed segments."""
+    segments = latent_segments(bits, latent.shape[-1])
+    if len(segments) > 2:
+        raise ValueError(f"mixed latent segments {bits!r}: the cache stores at most two precisions per side")
+    (head_width, head_bits), tail = segments[0], segments[1:]
+    codes, scale = quantize_latent(latent[..., :head_width], head_bits, group_size, scale_bits)
+    if not tail:
+        return codes, scale, head_bits, None
+    tail_width, tail_bits = tail[0]
+    tail_codes, tail_scale = quantize_latent(latent[..., head_width:], tail_bits, group_size, scale_bits)
+    return codes, scale, head_bits, LatentPart(tail_codes, tail_scale, tail_bits, tail_width)
+
+
+def _decode_side(cache: LatentKVCache, keys: bool, width: int) -> torch.Tensor:
+    """float32 latent [..., width] of one side (head part and tail)."""
+    codes, scale, bits, tail = cache.side(keys)
+    head = width - (tail.width if tail is not None else 0)
+    latent = dequantize_latent(codes, scale, bits, head, cache.group_size)
+    if tail is None:
+        return latent
+    return torch.cat((latent, dequantize_latent(tail.codes, tail.scale, tail.bits, tail.width, cache.group_size)), -1)
 
 
 def encode_kv(
-    projection: KVProjection, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor, bits: int = 16,
-    group_size: int = LATENT_GROUP, scale_bits: int = 32,
+    projection: KVProjection, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor, bits: LatentBits = 16,
+    group_size: int = LATENT_GROUP, scale_bits: int = 32, value_bits: LatentBits | None = None,
 ) -> LatentKVCache:
-    """Project keys/values [B, Hkv, N, D] into a latent cache (keys pre-RoPE if rope_mode='pre', else rotated)."""
+    """Project keys/values [B, Hkv, N, D] into a latent cache (keys pre-RoPE if rope_mode='pre', else rotated).
+
+    Keys at `bits`, values at `value_bits` (default: bits); either may be mixed segments ((w, b), (w2, b2)):
+    the first w latent channels at b bits, the rest at b2 (kv_budget's choices such as 64x8+192x4)."""
     if keys.shape != values.shape or keys.dim() != 4:
         raise ValueError(f"keys and values must both be [B, Hkv, N, D], got {tuple(keys.shape)} and {tuple(values.shape)}")
     if keys.shape[1] != projection.kv_heads or keys.shape[3] != projection.head_dim:
@@ -290,9 +364,11 @@ def encode_kv(
     down_v = projection.value_down.to(keys.device)
     key_latent = torch.einsum("bhnd,hdr->bhnr", keys.float(), down_k)
     value_latent = torch.einsum("bhnd,hdr->bhnr", values.float(), down_v)
-    key_codes, key_scale = quantize_latent(key_latent, bits, group_size, scale_bits)
-    value_codes, value_scale = quantize_latent(value_latent, bits, group_size, scale_bits)
-    return LatentKVCache(key_codes, key_scale, value_codes, value_scale, positions.to(torch.int32), bits, group_size)
+    key_codes, key_scale, key_bits, key_tail = _encode_side(key_latent, bits, group_size, scale_bits)
+    value_codes, value_scale, v_bits, value_tail = _encode_side(
+        value_latent, bits if value_bits is None else value_bits, group_size, scale_bits)
+    return LatentKVCache(key_codes, key_scale, value_codes, value_scale, positions.to(torch.int32), key_bits, group_size,
+                         value_bits=None if v_bits == key_bits else v_bits, key_tail=key_tail, value_tail=value_tail)
 
 
 def _check_decode(q: torch.Tensor, cache: LatentKVCache, projection: KVProjection, inv_freq: torch.Tensor | None):
@@ -322,10 +398,8 @@ def lowrank_decode_reference(
     lengths = check_lengths(lengths, bsz, n_keys).to(q.device)
     scale = dim**-0.5 if scale is None else scale
     device = q.device
-    key_latent = dequantize_latent(cache.key_codes, cache.key_scale, cache.bits, projection.key_up.shape[1],
-                                   cache.group_size)
-    value_latent = dequantize_latent(cache.value_codes, cache.value_scale, cache.bits, projection.value_up.shape[1],
-                                     cache.group_size)
+    key_latent = _decode_side(cache, True, projection.key_up.shape[1])
+    value_latent = _decode_side(cache, False, projection.value_up.shape[1])
     keys = torch.einsum("bhnr,hrd->bhnd", key_latent, projection.key_up.to(device))
     if projection.rope_mode == "pre":
         keys = rotate(keys, cache.positions[:, None, :].to(device), inv_freq)
@@ -335,6 +409,10 @@ def lowrank_decode_reference(
     visible = torch.arange(n_keys, device=device)[None, None, :] < lengths[:, None, None]
     probs = torch.softmax(scores.masked_fill(~visible, -torch.inf), dim=-1)
     return torch.einsum("bhn,bhnd->bhd", probs, values.repeat_interleave(group, dim=1)).to(q.dtype)
+
+
+def _tail_args(tail: LatentPart | None) -> tuple[torch.Tensor, torch.Tensor | None, int, int] | None:
+    return None if tail is None else (tail.codes, tail.scale, tail.bits, tail.width)
 
 
 def lowrank_decode_attention(
@@ -356,8 +434,8 @@ def lowrank_decode_attention(
             projection.key_up.to(q.device).contiguous(), projection.value_up.to(q.device).contiguous(),
             None if inv_freq is None else inv_freq.to(device=q.device, dtype=torch.float32).contiguous(),
             lengths.to(device=q.device, dtype=torch.int32), bits=cache.bits, group_size=cache.group_size,
-            rope=projection.rope_mode == "pre",
-            scale=scale, block_n=block_n, chunk=chunk,
+            rope=projection.rope_mode == "pre", scale=scale, block_n=block_n, chunk=chunk,
+            value_bits=cache.value_bits, key_tail=_tail_args(cache.key_tail), value_tail=_tail_args(cache.value_tail),
         )
 
     def run_reference():

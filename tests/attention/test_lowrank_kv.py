@@ -117,6 +117,44 @@ def test_kernel_matches_reference(rope_mode, bits, scale_bits):
     assert float((out.float() - ref).norm() / ref.norm()) < 3e-3
 
 
+@interpreted
+@pytest.mark.parametrize("rope_mode", ["pre", "post"])
+@pytest.mark.parametrize("key_bits,value_bits", [(((4, 8), (8, 4)), 4), (8, ((5, 16), (9, 4))), (4, 8)])
+def test_kernel_reads_mixed_precision_latents_as_the_reference(rope_mode, key_bits, value_bits):
+    """A side stored as two parts (int8 on its strongest channels, int4 on the rest; or fp16 + int4), keys and values
+    at different precisions: the kernel equals the reference, and the reference equals quantizing each part alone."""
+    keys, values, positions, inv_freq, q = activations(seed=2)
+    stored = keys if rope_mode == "pre" else rotate(keys, positions[:, None, :], inv_freq)
+    projection = fit_projection(moments(stored), moments(values), [12, 12], [14, 14], rope_mode)
+    cache = encode_kv(projection, stored, values, positions, key_bits, group_size=4, value_bits=value_bits)
+    freq = inv_freq if rope_mode == "pre" else None
+    ref = lowrank_decode_reference(q, cache, projection, freq, LENGTHS)
+    out = lowrank_decode_attention(q.half(), cache, projection, freq, LENGTHS, kernel="triton", block_n=16, chunk=32)
+    assert float((out.float() - ref).norm() / ref.norm()) < 3e-3
+    if isinstance(key_bits, tuple):  # the key latent: each part quantized on its own
+        latent = torch.einsum("bhnd,hdr->bhnr", stored.float(), projection.key_down)
+        (w, b), (_, b2) = key_bits
+        head = dequantize_latent(*quantize_latent(latent[..., :w], b, 4), b, w, 4)
+        tail = dequantize_latent(*quantize_latent(latent[..., w:], b2, 4), b2, 12 - w, 4)
+        assert cache.key_tail is not None and cache.key_tail.width == 12 - w
+        codes, scales, bits, _ = cache.side(True)
+        assert torch.equal(dequantize_latent(codes, scales, bits, w, 4), head)
+        assert torch.equal(dequantize_latent(cache.key_tail.codes, cache.key_tail.scale, b2, 12 - w, 4), tail)
+
+
+def test_mixed_precision_bytes_are_the_parts():
+    keys, values, positions, *_ = activations()
+    projection = fit_projection(moments(keys), moments(values), [8, 8], [8, 8])
+    tokens = B * HKV * N
+    mixed = encode_kv(projection, keys, values, positions, ((4, 8), (4, 4)), group_size=4, value_bits=4)
+    # keys: 4 int8 channels (4 B) and 4 int4 channels (2 B), one float32 scale per part; values: 8 int4 (4 B), 2 scales
+    assert mixed.nbytes() == tokens * ((4 + 4) + (2 + 4) + (4 + 2 * 4))
+    with pytest.raises(ValueError, match="at most two precisions per side"):
+        encode_kv(projection, keys, values, positions, ((2, 8), (2, 4), (4, 4)))
+    with pytest.raises(ValueError, match="leave no channel of 8 for the last one"):
+        encode_kv(projection, keys, values, positions, ((8, 8), (4, 4)))
+
+
 def test_latent_cache_is_smaller():
     keys, values, positions, inv_freq, _ = activations()
     projection = fit_projection(moments(keys), moments(values), [8, 8], [8, 8])
