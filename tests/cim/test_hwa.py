@@ -44,10 +44,17 @@ def test_exact_needs_an_ideal_chip():
         CIMConfig(exact=True)
 
 
-@pytest.mark.parametrize("read_noise", ["per_time"])
-def test_noisy_linear_gradient_is_the_gradient_at_the_sampled_weights(read_noise):
+# a chip of the layer at t: every device programmed and aged, or every weight drawn (codesign.cim.sampler)
+CHIPS = {
+    "programmed": lambda layer, seed, t: layer.program(seed).drift_to(t),
+    "drawn": lambda layer, seed, t: layer.sample(seed, t),
+}
+
+
+@pytest.mark.parametrize("chip", list(CHIPS))
+def test_noisy_linear_gradient_is_the_gradient_at_the_sampled_weights(chip):
     torch.manual_seed(1)
-    layer = CIMLinear(300, 20, config=CIMConfig(read_noise=read_noise)).program(3).drift_to(86400.0)
+    layer = CHIPS[chip](CIMLinear(300, 20, config=CIMConfig(read_noise="per_time")), 3, 86400.0)
     x = torch.randn(6, 300, requires_grad=True)
     y = layer(x)
     sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
@@ -60,13 +67,15 @@ def test_noisy_linear_gradient_is_the_gradient_at_the_sampled_weights(read_noise
     assert not torch.allclose(gx, torch.autograd.grad(F.linear(x, layer.weight), x, g)[0], atol=1e-4)  # noise shows
 
 
-def test_noisy_conv_gradient_is_the_gradient_at_the_sampled_kernels():
+@pytest.mark.parametrize("chip", list(CHIPS))
+def test_noisy_conv_gradient_is_the_gradient_at_the_sampled_kernels(chip):
     torch.manual_seed(2)
-    layer = CIMConv2d(3, 6, 3, padding="same", config=CIMConfig()).program(5).drift_to(3600.0)
+    layer = CHIPS[chip](CIMConv2d(3, 6, 3, padding="same", config=CIMConfig()), 5, 3600.0)
     x = torch.randn(3, 3, 8, 8, requires_grad=True)
     y = layer(x)
     sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
     ref = F.conv2d(x, sampled, layer.bias, padding=1)
+    assert (y - ref).abs().max() < 0.05 * ref.abs().max()  # the converters' error only
     g = torch.randn_like(y)
     gx, gw, gb = _grads(y, g, x, layer.weight, layer.bias)
     rx, rw, rb = _grads(ref, g, x, sampled, layer.bias)
