@@ -121,11 +121,12 @@ def _probe_sums(values, c, signed, rows, sums):  # pragma: no cover - compiled  
 
 def _mix(*keys: int) -> int:
     """A 64-bit seed from non-negative integer keys (splitmix64 chained; cheaper than a SeedSequence per chip)."""
+    golden, mix1, mix2, mask = int(_GOLDEN), int(_MIX1), int(_MIX2), (1 << 64) - 1
     z = 0
     for key in keys:
-        z = (z + 0x9E3779B97F4A7C15 + key) & 0xFFFFFFFFFFFFFFFF
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        z = (z + golden + key) & mask
+        z = ((z ^ (z >> 30)) * mix1) & mask
+        z = ((z ^ (z >> 27)) * mix2) & mask
         z ^= z >> 31
     return z
 
