@@ -133,7 +133,7 @@ class _SampleViews(NamedTuple):
     out_scale: Tensor  # (C, n_row_tiles, out_padded): tile scale × compensation
     group_scale: Tensor  # out_scale × ADC step: the realized matrix per group
     digital_scale: Tensor  # out_scale × code unit × ADC step: the read's digital rescale
-    parts: list[tuple[int, int, Segment, Tensor, Tensor]]  # (chip, segment index, segment, w_read view, uniforms)
+    parts: list[tuple[int, int, Segment, Tensor, Tensor]]  # (chip, segment index, segment, w_read view, draw workspace)
 
 
 def _parts(n_elements: int) -> Iterator[slice]:
@@ -183,7 +183,7 @@ class Crossbar(nn.Module):
         self.n_chips = 0
         self.t_seconds = 0.0
         self._sampled = False  # the chips were drawn weight by weight (sample): realized weights only
-        self._sampled_matrix: Tensor | None = None  # their realized weights (C, out_padded, in), weight units
+        self._sampled_matrix: Tensor | None = None  # their realized weights (C, out, in), weight units
         self._sample_views: _SampleViews | None = None  # sample()'s arrays (_sampling_views)
         self._read_generator: torch.Generator | None = None
         self._read_generator_2: torch.Generator | None = None
@@ -326,9 +326,10 @@ class Crossbar(nn.Module):
             self._probe_now, self._probe_t = self.reference, 0.0
         return self.drift_to(0.0)
 
-    def _check_program(self, weight: Tensor, seed: int, n_chips: int, first_chip: int,
-                       layer_id: int) -> tuple[int, int, int, Tensor, Tensor, Tensor]:
-        """The checked keys, the detached weight and its tiles (normalized, scales), or a one-line ValueError."""
+    def _check_program(self, weight: Tensor, seed: int, n_chips: int, first_chip: int, layer_id: int,
+                       tiled=None) -> tuple[int, int, int, Tensor, Tensor, Tensor]:  # noqa: ANN001
+        """The checked keys, the detached weight and its tiles (normalized, scales), or a one-line ValueError.
+        With `tiled` (weight -> (normalized, scales)) the tiles come from it instead of tile_weights."""
         seed = check_seed(seed)
         layer_id = check_seed(layer_id, "layer_id")
         first_chip = check_seed(first_chip, "first_chip")
@@ -340,7 +341,7 @@ class Crossbar(nn.Module):
         if not weight.is_floating_point():
             raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
         weight = weight.detach()
-        normalized, scale = tile_weights(weight, gr)
+        normalized, scale = tile_weights(weight, gr) if tiled is None else tiled(weight)
         # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
         # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
         if not bool(torch.isfinite(scale).all()):
@@ -357,16 +358,19 @@ class Crossbar(nn.Module):
         The chips hold their realized weights only (no device state): they are read and give gradients like
         programmed ones, but cannot be aged (drift_to) or asked for conductances.
         """
+        gr, ir = self.grid, self.config.tile.ir_drop
+        fused = ir == 0 and weight.dtype == torch.float32 and weight.device.type == "cpu"
+        # a CPU float32 weight without IR drop goes straight to storage order, in one pass (sampler.py)
+        tiled = (lambda w: sampler.tiled(w, gr.rows, gr.cols, gr.out_padded, gr.n_row_tiles)) if fused else None
         seed, first_chip, layer_id, weight, normalized, scale = self._check_program(weight, seed, n_chips, first_chip,
-                                                                                   layer_id)
-        gr, views = self.grid, self._sample_views
+                                                                                   layer_id, tiled)
+        views = self._sample_views
         if n_chips != self.n_chips or not self._sampled or views is None or views.w_read.dtype != weight.dtype \
                 or views.w_read.device != weight.device:
             self.readout.clear()
             self.n_chips = n_chips  # the segment views of w_read
             views = self._sample_views = self._sampling_views(n_chips, weight)
-        flat = self._device_flat(normalized)
-        ir = self.config.tile.ir_drop
+        flat = normalized if fused else self._device_flat(normalized)
         ir_factor = self._device_flat(ir_drop_factor(normalized, ir, gr.rows)) if ir > 0 else None
         alpha = None
         if self.config.drift_compensation != "none":  # the probe ratio's expectation (sampler.py)
@@ -383,19 +387,21 @@ class Crossbar(nn.Module):
         torch.mul(out_scale, self._code_unit * self._adc_step, out=views.digital_scale)
         # the realized weights in the layer's layout (realized_weights, the straight-through backward) come out of
         # the same pass: w_read × out_scale × ADC step. A fresh array: a graph of an earlier read may hold the last.
-        matrix = torch.empty((n_chips, gr.out_padded, gr.in_features), dtype=weight.dtype, device=weight.device)
+        # The unused columns of a tile (outputs out_features..out_padded) are not drawn: their w_read stays 0.
+        outputs = gr.out_features
+        matrix = torch.empty((n_chips, outputs, gr.in_features), dtype=weight.dtype, device=weight.device)
         unit = 1.0 / self._adc_step
-        for k, i, seg, out, uniforms in views.parts:
+        for k, i, seg, out, workspace in views.parts:
             first_tile = seg.first_input // gr.rows
             columns = matrix[k, :, seg.first_input: seg.first_input + seg.tiles * seg.rows]
-            target = columns.view(gr.out_padded, seg.tiles, seg.rows)
+            target = columns.view(outputs, seg.tiles, seg.rows)
             scales = views.group_scale[k, first_tile: first_tile + seg.tiles].view(-1)
             sampler.draw(flat[seg.offset: seg.offset + seg.size], (seed, layer_id, first_chip + k, i), unit, out, scales,
-                         target, uniforms)
+                         target, workspace, gr.out_padded)
             if ir_factor is not None:
                 ir_seg = ir_factor[seg.offset: seg.offset + seg.size]
                 out.mul_(ir_seg)
-                target.mul_(ir_seg.view(seg.tiles, gr.out_padded, seg.rows).transpose(0, 1))
+                target.mul_(ir_seg.view(seg.tiles, gr.out_padded, seg.rows)[:, :outputs].transpose(0, 1))
         self._chip_keys = (seed, layer_id, first_chip)
         self.w_normalized, self.tile_scale, self.ir_factor = flat, scale, ir_factor
         if not self._sampled:  # the device state of programmed chips goes
@@ -416,9 +422,9 @@ class Crossbar(nn.Module):
     def _sampling_views(self, n_chips: int, like: Tensor) -> _SampleViews:
         """What sample() writes, kept while the chip count stays (sample rewrites them in place)."""
         gr = self.grid
-        w_read = torch.empty(n_chips * self.n_devices, dtype=like.dtype, device=like.device)
+        w_read = torch.zeros(n_chips * self.n_devices, dtype=like.dtype, device=like.device)  # unused columns stay 0
         scales = torch.empty((3, n_chips, gr.n_row_tiles, gr.out_padded), dtype=like.dtype, device=like.device)
-        parts = [(k, i, seg, self._seg(w_read, seg)[k], torch.empty(seg.size, dtype=torch.float32))
+        parts = [(k, i, seg, self._seg(w_read, seg)[k], torch.empty((4, seg.size), dtype=torch.float32))
                  for k in range(n_chips) for i, seg in enumerate(self.segments)]
         return _SampleViews(w_read, scales[0], scales[1], scales[2], parts)
 

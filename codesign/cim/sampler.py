@@ -54,48 +54,103 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _uniforms(seed, u):  # pragma: no cover - compiled  # noqa: ANN001
-    """u[i] = U[0, 1) of 24 bits from splitmix64(seed, i): a pass of its own, which the compiler vectorizes."""
+def _uniforms(seed, first, u):  # pragma: no cover - compiled  # noqa: ANN001
+    """u[i] = U[0, 1) of 24 bits from splitmix64(seed, first + i): a pass of its own, which the compiler vectorizes."""
     for i in range(u.shape[0]):
-        z = seed + np.uint64(i + 1) * _GOLDEN
+        z = seed + np.uint64(first + i + 1) * _GOLDEN
         z = (z ^ (z >> np.uint64(30))) * _MIX1
         z = (z ^ (z >> np.uint64(27))) * _MIX2
         z = z ^ (z >> np.uint64(31))
         u[i] = np.float32(np.int64(z >> np.uint64(40))) * np.float32(1.0 / 16777216.0)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _lookup(values, u, table, unit, out):  # pragma: no cover - compiled  # noqa: ANN001
-    """out[i] = sign(values[i])·unit·Q(u[i]; |values[i]|), Q the quantile table (QUANTILES, LEVELS) of the levels
-    (k/(LEVELS − 1))², interpolated in p and in |w|. Single precision and branch-free but for the clamps: the
-    signs are random, and a mispredicted branch per weight would cost as much as the arithmetic."""
-    n_q, n_levels = table.shape
+# error_model="numpy": a float division need not check for zero (Python's ZeroDivisionError), so the loop vectorizes
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _coordinates(values, u, n_levels, n_q, at, fa, fu):  # pragma: no cover - compiled  # noqa: ANN001
+    """Where each weight reads the quantile table (QUANTILES, LEVELS), flattened: at[i] the index of its lower
+    corner (quantile j, level k with levels (k/(LEVELS − 1))²), fa[i] and fu[i] its position between the levels
+    and between the quantiles. No memory read but the inputs': the compiler vectorizes it."""
     top, qf = np.float32(n_levels - 1), np.float32(n_q)
     for i in range(values.shape[0]):
-        v = values[i]
-        a = min(abs(v), np.float32(1.0))
-        k = min(np.int32(math.sqrt(a) * top), np.int32(n_levels - 2))  # levels (k/top)²
+        a = min(abs(values[i]), np.float32(1.0))
+        k = min(np.int32(math.sqrt(a) * top), np.int32(n_levels - 2))
         fk = np.float32(k)
-        fa = (a * top * top - fk * fk) / (np.float32(2.0) * fk + np.float32(1.0))  # linear in |w| between levels
+        fa[i] = (a * top * top - fk * fk) / (np.float32(2.0) * fk + np.float32(1.0))  # linear in |w| between levels
         pos = min(max(u[i] * qf - np.float32(0.5), np.float32(0.0)), qf - np.float32(1.0))
         j = min(np.int32(pos), np.int32(n_q - 2))
-        fu = pos - np.float32(j)
-        low = table[j, k] + fa * (table[j, k + 1] - table[j, k])
-        high = table[j + 1, k] + fa * (table[j + 1, k + 1] - table[j + 1, k])
-        out[i] = (low + fu * (high - low)) * math.copysign(unit, v)
+        fu[i] = pos - np.float32(j)
+        at[i] = j * np.int32(n_levels) + k
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _interpolate(values, at, fa, fu, flat, n_levels, unit, out):  # pragma: no cover - compiled  # noqa: ANN001
+    """out[i] = sign(values[i])·unit·Q(u[i]; |values[i]|), bilinear between the four table entries around
+    (_coordinates). Unsigned indices: a signed one would be checked for wraparound at every read. Branch-free:
+    the signs are random, and a mispredicted branch per weight would cost as much as the arithmetic."""
+    row = np.uint64(n_levels)
+    for i in range(values.shape[0]):
+        corner = np.uint64(at[i])
+        t00, t01 = flat[corner], flat[corner + np.uint64(1)]
+        t10, t11 = flat[corner + row], flat[corner + row + np.uint64(1)]
+        low = t00 + fa[i] * (t01 - t00)
+        high = t10 + fa[i] * (t11 - t10)
+        out[i] = (low + fu[i] * (high - low)) * math.copysign(unit, values[i])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _scatter(values, scale, matrix):  # pragma: no cover - compiled  # noqa: ANN001
+def _scatter(values, scale, out_padded, matrix):  # pragma: no cover - compiled  # noqa: ANN001
     """matrix[o, t, r] = values[i]·scale[g] for device i = g·rows + r of group g = t·out_padded + o, matrix
-    (out_padded, tiles, rows): tile order to the layer's layout, in one streaming pass."""
-    out_padded, tiles, rows = matrix.shape
+    (outputs, tiles, rows), outputs <= out_padded: tile order to the layer's layout, in one streaming pass."""
+    outputs, tiles, rows = matrix.shape
     for t in range(tiles):
-        for o in range(out_padded):
+        for o in range(outputs):
             g = t * out_padded + o
             group_scale = scale[g]
+            source = np.uint64(g * rows)  # unsigned: no wraparound check per element
             for r in range(rows):
-                matrix[o, t, r] = values[g * rows + r] * group_scale
+                matrix[o, t, r] = values[source + np.uint64(r)] * group_scale
+
+
+# Only reassociation (the tile maxima and the NaN probe vectorize): no reciprocal for the division, which stays
+# IEEE's as torch's in tile_weights, so the two give the same normalized weights; no no-NaN assumption either.
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _tile_flat(weight, rows, cols, flat, scale):  # pragma: no cover - compiled  # noqa: ANN001
+    """crossbar.tile_weights and Crossbar._device_flat in one pass: flat (the used rows of every tile, storage order:
+    tile t, output o, row r at t·out_padded·rows + o·rows_t + r) holds weight / its tile's largest |w| (1 for an
+    all-zero tile; NaN when the tile holds a NaN or an inf, which the caller refuses), scale (n_row_tiles,
+    out_padded) each output's tile scale. Unsigned indices into the flat weight (out·in): a signed one would be
+    checked for wraparound at every read, which keeps the loops from vectorizing."""
+    outputs, inputs = weight.shape
+    n_row_tiles, out_padded = scale.shape
+    w = weight.ravel()
+    for t in range(n_row_tiles):
+        first = t * rows
+        rows_t = min(rows, inputs - first)
+        base = t * out_padded * rows
+        for c in range(0, out_padded, cols):
+            top = np.float32(0.0)
+            poison = np.float32(0.0)  # x·0 is NaN for a NaN or an inf x, 0 otherwise
+            for o in range(c, min(c + cols, outputs)):
+                start = np.uint64(o * inputs + first)
+                for r in range(np.uint64(rows_t)):
+                    x = w[start + r]
+                    a = abs(x)
+                    top = a if a > top else top
+                    poison += x * np.float32(0.0)
+            if poison != poison:
+                top = np.float32(np.nan)
+            elif top == np.float32(0.0):
+                top = np.float32(1.0)
+            for o in range(c, min(c + cols, out_padded)):
+                scale[t, o] = top
+                at = np.uint64(base + o * rows_t)
+                start = np.uint64(o * inputs + first)
+                if o < outputs:
+                    for r in range(np.uint64(rows_t)):
+                        flat[at + r] = w[start + r] / top
+                else:
+                    for r in range(np.uint64(rows_t)):
+                        flat[at + r] = np.float32(0.0)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -109,8 +164,9 @@ def _probe_sums(values, c, signed, rows, sums):  # pragma: no cover - compiled  
     for g in range(values.shape[0] // rows):
         s0 = np.float32(0.0)
         st = np.float32(0.0)
-        for i in range(g * rows, (g + 1) * rows):
-            v = values[i]
+        first = np.uint64(g * rows)
+        for i in range(np.uint64(rows)):
+            v = values[first + i]
             a = min(abs(v), np.float32(1.0))
             sign = math.copysign(np.float32(1.0), v) if signed else np.float32(1.0)
             s0 += sign * ((((((((a0 * a + a1) * a + a2) * a + a3) * a + a4) * a + a5) * a + a6) * a + a7) * a + a8)
@@ -186,9 +242,18 @@ class WeightSampler:
         self.signed_probe = signed
         self.mean_probe_0 = (probe_0 if signed else probe_0.abs()).mean(dim=1)
         self.mean_probe_t = (probe_t if signed else probe_t.abs()).mean(dim=1)
-        self._table_np = self.table.numpy()
+        self._flat_np = self.table.numpy().ravel()
         self.probe_polynomial = _fit_probe(self.mean_probe_0, self.mean_probe_t)
         self._probe_np = self.probe_polynomial.float().numpy()
+
+    @staticmethod
+    def tiled(weight: Tensor, rows: int, cols: int, out_padded: int, n_row_tiles: int) -> tuple[Tensor, Tensor]:
+        """(normalized weights in storage order, used rows only; tile scales (n_row_tiles, out_padded)) of a CPU
+        float32 weight (out, in): the values of tile_weights and Crossbar._device_flat, in one pass."""
+        flat = torch.empty(out_padded * weight.shape[1], dtype=torch.float32)  # the used rows of every tile
+        scale = torch.empty((n_row_tiles, out_padded), dtype=torch.float32)
+        _tile_flat(_cpu_float32(weight.contiguous()), rows, cols, flat.numpy(), scale.numpy())
+        return flat, scale
 
     def probe(self, values: Tensor, rows: int) -> Tensor:
         """The expected drift-compensation probe (2, groups) per group of `rows` devices (an output of a tile) of the
@@ -198,16 +263,31 @@ class WeightSampler:
         return torch.from_numpy(sums)
 
     def draw(self, values: Tensor, keys: tuple[int, ...], unit: float, out: Tensor, scale: Tensor | None = None,
-             matrix: Tensor | None = None, uniforms: Tensor | None = None) -> Tensor:
+             matrix: Tensor | None = None, workspace: Tensor | None = None, out_padded: int | None = None) -> Tensor:
         """out = one realization of every weight of `values` (normalized, signed) × unit, the uniforms seeded by the
-        integer keys (e.g. seed, layer, chip, segment); with scale (groups,) and matrix (out_padded, tiles, rows),
-        also each group's weights × its scale into the matrix (_scatter); uniforms, if given, is the workspace of
-        the uniforms (values' size). CPU float32 tensors."""
-        u = np.empty(values.shape[0], dtype=np.float32) if uniforms is None else _cpu_float32(uniforms)
-        _uniforms(np.uint64(_mix(*keys)), u)
-        _lookup(_cpu_float32(values), u, self._table_np, np.float32(unit), _cpu_float32(out))
+        integer keys (e.g. seed, layer, chip, segment) and the weight's index; CPU float32 tensors.
+
+        With scale (groups,) and matrix (outputs, tiles, rows), values is in tile order (tiles, out_padded, rows),
+        out_padded >= outputs (default outputs): only the first `outputs` of every tile are drawn (the others, a
+        tile's unused columns, are left as they are in `out`), and each group's weights × its scale go into the
+        matrix (_scatter). workspace, if given, is a float32 (4, values' size) tensor for the uniforms and the
+        table coordinates."""
+        n = values.shape[0]
+        space = np.empty((4, n), dtype=np.float32) if workspace is None else _cpu_float32(workspace)
+        v, w, seed = _cpu_float32(values), _cpu_float32(out), np.uint64(_mix(*keys))
+        spans = [(0, n)]
+        if matrix is not None:
+            outputs, tiles, rows = matrix.shape
+            out_padded = outputs if out_padded is None else out_padded
+            if outputs < out_padded:  # a tile's used columns come first: one span per tile
+                spans = [(t * out_padded * rows, (t * out_padded + outputs) * rows) for t in range(tiles)]
+        for first, end in spans:
+            u, at, fa, fu = space[0, first:end], space[1, first:end].view(np.int32), space[2, first:end], space[3, first:end]
+            _uniforms(seed, first, u)
+            _coordinates(v[first:end], u, LEVELS, QUANTILES, at, fa, fu)
+            _interpolate(v[first:end], at, fa, fu, self._flat_np, LEVELS, np.float32(unit), w[first:end])
         if scale is not None and matrix is not None:
-            _scatter(_cpu_float32(out), _cpu_float32(scale), _cpu_float32(matrix))
+            _scatter(w, _cpu_float32(scale), out_padded, _cpu_float32(matrix))
         return out
 
 

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from codesign.cim import CIMConfig, CIMLinear, FaultConfig, RRAMConfig, TileConfig, sample_model
-from codesign.cim.crossbar import Crossbar
+from codesign.cim.crossbar import Crossbar, tile_weights
 from codesign.cim.hwa import chip_twin
-from codesign.cim.sampler import chip_sampler
+from codesign.cim.sampler import WeightSampler, chip_sampler
 
 YEAR = 365.25 * 86400.0
 # magnitudes on and between the table's levels (k/63), each a block of columns; 1.0 sets every tile's scale to 1
@@ -104,6 +104,47 @@ def test_draws_are_a_function_of_the_seed_and_every_chip_differs():
     assert not torch.equal(layer.sample(8, YEAR, n_chips=3).realized_weights(), first)
     alone = layer.sample(7, YEAR, n_chips=1, first_chip=2).realized_weights()
     assert torch.equal(alone[0], first[2])  # chip k is the same whatever the number drawn with it
+
+
+@pytest.mark.parametrize("shape, rows, cols", [((40, 600), 256, 32), ((10, 128), 256, 256), ((70, 512), 128, 64)])
+def test_one_pass_tiling_equals_tile_weights_in_storage_order(shape, rows, cols):
+    torch.manual_seed(5)
+    weight = torch.randn(shape)
+    weight[:, :rows] *= 1e-3  # tiles of very different scales
+    if shape[0] > cols:
+        weight[cols:, rows:] = 0.0  # an all-zero tile keeps scale 1
+    chip = Crossbar(shape[1], shape[0], CIMConfig(tile=TileConfig(rows=rows, cols=cols)))
+    gr = chip.grid
+    normalized, scale = tile_weights(weight, gr)
+    flat, fused_scale = WeightSampler.tiled(weight, rows, cols, gr.out_padded, gr.n_row_tiles)
+    assert torch.equal(fused_scale, scale)
+    assert torch.equal(flat, chip._device_flat(normalized))  # bit for bit: both divide in IEEE float32
+    weight[3, 5] = float("nan")  # its tile's scale is NaN, as tile_weights', which the crossbar then refuses
+    fused_scale = WeightSampler.tiled(weight, rows, cols, gr.out_padded, gr.n_row_tiles)[1]
+    assert torch.equal(fused_scale.isnan(), tile_weights(weight, gr)[1].isnan()) and bool(fused_scale[0, 0].isnan())
+
+
+def test_unused_columns_are_not_drawn_and_used_ones_do_not_depend_on_them():
+    # 10 outputs on 256-column tiles: the other 246 columns of every tile are left at 0 and draw nothing
+    torch.manual_seed(6)
+    layer = CIMLinear(300, 10, config=CIMConfig(tile=TileConfig(rows=256, cols=256)))
+    layer.sample(1, YEAR)
+    chip = layer.crossbar
+    gr = chip.grid
+    for seg in chip.segments:
+        block = chip.w_read[seg.offset: seg.offset + seg.size].view(seg.tiles, gr.out_padded, seg.rows)
+        assert bool((block[:, 10:] == 0).all()) and bool((block[:, :10] != 0).any())
+    # the draw of a used weight is the same as in a full draw of every column (uniforms by position)
+    sampler = chip_sampler(chip.config, YEAR)
+    values = torch.rand(2 * 16 * 8) * 2 - 1  # (tiles 2, out_padded 16, rows 8), 5 outputs used
+    scale = torch.rand(2 * 16) + 0.5
+    full, part = torch.zeros_like(values), torch.zeros_like(values)
+    full_matrix, part_matrix = torch.empty(16, 2, 8), torch.empty(5, 2, 8)
+    sampler.draw(values, (1, 2, 3), 7.0, full, scale, full_matrix)
+    sampler.draw(values, (1, 2, 3), 7.0, part, scale, part_matrix, out_padded=16)
+    used = full.view(2, 16, 8)[:, :5]
+    assert torch.equal(part.view(2, 16, 8)[:, :5], used) and bool((part.view(2, 16, 8)[:, 5:] == 0).all())
+    assert torch.equal(part_matrix, full_matrix[:5])
 
 
 def test_a_model_of_drawn_chips_trains_its_float_network():
