@@ -133,7 +133,7 @@ class _SampleViews(NamedTuple):
     out_scale: Tensor  # (C, n_row_tiles, out_padded): tile scale × compensation
     group_scale: Tensor  # out_scale × ADC step: the realized matrix per group
     digital_scale: Tensor  # out_scale × code unit × ADC step: the read's digital rescale
-    parts: list[tuple[int, int, Segment, Tensor, Tensor]]  # (chip, segment index, segment, w_read view, draw workspace)
+    parts: list[tuple[int, int, Segment, Tensor]]  # (chip, segment index, segment, its view of w_read)
 
 
 def _parts(n_elements: int) -> Iterator[slice]:
@@ -391,13 +391,13 @@ class Crossbar(nn.Module):
         outputs = gr.out_features
         matrix = torch.empty((n_chips, outputs, gr.in_features), dtype=weight.dtype, device=weight.device)
         unit = 1.0 / self._adc_step
-        for k, i, seg, out, workspace in views.parts:
+        for k, i, seg, out in views.parts:
             first_tile = seg.first_input // gr.rows
             columns = matrix[k, :, seg.first_input: seg.first_input + seg.tiles * seg.rows]
             target = columns.view(outputs, seg.tiles, seg.rows)
             scales = views.group_scale[k, first_tile: first_tile + seg.tiles].view(-1)
             sampler.draw(flat[seg.offset: seg.offset + seg.size], (seed, layer_id, first_chip + k, i), unit, out, scales,
-                         target, workspace, gr.out_padded)
+                         target, gr.out_padded)
             if ir_factor is not None:
                 ir_seg = ir_factor[seg.offset: seg.offset + seg.size]
                 out.mul_(ir_seg)
@@ -424,8 +424,7 @@ class Crossbar(nn.Module):
         gr = self.grid
         w_read = torch.zeros(n_chips * self.n_devices, dtype=like.dtype, device=like.device)  # unused columns stay 0
         scales = torch.empty((3, n_chips, gr.n_row_tiles, gr.out_padded), dtype=like.dtype, device=like.device)
-        parts = [(k, i, seg, self._seg(w_read, seg)[k], torch.empty((4, seg.size), dtype=torch.float32))
-                 for k in range(n_chips) for i, seg in enumerate(self.segments)]
+        parts = [(k, i, seg, self._seg(w_read, seg)[k]) for k in range(n_chips) for i, seg in enumerate(self.segments)]
         return _SampleViews(w_read, scales[0], scales[1], scales[2], parts)
 
     def _materialize_params(self) -> None:
@@ -661,7 +660,8 @@ class Crossbar(nn.Module):
         per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
         weights = self._read_weights(generators)
         variance = self._read_variance() if per_input else None
-        return ReadState(self.n_chips, weights, variance, generators, self.digital_scale)
+        columns = self.grid.out_features if self._sampled else None  # a drawn chip's unused columns are empty
+        return ReadState(self.n_chips, weights, variance, generators, self.digital_scale, columns)
 
     def _require_programmed(self) -> None:
         if self.n_chips == 0:

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -71,6 +72,9 @@ class ReadState(NamedTuple):
     variance: Tensor | None  # per_input read noise: read_std² (C·N); None otherwise
     generators: tuple[torch.Generator, torch.Generator] | None  # the read-noise streams; None when nothing is drawn
     digital_scale: Tensor  # (C, n_row_tiles, out_padded)
+    # the columns a row read computes: out_features for chips drawn weight by weight (their unused columns hold
+    # nothing), None for every column of the tiles (programmed chips: their reads stay as they were)
+    columns: int | None = None
 
 
 class _RowRead(NamedTuple):
@@ -80,7 +84,7 @@ class _RowRead(NamedTuple):
     input_stride: tuple[int, int, int, int]  # strides of the (C, tiles, B, rows) view of the (C·B, in) input
     codes: Tensor  # DAC codes (C, tiles, B, rows)
     amax: Tensor  # the DAC full scale per vector (C, tiles, B, 1)
-    partial: Tensor  # partial sums in ADC steps (C, tiles, B, out_padded)
+    partial: Tensor  # partial sums in ADC steps (C, tiles, B, width): width = ReadState.columns or out_padded
     single: bool  # one chip and one tile: a plain GEMM (less overhead than a batch of one)
     matmul_in: Tensor  # codes as the (batched) GEMM takes them
     weights: Tensor  # the weights read, transposed: (rows, out_padded) or (C·tiles, rows, out_padded)
@@ -210,7 +214,13 @@ class CrossbarReadout:
         flat_w, gen, variance = state.weights, state.generators, state.variance
         x = x.to(flat_w.dtype).contiguous()
         ideal = self.converter.is_ideal
-        fuse_bias = bias is not None and gr.out_padded == gr.out_features
+        width = gr.out_padded if state.columns is None else state.columns
+        fuse_bias = bias is not None and width == gr.out_features
+        conv = self.converter
+        if state.columns is not None and not ideal and variance is None and conv.adc_noise == 0 \
+                and conv.input_range is None and conv.dac_bits is not None and conv.adc_bits is not None \
+                and x.dtype == torch.float32 and x.device.type == "cpu":
+            return self._read_rows_fused(x, bias, state, width).to(out_dtype)
         y: Tensor | None = None
         biased = False
         full_scale: Tensor | float
@@ -245,15 +255,36 @@ class CrossbarReadout:
         assert y is not None  # a layer has at least one segment
         if bias is not None and not biased:
             y = y.add_(bias) if fuse_bias else y[..., : gr.out_features] + bias
-        elif gr.out_padded != gr.out_features:
+        elif width != gr.out_features:
             y = y[..., : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 
+    def _read_rows_fused(self, x: Tensor, bias: Tensor | None, state: ReadState, width: int) -> Tensor:
+        """read_rows of a drawn chip through quantizing converters with the DAC and the ADC + digital rescale as
+        one kernel each (read_kernels.py); x contiguous CPU float32."""
+        from codesign.cim.read_kernels import adc_accumulate, dac_codes  # numba: compiled on the first drawn read
+
+        gr, chips = self.grid, state.n_chips
+        batch = x.shape[0] // chips
+        y = torch.empty((chips, batch, width), dtype=x.dtype)
+        k, tiny, adc_max = np.float32(self.steps.dac_max), np.float32(_TINY), np.float32(self.steps.adc_max)
+        for i, r in enumerate(self._row_plan(batch, state, x)):
+            xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
+            dac_codes(xt.numpy(), k, tiny, r.codes.numpy(), r.amax.numpy())
+            (torch.mm if r.single else torch.bmm)(r.matmul_in, r.weights, out=r.matmul_out)  # in ADC steps
+            scale = r.column_scale if r.one_tile is None else r.column_scale.unsqueeze(1)  # (C, tiles, 1, width)
+            adc_accumulate(r.partial.numpy(), adc_max, r.amax.numpy(), scale.numpy(), y.numpy(), i > 0)
+        if bias is not None:
+            return (y.add_(bias) if width == gr.out_features else y[..., : gr.out_features] + bias).reshape(
+                chips * batch, gr.out_features)
+        return y[..., : gr.out_features].reshape(chips * batch, gr.out_features)
+
     def _row_plan(self, batch: int, state: ReadState, like: Tensor) -> tuple[_RowRead, ...]:
         """Every segment's row read for this batch size; kept while the weights read and digital_scale are the same."""
         flat_w, digital_scale = state.weights, state.digital_scale
-        key = (batch, state.n_chips, like.dtype, like.device)
+        width = self.grid.out_padded if state.columns is None else state.columns
+        key = (batch, state.n_chips, like.dtype, like.device, width)
         cached = self._row_plan_cache
         if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is digital_scale:
             return cached[3]
@@ -261,9 +292,9 @@ class CrossbarReadout:
         for i, seg in enumerate(self.segments):
             w = segment_block(flat_w, seg, chips, gr.out_padded)  # (C, tiles, out_padded, rows)
             first_tile = seg.first_input // gr.rows
-            scale = digital_scale[:, first_tile: first_tile + seg.tiles].unsqueeze(2)  # (C, tiles, 1, out_padded)
+            scale = digital_scale[:, first_tile: first_tile + seg.tiles, :width].unsqueeze(2)  # (C, tiles, 1, width)
             codes = self._workspace(f"codes{i}", (chips, seg.tiles, batch, seg.rows), like)
-            partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, gr.out_padded), like)
+            partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, width), like)
             single = chips * seg.tiles == 1  # one matrix: a plain GEMM has less overhead than a batch of one
             n = chips * seg.tiles
             reads.append(_RowRead(
@@ -274,8 +305,9 @@ class CrossbarReadout:
                 partial=partial,
                 single=single,
                 matmul_in=codes.view(batch, seg.rows) if single else codes.view(n, batch, seg.rows),
-                weights=w.view(gr.out_padded, seg.rows).t() if single else w.view(n, gr.out_padded, seg.rows).transpose(1, 2),
-                matmul_out=partial.view(batch, gr.out_padded) if single else partial.view(n, batch, gr.out_padded),
+                weights=w.view(gr.out_padded, seg.rows)[:width].t() if single
+                else w.view(n, gr.out_padded, seg.rows)[:, :width].transpose(1, 2),
+                matmul_out=partial.view(batch, width) if single else partial.view(n, batch, width),
                 one_tile=partial[:, 0] if seg.tiles == 1 else None,
                 column_scale=scale[:, 0] if seg.tiles == 1 else scale,
             ))

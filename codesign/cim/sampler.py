@@ -97,6 +97,27 @@ def _interpolate(values, at, fa, fu, flat, n_levels, unit, out):  # pragma: no c
         out[i] = (low + fu[i] * (high - low)) * math.copysign(unit, values[i])
 
 
+_CHUNK = 2048  # weights drawn per pass of _draw_span: its uniforms and coordinates stay in the L1 cache
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _draw_span(seed, first, values, flat, n_levels, n_q, unit, out):  # pragma: no cover - compiled  # noqa: ANN001
+    """out = the draws of values, the uniforms numbered from `first`: _uniforms, _coordinates and _interpolate
+    chunk by chunk, so that the two vectorized passes and the gathers share small buffers instead of streaming
+    16 bytes per weight through memory."""
+    u = np.empty(_CHUNK, np.float32)
+    at = np.empty(_CHUNK, np.int32)
+    fa = np.empty(_CHUNK, np.float32)
+    fu = np.empty(_CHUNK, np.float32)
+    n = values.shape[0]
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        v = values[start: start + m]
+        _uniforms(seed, first + start, u[:m])
+        _coordinates(v, u[:m], n_levels, n_q, at[:m], fa[:m], fu[:m])
+        _interpolate(v, at[:m], fa[:m], fu[:m], flat, n_levels, unit, out[start: start + m])
+
+
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _scatter(values, scale, out_padded, matrix):  # pragma: no cover - compiled  # noqa: ANN001
     """matrix[o, t, r] = values[i]·scale[g] for device i = g·rows + r of group g = t·out_padded + o, matrix
@@ -263,17 +284,15 @@ class WeightSampler:
         return torch.from_numpy(sums)
 
     def draw(self, values: Tensor, keys: tuple[int, ...], unit: float, out: Tensor, scale: Tensor | None = None,
-             matrix: Tensor | None = None, workspace: Tensor | None = None, out_padded: int | None = None) -> Tensor:
+             matrix: Tensor | None = None, out_padded: int | None = None) -> Tensor:
         """out = one realization of every weight of `values` (normalized, signed) × unit, the uniforms seeded by the
         integer keys (e.g. seed, layer, chip, segment) and the weight's index; CPU float32 tensors.
 
         With scale (groups,) and matrix (outputs, tiles, rows), values is in tile order (tiles, out_padded, rows),
         out_padded >= outputs (default outputs): only the first `outputs` of every tile are drawn (the others, a
         tile's unused columns, are left as they are in `out`), and each group's weights × its scale go into the
-        matrix (_scatter). workspace, if given, is a float32 (4, values' size) tensor for the uniforms and the
-        table coordinates."""
+        matrix (_scatter)."""
         n = values.shape[0]
-        space = np.empty((4, n), dtype=np.float32) if workspace is None else _cpu_float32(workspace)
         v, w, seed = _cpu_float32(values), _cpu_float32(out), np.uint64(_mix(*keys))
         spans = [(0, n)]
         if matrix is not None:
@@ -282,10 +301,7 @@ class WeightSampler:
             if outputs < out_padded:  # a tile's used columns come first: one span per tile
                 spans = [(t * out_padded * rows, (t * out_padded + outputs) * rows) for t in range(tiles)]
         for first, end in spans:
-            u, at, fa, fu = space[0, first:end], space[1, first:end].view(np.int32), space[2, first:end], space[3, first:end]
-            _uniforms(seed, first, u)
-            _coordinates(v[first:end], u, LEVELS, QUANTILES, at, fa, fu)
-            _interpolate(v[first:end], at, fa, fu, self._flat_np, LEVELS, np.float32(unit), w[first:end])
+            _draw_span(seed, first, v[first:end], self._flat_np, LEVELS, QUANTILES, np.float32(unit), w[first:end])
         if scale is not None and matrix is not None:
             _scatter(w, _cpu_float32(scale), out_padded, _cpu_float32(matrix))
         return out

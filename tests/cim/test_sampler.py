@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from codesign.cim import CIMConfig, CIMLinear, FaultConfig, RRAMConfig, TileConfig, sample_model
+from codesign.cim import CIMConfig, CIMLinear, ConverterConfig, FaultConfig, RRAMConfig, TileConfig, sample_model
 from codesign.cim.crossbar import Crossbar, tile_weights
 from codesign.cim.hwa import chip_twin
 from codesign.cim.sampler import WeightSampler, chip_sampler
@@ -145,6 +145,23 @@ def test_unused_columns_are_not_drawn_and_used_ones_do_not_depend_on_them():
     used = full.view(2, 16, 8)[:, :5]
     assert torch.equal(part.view(2, 16, 8)[:, :5], used) and bool((part.view(2, 16, 8)[:, 5:] == 0).all())
     assert torch.equal(part_matrix, full_matrix[:5])
+
+
+@pytest.mark.parametrize("converter", ["ideal", "8-bit"])
+def test_a_drawn_chip_reads_its_used_columns_only_and_as_every_column_would(converter):
+    torch.manual_seed(7)
+    config = CIMConfig(converter=ConverterConfig.ideal()) if converter == "ideal" else CIMConfig()
+    layer = CIMLinear(300, 10, config=config).sample(2, YEAR, n_chips=2)
+    chip, x = layer.crossbar, torch.randn(6, 300)
+    state = chip._read_state(x.device)
+    assert state.columns == 10  # a programmed chip reads every column (None)
+    narrow = chip.readout.read_rows(x, layer.bias.detach(), state)
+    full = chip.readout.read_rows(x, layer.bias.detach(), state._replace(columns=None))
+    # the same sums but for the GEMM's width: equal to float32 rounding, or one ADC code where that rounding moves it
+    step = (chip.digital_scale.max() * 1.0001).item()
+    assert narrow.shape == full.shape == (6, 10)
+    assert float((narrow - full).abs().max()) <= (1e-5 if converter == "ideal" else step)
+    assert float((narrow - full).abs().gt(1e-5).float().mean()) < 0.05
 
 
 def test_a_model_of_drawn_chips_trains_its_float_network():

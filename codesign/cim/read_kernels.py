@@ -1,0 +1,53 @@
+"""CPU kernels of a row read through quantizing converters for chips drawn weight by weight (readout.read_rows).
+
+A read of a drawn chip in training runs once per layer and mini-batch on small arrays, where a dozen tensor
+operations per row-tile segment (|x|, its maximum, the reciprocal, the codes, the ADC's round and clamp, two
+rescales, the sum over tiles) cost more in dispatch than in arithmetic. These kernels do the DAC of every
+input vector and the ADC plus digital accumulation of every tile's partial sums in one pass each, with the
+same operations as the torch path (so the same rounding of every code and every product), for CPU float32,
+converters without ADC noise and without a fixed input range.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["dac_codes", "adc_accumulate"]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def dac_codes(x, k, tiny, codes, amax):  # pragma: no cover - compiled  # noqa: ANN001
+    """codes = rint(x · (1/m · k)) and amax = m for every vector of x (C, T, B, R) (any strides), m = max(max |x|,
+    tiny): readout's DAC with the vector's own full scale."""
+    chips, tiles, batch, rows = x.shape
+    for c in range(chips):
+        for t in range(tiles):
+            for b in range(batch):
+                top = np.float32(0.0)
+                for r in range(rows):
+                    a = abs(x[c, t, b, r])
+                    top = a if a > top else top
+                top = top if top > tiny else tiny
+                amax[c, t, b, 0] = top
+                to_codes = (np.float32(1.0) / top) * k
+                for r in range(rows):
+                    codes[c, t, b, r] = np.rint(x[c, t, b, r] * to_codes)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def adc_accumulate(p, adc_max, full_scale, column_scale, y, add):  # pragma: no cover - compiled  # noqa: ANN001
+    """y (C, B, W) = (y if add else 0) + Σ_t clamp(rint(p), ±adc_max) · full_scale · column_scale over the tiles t of
+    p (C, T, B, W), full_scale (C, T, B, 1), column_scale (C, T, 1, W): readout's ADC and digital rescale, the
+    tiles summed in order."""
+    chips, tiles, batch, width = p.shape
+    top = np.float32(adc_max)
+    for c in range(chips):
+        for t in range(tiles):
+            for b in range(batch):
+                scale = full_scale[c, t, b, 0]
+                first = t == 0 and not add
+                for w in range(width):
+                    q = np.rint(p[c, t, b, w])
+                    q = min(max(q, -top), top) * scale * column_scale[c, t, 0, w]
+                    y[c, b, w] = q if first else y[c, b, w] + q
