@@ -142,6 +142,22 @@ def test_kernel_reads_mixed_precision_latents_as_the_reference(rope_mode, key_bi
         assert torch.equal(dequantize_latent(cache.key_tail.codes, cache.key_tail.scale, b2, 12 - w, 4), tail)
 
 
+@pytest.mark.parametrize("key_bits, value_bits, scale_bits", [(((4, 8), (8, 4)), 4, 16), (8, ((8, 16), (4, 4)), 32), (4, 4, 16)])
+def test_the_accuracy_harness_reads_exactly_what_the_stored_cache_holds(key_bits, value_bits, scale_bits):
+    """LowRankCore (the perplexity harness) quantizes and dequantizes latents in place; the stored cache
+    (encode_kv, what the decode kernel reads) must give the same latents, bit for bit."""
+    from codesign.attention.gemma import LowRankCore
+    from codesign.attention.lowrank_kv import _decode_side
+
+    keys, values, positions, *_ = activations(seed=3)
+    projection = fit_projection(moments(keys), moments(values), [12, 12], [12, 12])
+    cache = encode_kv(projection, keys, values, positions, key_bits, group_size=4, scale_bits=scale_bits,
+                      value_bits=value_bits)
+    core = LowRankCore(projection, key_bits, group_size=4, value_bits=value_bits, scale_bits=scale_bits)
+    assert torch.equal(core._roundtrip(keys, projection.key_down, key_bits), _decode_side(cache, True, 12))
+    assert torch.equal(core._roundtrip(values, projection.value_down, value_bits), _decode_side(cache, False, 12))
+
+
 def test_mixed_precision_bytes_are_the_parts():
     keys, values, positions, *_ = activations()
     projection = fit_projection(moments(keys), moments(values), [8, 8], [8, 8])
