@@ -271,7 +271,7 @@ class CrossbarReadout:
         k, tiny, adc_max = np.float32(self.steps.dac_max), np.float32(_TINY), np.float32(self.steps.adc_max)
         for i, r in enumerate(self._row_plan(batch, state, x)):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
-            dac_codes(xt.numpy(), k, tiny, r.codes.numpy(), r.amax.numpy())
+            dac_codes(xt.detach().numpy(), k, tiny, r.codes.numpy(), r.amax.numpy())
             (torch.mm if r.single else torch.bmm)(r.matmul_in, r.weights, out=r.matmul_out)  # in ADC steps
             scale = r.column_scale if r.one_tile is None else r.column_scale.unsqueeze(1)  # (C, tiles, 1, width)
             adc_accumulate(r.partial.numpy(), adc_max, r.amax.numpy(), scale.numpy(), y.numpy(), i > 0)

@@ -125,15 +125,18 @@ def test_one_pass_tiling_equals_tile_weights_in_storage_order(shape, rows, cols)
 
 
 def test_unused_columns_are_not_drawn_and_used_ones_do_not_depend_on_them():
-    # 10 outputs on 256-column tiles: the other 246 columns of every tile are left at 0 and draw nothing
+    # 300 outputs on 256-column tiles: the second column tile uses 44 of its 256 columns; the other 212 of every
+    # row tile are left at 0 and draw nothing
     torch.manual_seed(6)
-    layer = CIMLinear(300, 10, config=CIMConfig(tile=TileConfig(rows=256, cols=256)))
+    layer = CIMLinear(300, 300, config=CIMConfig(tile=TileConfig(rows=256, cols=256)))
     layer.sample(1, YEAR)
     chip = layer.crossbar
     gr = chip.grid
+    assert gr.out_padded == 512
     for seg in chip.segments:
         block = chip.w_read[seg.offset: seg.offset + seg.size].view(seg.tiles, gr.out_padded, seg.rows)
-        assert bool((block[:, 10:] == 0).all()) and bool((block[:, :10] != 0).any())
+        assert bool((block[:, 300:] == 0).all()) and bool((block[:, :300] != 0).any())
+        assert bool((block[:, 256:300] != 0).any())  # the used columns of the second column tile are drawn
     # the draw of a used weight is the same as in a full draw of every column (uniforms by position)
     sampler = chip_sampler(chip.config, YEAR)
     values = torch.rand(2 * 16 * 8) * 2 - 1  # (tiles 2, out_padded 16, rows 8), 5 outputs used
@@ -151,15 +154,16 @@ def test_unused_columns_are_not_drawn_and_used_ones_do_not_depend_on_them():
 def test_a_drawn_chip_reads_its_used_columns_only_and_as_every_column_would(converter):
     torch.manual_seed(7)
     config = CIMConfig(converter=ConverterConfig.ideal()) if converter == "ideal" else CIMConfig()
-    layer = CIMLinear(300, 10, config=config).sample(2, YEAR, n_chips=2)
+    # 300 outputs on 256-column tiles (512 stored columns): a drawn chip reads the 300 used ones
+    layer = CIMLinear(300, 300, config=config).sample(2, YEAR, n_chips=2)
     chip, x = layer.crossbar, torch.randn(6, 300)
     state = chip._read_state(x.device)
-    assert state.columns == 10  # a programmed chip reads every column (None)
+    assert chip.grid.out_padded == 512 and state.columns == 300
     narrow = chip.readout.read_rows(x, layer.bias.detach(), state)
     full = chip.readout.read_rows(x, layer.bias.detach(), state._replace(columns=None))
     # the same sums but for the GEMM's width: equal to float32 rounding, or one ADC code where that rounding moves it
     step = (chip.digital_scale.max() * 1.0001).item()
-    assert narrow.shape == full.shape == (6, 10)
+    assert narrow.shape == full.shape == (6, 300)
     assert float((narrow - full).abs().max()) <= (1e-5 if converter == "ideal" else step)
     assert float((narrow - full).abs().gt(1e-5).float().mean()) < 0.05
 
