@@ -87,10 +87,10 @@ class _RowRead(NamedTuple):
     partial: Tensor  # partial sums in ADC steps (C, tiles, B, width): width = ReadState.columns or out_padded
     single: bool  # one chip and one tile: a plain GEMM (less overhead than a batch of one)
     matmul_in: Tensor  # codes as the (batched) GEMM takes them
-    weights: Tensor  # the weights read, transposed: (rows, out_padded) or (C·tiles, rows, out_padded)
+    weights: Tensor  # the weights read, transposed: (rows, width) or (C·tiles, rows, width)
     matmul_out: Tensor  # partial as the GEMM writes it
-    one_tile: Tensor | None  # partial without its tile axis (C, B, out_padded) when the segment is one tile
-    column_scale: Tensor  # digital_scale of the segment: (C, tiles, 1, out_padded), or (C, 1, out_padded) for one tile
+    one_tile: Tensor | None  # partial without its tile axis (C, B, width) when the segment is one tile
+    column_scale: Tensor  # digital_scale of the segment: (C, tiles, 1, width), or (C, 1, width) for one tile
 
 
 class CrossbarReadout:
@@ -204,7 +204,7 @@ class CrossbarReadout:
             p.round_().clamp_(-steps.adc_max, steps.adc_max)
 
     def read_rows(self, x: Tensor, bias: Tensor | None, state: ReadState) -> Tensor:
-        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, out_padded).
+        """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, width).
 
         x (C·B, in), chip-major, with B = chip_batch rows per chip (checked by the caller); y (C·B, out).
         """
