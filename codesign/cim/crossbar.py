@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -54,6 +54,7 @@ from torch import Tensor, nn
 from codesign.cim.config import CIMConfig, ConverterConfig
 from codesign.cim.devices import DeviceState, apply_faults, draw_faults, make_device
 from codesign.cim.readout import CrossbarReadout, ReadState
+from codesign.cim.sampler import tile_storage
 from codesign.cim.tiles import Segment, TileGrid, segment_block, segments_of
 
 __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_seed", "check_seed", "check_time"]
@@ -327,9 +328,10 @@ class Crossbar(nn.Module):
         return self.drift_to(0.0)
 
     def _check_program(self, weight: Tensor, seed: int, n_chips: int, first_chip: int, layer_id: int,
-                       tiled=None) -> tuple[int, int, int, Tensor, Tensor, Tensor]:  # noqa: ANN001
-        """The checked keys, the detached weight and its tiles (normalized, scales), or a one-line ValueError.
-        With `tiled` (weight -> (normalized, scales)) the tiles come from it instead of tile_weights."""
+                       tile: Callable[[Tensor, TileGrid], tuple[Tensor, Tensor]] = tile_weights,
+                       ) -> tuple[int, int, int, Tensor, Tensor, Tensor]:
+        """The checked keys, the detached weight and its tiles (normalized, scales, by `tile`), or a one-line
+        ValueError."""
         seed = check_seed(seed)
         layer_id = check_seed(layer_id, "layer_id")
         first_chip = check_seed(first_chip, "first_chip")
@@ -341,7 +343,7 @@ class Crossbar(nn.Module):
         if not weight.is_floating_point():
             raise ValueError(f"weight of dtype {weight.dtype}: expected a floating-point tensor")
         weight = weight.detach()
-        normalized, scale = tile_weights(weight, gr) if tiled is None else tiled(weight)
+        normalized, scale = tile(weight, gr)
         # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
         # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
         if not bool(torch.isfinite(scale).all()):
@@ -359,11 +361,10 @@ class Crossbar(nn.Module):
         programmed ones, but cannot be aged (drift_to) or asked for conductances.
         """
         gr, ir = self.grid, self.config.tile.ir_drop
+        # a CPU float32 weight without IR drop goes straight to storage order, in one pass (sampler.tile_storage)
         fused = ir == 0 and weight.dtype == torch.float32 and weight.device.type == "cpu"
-        # a CPU float32 weight without IR drop goes straight to storage order, in one pass (sampler.py)
-        tiled = (lambda w: sampler.tiled(w, gr.rows, gr.cols, gr.out_padded, gr.n_row_tiles)) if fused else None
-        seed, first_chip, layer_id, weight, normalized, scale = self._check_program(weight, seed, n_chips, first_chip,
-                                                                                   layer_id, tiled)
+        seed, first_chip, layer_id, weight, normalized, scale = self._check_program(
+            weight, seed, n_chips, first_chip, layer_id, tile_storage if fused else tile_weights)
         views = self._sample_views
         if n_chips != self.n_chips or not self._sampled or views is None or views.w_read.dtype != weight.dtype \
                 or views.w_read.device != weight.device:

@@ -214,13 +214,13 @@ class CrossbarReadout:
         flat_w, gen, variance = state.weights, state.generators, state.variance
         x = x.to(flat_w.dtype).contiguous()
         ideal = self.converter.is_ideal
-        width = gr.out_padded if state.columns is None else state.columns
+        width = self._width(state)
         fuse_bias = bias is not None and width == gr.out_features
         conv = self.converter
-        if state.columns is not None and not ideal and variance is None and conv.adc_noise == 0 \
+        if state.columns == gr.out_features and not ideal and variance is None and conv.adc_noise == 0 \
                 and conv.input_range is None and conv.dac_bits is not None and conv.adc_bits is not None \
                 and x.dtype == torch.float32 and x.device.type == "cpu":
-            return self._read_rows_fused(x, bias, state, width).to(out_dtype)
+            return self._read_rows_fused(x, bias, state).to(out_dtype)
         y: Tensor | None = None
         biased = False
         full_scale: Tensor | float
@@ -260,14 +260,14 @@ class CrossbarReadout:
         y = y.reshape(chips * batch, gr.out_features)
         return y if y.dtype == out_dtype else y.to(out_dtype)
 
-    def _read_rows_fused(self, x: Tensor, bias: Tensor | None, state: ReadState, width: int) -> Tensor:
-        """read_rows of a drawn chip through quantizing converters with the DAC and the ADC + digital rescale as
-        one kernel each (read_kernels.py); x contiguous CPU float32."""
+    def _read_rows_fused(self, x: Tensor, bias: Tensor | None, state: ReadState) -> Tensor:
+        """read_rows of a drawn chip (it reads its out_features columns) through quantizing converters with the DAC
+        and the ADC + digital rescale as one kernel each (read_kernels.py); x contiguous CPU float32."""
         from codesign.cim.read_kernels import adc_accumulate, dac_codes  # numba: compiled on the first drawn read
 
         gr, chips = self.grid, state.n_chips
         batch = x.shape[0] // chips
-        y = torch.empty((chips, batch, width), dtype=x.dtype)
+        y = torch.empty((chips, batch, gr.out_features), dtype=x.dtype)
         k, tiny, adc_max = np.float32(self.steps.dac_max), np.float32(_TINY), np.float32(self.steps.adc_max)
         for i, r in enumerate(self._row_plan(batch, state, x)):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
@@ -276,14 +276,17 @@ class CrossbarReadout:
             scale = r.column_scale if r.one_tile is None else r.column_scale.unsqueeze(1)  # (C, tiles, 1, width)
             adc_accumulate(r.partial.numpy(), adc_max, r.amax.numpy(), scale.numpy(), y.numpy(), i > 0)
         if bias is not None:
-            return (y.add_(bias) if width == gr.out_features else y[..., : gr.out_features] + bias).reshape(
-                chips * batch, gr.out_features)
-        return y[..., : gr.out_features].reshape(chips * batch, gr.out_features)
+            y.add_(bias)
+        return y.view(chips * batch, gr.out_features)
+
+    def _width(self, state: ReadState) -> int:
+        """The columns a row read computes: state.columns, or every column of the tiles."""
+        return self.grid.out_padded if state.columns is None else state.columns
 
     def _row_plan(self, batch: int, state: ReadState, like: Tensor) -> tuple[_RowRead, ...]:
         """Every segment's row read for this batch size; kept while the weights read and digital_scale are the same."""
         flat_w, digital_scale = state.weights, state.digital_scale
-        width = self.grid.out_padded if state.columns is None else state.columns
+        width = self._width(state)
         key = (batch, state.n_chips, like.dtype, like.device, width)
         cached = self._row_plan_cache
         if cached is not None and cached[0] == key and cached[1] is flat_w and cached[2] is digital_scale:

@@ -40,8 +40,9 @@ import torch
 from torch import Tensor
 
 from codesign.cim.config import CIMConfig, TileConfig
+from codesign.cim.tiles import TileGrid
 
-__all__ = ["LEVELS", "QUANTILES", "SAMPLES_PER_LEVEL", "WeightSampler", "chip_sampler"]
+__all__ = ["LEVELS", "QUANTILES", "SAMPLES_PER_LEVEL", "WeightSampler", "chip_sampler", "tile_storage"]
 
 LEVELS = 64  # target magnitudes tabulated, (k/63)² (every 64 inputs of the table's rows hold each once)
 QUANTILES = 1024  # quantiles per level (the table, 256 KB, stays in a core's L2 cache)
@@ -267,15 +268,6 @@ class WeightSampler:
         self.probe_polynomial = _fit_probe(self.mean_probe_0, self.mean_probe_t)
         self._probe_np = self.probe_polynomial.float().numpy()
 
-    @staticmethod
-    def tiled(weight: Tensor, rows: int, cols: int, out_padded: int, n_row_tiles: int) -> tuple[Tensor, Tensor]:
-        """(normalized weights in storage order, used rows only; tile scales (n_row_tiles, out_padded)) of a CPU
-        float32 weight (out, in): the values of tile_weights and Crossbar._device_flat, in one pass."""
-        flat = torch.empty(out_padded * weight.shape[1], dtype=torch.float32)  # the used rows of every tile
-        scale = torch.empty((n_row_tiles, out_padded), dtype=torch.float32)
-        _tile_flat(_cpu_float32(weight.contiguous()), rows, cols, flat.numpy(), scale.numpy())
-        return flat, scale
-
     def probe(self, values: Tensor, rows: int) -> Tensor:
         """The expected drift-compensation probe (2, groups) per group of `rows` devices (an output of a tile) of the
         normalized weights `values` (contiguous CPU float32): at programming, at t."""
@@ -305,6 +297,15 @@ class WeightSampler:
         if scale is not None and matrix is not None:
             _scatter(w, _cpu_float32(scale), out_padded, _cpu_float32(matrix))
         return out
+
+
+def tile_storage(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
+    """(normalized weights in storage order, used rows only; tile scales (n_row_tiles, out_padded)) of a CPU float32
+    weight (out, in): the values of crossbar.tile_weights followed by Crossbar._device_flat, in one pass."""
+    flat = torch.empty(grid.out_padded * grid.in_features, dtype=torch.float32)  # the used rows of every tile
+    scale = torch.empty((grid.n_row_tiles, grid.out_padded), dtype=torch.float32)
+    _tile_flat(_cpu_float32(weight.contiguous()), grid.rows, grid.cols, flat.numpy(), scale.numpy())
+    return flat, scale
 
 
 def _cpu_float32(x: Tensor) -> np.ndarray:

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from codesign.cim import CIMConfig, CIMLinear, ConverterConfig, FaultConfig, RRAMConfig, TileConfig, sample_model
 from codesign.cim.crossbar import Crossbar, tile_weights
 from codesign.cim.hwa import chip_twin
-from codesign.cim.sampler import WeightSampler, chip_sampler
+from codesign.cim.sampler import chip_sampler, tile_storage
 
 YEAR = 365.25 * 86400.0
 # magnitudes on and between the table's levels (k/63), each a block of columns; 1.0 sets every tile's scale to 1
@@ -116,11 +116,11 @@ def test_one_pass_tiling_equals_tile_weights_in_storage_order(shape, rows, cols)
     chip = Crossbar(shape[1], shape[0], CIMConfig(tile=TileConfig(rows=rows, cols=cols)))
     gr = chip.grid
     normalized, scale = tile_weights(weight, gr)
-    flat, fused_scale = WeightSampler.tiled(weight, rows, cols, gr.out_padded, gr.n_row_tiles)
+    flat, fused_scale = tile_storage(weight, gr)
     assert torch.equal(fused_scale, scale)
     assert torch.equal(flat, chip._device_flat(normalized))  # bit for bit: both divide in IEEE float32
     weight[3, 5] = float("nan")  # its tile's scale is NaN, as tile_weights', which the crossbar then refuses
-    fused_scale = WeightSampler.tiled(weight, rows, cols, gr.out_padded, gr.n_row_tiles)[1]
+    fused_scale = tile_storage(weight, gr)[1]
     assert torch.equal(fused_scale.isnan(), tile_weights(weight, gr)[1].isnan()) and bool(fused_scale[0, 0].isnan())
 
 
