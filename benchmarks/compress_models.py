@@ -144,8 +144,11 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
         if extra:
             raise SystemExit(f"row {row!r}: the hqq peer takes no suffix")
         return MethodSpec("int-asym", bits, group_size=group_size)  # stands in for the row key; run by peer_row
-    if extra not in ("", "winq", "ef", "ef-act"):
-        raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT), +ef and +ef-act (error feedback)")
+    sequential = extra.endswith("-seq")
+    extra = extra.removesuffix("-seq") if sequential else extra
+    if extra not in ("", "winq", "ef", "ef-act") or (sequential and not extra.startswith("ef")):
+        raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT), +ef and +ef-act (error feedback), "
+                         "and +ef-seq / +ef-act-seq (error feedback calibrated block by block)")
     spec = MethodSpec(method, bits, group_size=group_size)
     if spec.is_qat:
         if extra not in ("", "winq"):
@@ -153,14 +156,16 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
         return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=extra == "winq")
     if extra == "winq":
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
-    return dataclasses.replace(spec, error_feedback=extra.startswith("ef"), act_order=extra == "ef-act")
+    return dataclasses.replace(spec, error_feedback=extra.startswith("ef"), act_order=extra == "ef-act",
+                               sequential=sequential)
 
 
 def _label(r: dict) -> str:
     steps = f" ({r['steps']} steps" + (f", lr {r['lr']:g}" if r.get("lr") else "") + ")" if r.get("steps") else ""
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
-    feedback = (" + error feedback" + (" (act order)" if r.get("act_order") else "")) if r.get("error_feedback") else ""
+    options = ", ".join(o for o in ("act order" if r.get("act_order") else "", "sequential" if r.get("sequential") else "") if o)
+    feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 
@@ -174,6 +179,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
         return False
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
+            and bool(d.get("sequential")) == spec.sequential
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)
@@ -245,7 +251,9 @@ def main() -> int:
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
     specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
-    if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" for (m, _), s in specs.items()):
+    # sequential rows calibrate themselves, block by block
+    if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" and not s.sequential
+           for (m, _), s in specs.items()):
         start = time.perf_counter()
         # output covariances (and block importance) only for the rows that use them: they double the cost
         stats = calibrate(args.model, model, tokenizer, names, budget,
@@ -268,7 +276,8 @@ def main() -> int:
         torch.manual_seed(0)  # QAT's dropout and WinQ noise
         report, _ = compress_model(args.model, spec, budget=budget, progress=None, blocks=blocks, stats=stats)
         # as `codesign compress` reports it: calibration (shared here, charged to every row that needs it) included
-        report["calibration_seconds"] = calib_seconds if spec.needs_input_covariance or spec.needs_output_covariance else 0.0
+        report["calibration_seconds"] = (calib_seconds if (spec.needs_input_covariance or spec.needs_output_covariance)
+                                         and not spec.sequential else 0.0)
         report["compression_seconds"] += memo.reused_seconds + report["calibration_seconds"]
         report["reused_kmeans_seconds"] = memo.reused_seconds
         report["calib_tokens"] = budget.calib_tokens

@@ -21,6 +21,7 @@ import torch
 
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.registry import needs_covariance, quantizer_for
+from codesign.compress.sequential import replace_module, sequential_replacements
 
 __all__ = ["quantize_", "select_linears"]
 
@@ -78,10 +79,8 @@ def _run(model: torch.nn.Module, batch: Any) -> None:
         model(batch)
 
 
-def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linear], calibration: Any) -> dict:
-    """E[x xᵀ] (float64) of each linear's input over the calibration batches (model.collect_statistics' hooks)."""
-    from codesign.compress.model import collect_statistics  # noqa: PLC0415 - model.py imports this package's layers
-
+def _calibration_run(model: torch.nn.Module, calibration: Any) -> Callable[[], None]:
+    """run(): the model's forward pass over every calibration batch; a batch that does not fit is a one-line error."""
     seen = []
 
     def run() -> None:
@@ -96,12 +95,14 @@ def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linea
         if not seen:
             raise ValueError("the calibration data is empty")
 
-    return collect_statistics(model, run, list(linears), inputs=True).input_cov
+    return run
 
 
-def _replace(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
-    parent_name, _, leaf = name.rpartition(".")
-    setattr(model.get_submodule(parent_name) if parent_name else model, leaf, module)
+def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linear], calibration: Any) -> dict:
+    """E[x xᵀ] (float64) of each linear's input over the calibration batches (model.collect_statistics' hooks)."""
+    from codesign.compress.model import collect_statistics  # noqa: PLC0415 - model.py imports this package's layers
+
+    return collect_statistics(model, _calibration_run(model, calibration), list(linears), inputs=True).input_cov
 
 
 def quantize_(
@@ -111,11 +112,13 @@ def quantize_(
     calibration: Any = None,
     filter: Filter = None,
     kernel: str = "auto",
+    sequential: bool = False,
 ) -> torch.nn.Module:
     """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
 
     calibration: inputs for the methods that need activations (see the module docstring);
-    kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers.
+    kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers;
+    sequential: calibrate block by block under the quantized blocks' outputs (codesign.compress.sequential).
     """
     quantizer_for(config)  # an unregistered config fails before any work
     linears = select_linears(model, filter)
@@ -123,12 +126,19 @@ def quantize_(
         group = getattr(config, "group_size", None) or getattr(getattr(config, "base", None), "group_size", None)
         if group and linear.in_features % group:
             raise ValueError(f"group size {group} does not divide layer {name}'s input size {linear.in_features}")
-    covariances: dict[str, torch.Tensor] = {}
-    if needs_covariance(config):
-        if calibration is None:
-            raise ValueError(f"{type(config).__name__} weights its error by the activations: pass calibration=")
-        covariances = _input_covariances(model, linears, calibration)
-    for name, linear in linears.items():
-        module = QuantizedLinear.from_linear(linear, config, covariances.get(name), kernel=kernel)
-        _replace(model, name, module.to(linear.weight.device))
+    if sequential and not needs_covariance(config):
+        raise ValueError(f"sequential=True applies to the methods that calibrate on inputs, not {type(config).__name__}")
+    if needs_covariance(config) and calibration is None:
+        raise ValueError(f"{type(config).__name__} weights its error by the activations: pass calibration=")
+
+    def build(name: str, linear: torch.nn.Linear, cov: torch.Tensor | None) -> torch.nn.Module:
+        return QuantizedLinear.from_linear(linear, config, cov, kernel=kernel).to(linear.weight.device)
+
+    if sequential:
+        built, _ = sequential_replacements(model, list(linears), build, _calibration_run(model, calibration))
+    else:
+        covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
+        built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
+    for name, module in built.items():
+        replace_module(model, name, module)
     return model

@@ -20,6 +20,7 @@ def format_report(report: dict) -> str:
     """A short human-readable summary of a compress_model report."""
     lines = [
         f"model {report['model']}: {report['method']}{' + error feedback' if report.get('error_feedback') else ''}"
+        f"{' (sequential)' if report.get('sequential') else ''}"
         f" {report['bits']}-bit, group {report['group_size']}"
         + (f" rank {report['rank']}" if report.get("rank") is not None else ""),
         f"  layers {report['layers']}, weights {report['weights']:,}",
@@ -85,7 +86,8 @@ def _compress(args: argparse.Namespace) -> int:
 
     check_model(args.model)
     spec = MethodSpec(args.method, args.bits, args.rank, group_size=args.group_size, steps=args.steps, lr=args.lr,
-                      winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order)
+                      winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order,
+                      sequential=args.sequential)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -141,6 +143,9 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                         "kmeans, vq, and the base of qer-*/srr)")
     p.add_argument("--act-order", action="store_true",
                    help="with --error-feedback: quantize columns by decreasing activation energy (scalar grids)")
+    p.add_argument("--sequential", action="store_true",
+                   help="calibrate block by block, each under the outputs of the blocks quantized before it "
+                        "(GPTQ's order; about one more forward pass)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")

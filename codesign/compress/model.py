@@ -62,6 +62,8 @@ class MethodSpec:
     and WinQ on top (codesign.compress.qat).
     error_feedback, act_order: choose the codes of the grid (or of Q + L R's base) by GPTQ-style error
     feedback under each layer's input covariance (codesign.compress.gptq), optionally in act order.
+    sequential: calibrate block by block, each block under the outputs of the quantized blocks
+    before it (codesign.compress.sequential); for the methods that calibrate on inputs.
     """
 
     method: str
@@ -73,6 +75,7 @@ class MethodSpec:
     winq: bool = False
     error_feedback: bool = False
     act_order: bool = False
+    sequential: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -98,6 +101,9 @@ class MethodSpec:
             raise ValueError("--act-order is an option of --error-feedback")
         if self.act_order and self.method == "vq":
             raise ValueError("--act-order applies to scalar grids (a VQ vector's 4 columns stay together)")
+        if self.sequential and not self.needs_input_covariance:
+            raise ValueError("--sequential applies to the methods that calibrate on each layer's inputs "
+                             f"(--error-feedback, qer-scaled, srr), not {self.method!r} as given")
         if self.rank is not None:
             if self.method not in _QER:
                 raise ValueError(f"--rank applies to qer-plain, qer-scaled and srr, not {self.method!r}")

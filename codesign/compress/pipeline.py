@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from codesign.compress.checkpoint import COMPRESSED_FILES, write_compressed
+from codesign.compress.linear import QuantizedLinear
 from codesign.compress.model import (
     CalibrationStats,
     MethodSpec,
@@ -39,6 +40,7 @@ from codesign.compress.model import (
     spec_dict,
 )
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
+from codesign.compress.sequential import sequential_replacements
 from codesign.outputs import OutputFolder
 
 __all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate",
@@ -269,6 +271,26 @@ def _train_and_export(name: str, model: torch.nn.Module, tokenizer, spec: Method
     return {n: m for n, (m, _) in built.items()}, reports, {"qat_losses": losses}
 
 
+def _sequential(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec, names: Sequence[str], budget: Budget,
+                progress: Callable[[int, int, str], None] | None) -> tuple[dict[str, torch.nn.Module], list]:
+    """The named linears quantized block by block on the train split (codesign.compress.sequential), with their reports."""
+    config = spec.layer_config()
+    seconds: dict[str, float] = {}
+
+    def build(layer: str, linear: torch.nn.Linear, cov: torch.Tensor) -> torch.nn.Module:
+        start = time.perf_counter()
+        module = QuantizedLinear.from_linear(linear, config, cov)
+        seconds[layer] = time.perf_counter() - start
+        return module
+
+    run = _calibration_run(name, model, tokenizer, budget)
+    replacements, covariances = sequential_replacements(model, names, build, run, progress)
+    stats = CalibrationStats(input_cov=covariances, output_cov={}, block_importance={}, n_rows=0)
+    modules = dict(model.named_modules())
+    built = {n: (replacements[n], seconds[n]) for n in names}
+    return replacements, layer_reports({n: modules[n] for n in names}, built, stats)
+
+
 def compress_model(
     name: str,
     spec: MethodSpec,
@@ -293,7 +315,9 @@ def compress_model(
     modules = dict(model.named_modules())
     spec.check_layers({n: tuple(modules[n].weight.shape) for n in names})
     start = time.perf_counter()
-    if stats is not None:
+    if spec.sequential:
+        pass  # calibration and quantization interleave, block by block
+    elif stats is not None:
         _check_stats(spec, stats, names)
     elif spec.needs_input_covariance or spec.needs_output_covariance:
         stats = calibrate(name, model, tokenizer, names, budget, inputs=spec.needs_input_covariance,
@@ -303,6 +327,8 @@ def compress_model(
     if spec.is_qat:
         replacements, reports, training = _train_and_export(name, model, tokenizer, spec, names, budget,
                                                             verbose=progress is not None)
+    elif spec.sequential:
+        replacements, reports = _sequential(name, model, tokenizer, spec, names, budget, progress)
     else:
         replacements, reports = compress_linears(model, spec, stats, names, progress)
     total_seconds = time.perf_counter() - start
