@@ -6,11 +6,9 @@ added to the layer's input; GPTQ therefore calibrates block by block. This modul
 any model whose layers sit in a ``torch.nn.ModuleList`` of blocks (transformers' decoder layers,
 encoder layers, a user's own stack): one forward pass records every block's call (the first
 block's hidden states, every block's other arguments: position embeddings, attention masks), then
-block by block it re-runs the block on the hidden states the quantized blocks before it produced,
-stage by stage (the layers that read one input tensor: q, k, v; then o; gate, up; then down),
-collects a stage's input covariances with the earlier stages quantized, quantizes it, and at the
-end runs the quantized block to give the next block its inputs. Cost: about one forward pass of
-the blocks per stage of a block, plus one.
+block by block it collects the block's input covariances by re-running the block on the hidden
+states the quantized blocks before it produced, quantizes the block's layers, and runs the
+quantized block to give the next block its inputs. Cost: about two forward passes of the blocks.
 Layers outside the block list are quantized from the original model's statistics.
 """
 
@@ -74,36 +72,6 @@ def _replay(block: torch.nn.Module, recorded: list[tuple[tuple, dict]], hidden: 
     return [_call(block, args, kwargs, h) for (args, kwargs), h in zip(recorded, hidden)]
 
 
-def _stages(block: torch.nn.Module, names: list[str], modules: dict[str, torch.nn.Module],
-            call: tuple[tuple, dict], hidden: torch.Tensor) -> list[list[str]]:
-    """The block's named linears in the order the block calls them, those reading the same input tensor together.
-
-    q, k and v (or gate and up) share an input and so a stage; the next stage is calibrated with
-    the earlier ones quantized (GPTQ's "true sequential" order).
-    """
-    seen: list[tuple[str, torch.Tensor]] = []
-
-    def spy(name: str):
-        def hook(module, args):
-            if all(n != name for n, _ in seen):
-                seen.append((name, args[0]))
-        return hook
-
-    hooks = [modules[n].register_forward_pre_hook(spy(n)) for n in names]
-    try:
-        _call(block, *call, hidden)
-    finally:
-        for h in hooks:
-            h.remove()
-    stages: list[list[str]] = []
-    for i, (name, x) in enumerate(seen):
-        if i and x is seen[i - 1][1]:
-            stages[-1].append(name)
-        else:
-            stages.append([name])
-    return stages + [[n] for n in names if all(n != m for m, _ in seen)]  # never called: collect_statistics says so
-
-
 @torch.no_grad()
 def sequential_replacements(
     model: torch.nn.Module,
@@ -159,18 +127,18 @@ def sequential_replacements(
             if len(calls[b]) != len(hidden):
                 raise ValueError(f"block {prefix}.{b} ran {len(calls[b])} times for {len(hidden)} calibration batches")
 
-            def replay(block: torch.nn.Module = block, recorded: list = calls[b], inputs: list = hidden) -> None:
-                _replay(block, recorded, inputs)
+            if by_block[b]:
+                def replay(block: torch.nn.Module = block, recorded: list = calls[b], inputs: list = hidden) -> None:
+                    _replay(block, recorded, inputs)
 
-            for stage in _stages(block, by_block[b], modules, calls[b][0], hidden[0]):
-                stage_cov = collect_statistics(model, replay, stage).input_cov
-                for name in stage:
+                block_cov = collect_statistics(model, replay, by_block[b]).input_cov
+                for name in by_block[b]:
                     if progress is not None:
                         progress(done, len(names), name)
                     done += 1
-                    replacements[name] = build(name, modules[name], stage_cov[name])
+                    replacements[name] = build(name, modules[name], block_cov[name])
                     originals[name] = replace_module(model, name, replacements[name])
-                covariances.update(stage_cov)
+                covariances.update(block_cov)
             hidden = _replay(block, calls[b], hidden)
         for name in outside:
             if progress is not None:

@@ -1,4 +1,4 @@
-"""Sequential calibration: a layer sees the inputs that the layers quantized before it produce."""
+"""Sequential calibration: block b's layers see the inputs that the quantized blocks before it produce."""
 
 import pytest
 import torch
@@ -32,18 +32,7 @@ def covariances(model, names):
     return collect_statistics(model, run_over(model), names).input_cov
 
 
-# the order a Llama block calls its linears; the layers of a stage read one input tensor
-STAGES = [("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"), ("self_attn.o_proj",),
-          ("mlp.gate_proj", "mlp.up_proj"), ("mlp.down_proj",)]
-
-
-def position(name):
-    block = int(name.split(".")[2])
-    leaf = name.split(".", 3)[3]
-    return block, next(i for i, stage in enumerate(STAGES) if leaf in stage)
-
-
-def test_each_stage_is_calibrated_under_the_layers_quantized_before_it():
+def test_each_block_is_calibrated_under_the_blocks_quantized_before_it():
     model = tiny_llama()
     names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and ".layers." in n]
     original = covariances(model, names)
@@ -55,20 +44,20 @@ def test_each_stage_is_calibrated_under_the_layers_quantized_before_it():
 
     built, _ = sequential_replacements(model, names, build, run_over(model))
     assert all(isinstance(m, torch.nn.Linear) for n, m in model.named_modules() if n in names)  # left as it was
-    assert list(used) == sorted(names, key=position)  # quantized stage by stage, in the block's call order
-    for name in names:
-        before = {n: built[n] for n in names if position(n) < position(name)}
+    for block in (1, 2):
+        inside = [n for n in names if f".layers.{block}." in n]
+        before = {n: built[n] for n in names if int(n.split(".")[2]) < block}
         originals = {n: replace_module(model, n, m) for n, m in before.items()}
         try:
-            expected = covariances(model, [name])[name]  # whole-model passes with the earlier stages quantized
+            expected = covariances(model, inside)  # whole-model passes with the earlier blocks quantized
         finally:
             for n, m in originals.items():
                 replace_module(model, n, m)
-        assert torch.allclose(used[name], expected, rtol=1e-5, atol=1e-7), name
-        if before:  # 2-bit layers before it moved its inputs
-            assert not torch.allclose(used[name], original[name], rtol=1e-3, atol=1e-5), name
-        else:
-            assert torch.allclose(used[name], original[name], rtol=1e-5, atol=1e-7), name
+        for n in inside:
+            assert torch.allclose(used[n], expected[n], rtol=1e-5, atol=1e-7), n
+            assert not torch.allclose(used[n], original[n], rtol=1e-3, atol=1e-5), n  # 2-bit blocks moved it
+    # block 0 sees the original model's inputs
+    assert all(torch.allclose(used[n], original[n], rtol=1e-5, atol=1e-7) for n in names if ".layers.0." in n)
 
 
 def test_quantize_sequential_replaces_every_layer_and_differs_from_one_pass():
