@@ -1,9 +1,13 @@
-"""How much calibration error feedback needs on Gemma-3-270M, scored on a validation slice (not the held-out split).
+"""How much calibration error feedback needs on Gemma-3-270M, and in which order, scored on a validation slice (not the held-out split).
 
     python benchmarks/gemma_ef_calibration.py --calib-tokens 1024,16384 --threads 1
+    python benchmarks/gemma_ef_calibration.py --variants --method kmeans --bits 4 --threads 1
 
-All 126 linears but the tied head, asymmetric 4-bit integer, group 64: round to nearest, then error
-feedback with the input covariances of the first N train-split tokens for each N given. The
+All 126 linears but the tied head, group 64. Without --variants: asymmetric integer (or --method),
+round to nearest, then error feedback with the input covariances of the first N train-split tokens
+for each N given. With --variants: error feedback on 16384 calibration tokens four ways: one pass
+over the original model's covariances or sequential (block by block, stage by stage under the
+layers quantized before), each in column order or in act order. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
 """
@@ -17,7 +21,7 @@ import time
 import torch
 
 from codesign.compress.model import MethodSpec, compress_linears
-from codesign.compress.pipeline import Budget, calibrate, linear_names, load_model
+from codesign.compress.pipeline import Budget, calibrate, compress_sequentially, linear_names, load_model
 from codesign.llm import perplexity, swapped, token_stream, wiki_articles
 
 VALIDATION_ARTICLES = 400
@@ -28,6 +32,9 @@ def main() -> int:
     parser.add_argument("--calib-tokens", default="1024,16384", help="comma list of calibration token counts")
     parser.add_argument("--val-tokens", type=int, default=2048)
     parser.add_argument("--bits", type=int, default=4)
+    parser.add_argument("--method", default="int-asym", help="the grid (int-asym, int, kmeans); default int-asym")
+    parser.add_argument("--variants", action="store_true",
+                        help="compare one-pass / sequential error feedback, column / act order (16384 calibration tokens)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -40,7 +47,10 @@ def main() -> int:
 
     def score(spec: MethodSpec, stats, label: str) -> None:
         start = time.perf_counter()
-        replacements, layers = compress_linears(model, spec, stats, names)
+        if spec.sequential:
+            replacements, layers = compress_sequentially("gemma3-270m", model, tokenizer, spec, names, Budget(calib_tokens=16384))
+        else:
+            replacements, layers = compress_linears(model, spec, stats, names)
         with swapped(model, replacements):
             ppl = perplexity(model, val, context=512).perplexity
         errors = [r.activation_error for r in layers if r.activation_error is not None]
@@ -48,12 +58,20 @@ def main() -> int:
         print(f"| {label} | {ppl:.3f} | {100 * (ppl / reference - 1):+.1f} % | {act} | "
               f"{time.perf_counter() - start:.0f} |", flush=True)
 
-    print("| int-asym, 4 bits, group 64 | perplexity | vs reference | act. error (in-sample) | time (s) |")
+    print(f"| {args.method}, {args.bits} bits, group 64 | perplexity | vs reference | act. error (in-sample) | time (s) |")
     print("|---|---|---|---|---|")
-    score(MethodSpec("int-asym", args.bits), None, "round to nearest")
+    if args.variants:
+        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384), inputs=True)
+        for sequential in (False, True):
+            for act_order in (False, True):
+                spec = MethodSpec(args.method, args.bits, error_feedback=True, act_order=act_order, sequential=sequential)
+                score(spec, stats, f"error feedback, {'sequential' if sequential else 'one pass'}, "
+                                   f"{'act' if act_order else 'column'} order")
+        return 0
+    score(MethodSpec(args.method, args.bits), None, "round to nearest")
     for count in (int(c) for c in args.calib_tokens.split(",")):
         stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=count), inputs=True)
-        score(MethodSpec("int-asym", args.bits, error_feedback=True), stats, f"error feedback, {count} calibration tokens")
+        score(MethodSpec(args.method, args.bits, error_feedback=True), stats, f"error feedback, {count} calibration tokens")
     return 0
 
 

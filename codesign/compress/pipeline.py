@@ -44,7 +44,7 @@ from codesign.compress.sequential import sequential_replacements
 from codesign.outputs import OutputFolder
 
 __all__ = ["MODELS", "Budget", "check_model", "load_model", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate",
-           "reference_metric", "distillation_objective", "compress_model"]
+           "reference_metric", "distillation_objective", "compress_sequentially", "compress_model"]
 
 MODELS = ("minilm", "gemma3-270m")
 _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:layers|layer)\.(\d+)\.")
@@ -271,8 +271,9 @@ def _train_and_export(name: str, model: torch.nn.Module, tokenizer, spec: Method
     return {n: m for n, (m, _) in built.items()}, reports, {"qat_losses": losses}
 
 
-def _sequential(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec, names: Sequence[str], budget: Budget,
-                progress: Callable[[int, int, str], None] | None) -> tuple[dict[str, torch.nn.Module], list]:
+def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec, names: Sequence[str],
+                          budget: Budget, progress: Callable[[int, int, str], None] | None = None,
+                          ) -> tuple[dict[str, torch.nn.Module], list]:
     """The named linears quantized block by block on the train split (codesign.compress.sequential), with their reports."""
     config = spec.layer_config()
     seconds: dict[str, float] = {}
@@ -328,7 +329,7 @@ def compress_model(
         replacements, reports, training = _train_and_export(name, model, tokenizer, spec, names, budget,
                                                             verbose=progress is not None)
     elif spec.sequential:
-        replacements, reports = _sequential(name, model, tokenizer, spec, names, budget, progress)
+        replacements, reports = compress_sequentially(name, model, tokenizer, spec, names, budget, progress)
     else:
         replacements, reports = compress_linears(model, spec, stats, names, progress)
     total_seconds = time.perf_counter() - start
