@@ -6,8 +6,8 @@
 All 126 linears but the tied head, group 64. Without --variants: asymmetric integer (or --method),
 round to nearest, then error feedback with the input covariances of the first N train-split tokens
 for each N given. With --variants: error feedback on 16384 calibration tokens four ways: one pass
-over the original model's covariances or sequential (block by block, stage by stage under the
-layers quantized before), each in column order or in act order. The
+over the original model's covariances or sequential (block by block, each block under the blocks
+quantized before it), each in column order or in act order. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
 """
@@ -25,6 +25,7 @@ from codesign.compress.pipeline import Budget, calibrate, compress_sequentially,
 from codesign.llm import perplexity, swapped, token_stream, wiki_articles
 
 VALIDATION_ARTICLES = 400
+VARIANT_CALIB_TOKENS = 16384  # the calibration of the --variants runs (the tables' setting)
 
 
 def main() -> int:
@@ -34,7 +35,8 @@ def main() -> int:
     parser.add_argument("--bits", type=int, default=4)
     parser.add_argument("--method", default="int-asym", help="the grid (int-asym, int, kmeans); default int-asym")
     parser.add_argument("--variants", action="store_true",
-                        help="compare one-pass / sequential error feedback, column / act order (16384 calibration tokens)")
+                        help=f"compare one-pass / sequential error feedback, column / act order "
+                             f"({VARIANT_CALIB_TOKENS} calibration tokens)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -48,7 +50,8 @@ def main() -> int:
     def score(spec: MethodSpec, stats, label: str) -> None:
         start = time.perf_counter()
         if spec.sequential:
-            replacements, layers = compress_sequentially("gemma3-270m", model, tokenizer, spec, names, Budget(calib_tokens=16384))
+            replacements, layers = compress_sequentially("gemma3-270m", model, tokenizer, spec, names,
+                                                          Budget(calib_tokens=VARIANT_CALIB_TOKENS))
         else:
             replacements, layers = compress_linears(model, spec, stats, names)
         with swapped(model, replacements):
@@ -61,7 +64,7 @@ def main() -> int:
     print(f"| {args.method}, {args.bits} bits, group 64 | perplexity | vs reference | act. error (in-sample) | time (s) |")
     print("|---|---|---|---|---|")
     if args.variants:
-        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384), inputs=True)
+        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=VARIANT_CALIB_TOKENS), inputs=True)
         for sequential in (False, True):
             for act_order in (False, True):
                 spec = MethodSpec(args.method, args.bits, error_feedback=True, act_order=act_order, sequential=sequential)

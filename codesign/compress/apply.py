@@ -21,7 +21,7 @@ import torch
 
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.registry import needs_covariance, quantizer_for
-from codesign.compress.sequential import replace_module, sequential_replacements
+from codesign.compress.sequential import sequential_replacements
 
 __all__ = ["quantize_", "select_linears"]
 
@@ -139,6 +139,7 @@ def quantize_(
     else:
         covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
         built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
-    for name, module in built.items():
-        replace_module(model, name, module)
+    from codesign.llm.swap import replace_modules  # noqa: PLC0415 - as checkpoint.py, on first use
+
+    replace_modules(model, built)
     return model

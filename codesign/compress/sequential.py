@@ -19,20 +19,11 @@ from typing import Any
 
 import torch
 
-__all__ = ["block_list", "replace_module", "sequential_replacements"]
+__all__ = ["block_list", "sequential_replacements"]
 
 Build = Callable[[str, torch.nn.Linear, torch.Tensor], torch.nn.Module]
 # cached state a block must not carry from the recording pass into the replays
 _CACHE_KWARGS = ("cache", "past_key_value", "past_key_values", "layer_past")
-
-
-def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -> torch.nn.Module:
-    """Put `module` at the qualified `name` of `model`; returns the module it replaced."""
-    parent_name, _, leaf = name.rpartition(".")
-    parent = model.get_submodule(parent_name) if parent_name else model
-    old = getattr(parent, leaf)
-    setattr(parent, leaf, module)
-    return old
 
 
 def block_list(model: torch.nn.Module, names: Sequence[str]) -> tuple[str, torch.nn.ModuleList] | None:
@@ -85,6 +76,7 @@ def sequential_replacements(
     run() makes the calibration forward passes; the model is left as it was (its linears restored).
     """
     from codesign.compress.model import collect_statistics  # noqa: PLC0415 - model.py imports this package's layers
+    from codesign.llm.swap import replace_modules, restore_modules  # noqa: PLC0415 - as checkpoint.py, on first use
 
     found = block_list(model, names)
     if found is None:
@@ -137,7 +129,7 @@ def sequential_replacements(
                         progress(done, len(names), name)
                     done += 1
                     replacements[name] = build(name, modules[name], block_cov[name])
-                    originals[name] = replace_module(model, name, replacements[name])
+                originals.update(replace_modules(model, {n: replacements[n] for n in by_block[b]}))
                 covariances.update(block_cov)
             hidden = _replay(block, calls[b], hidden)
         for name in outside:
@@ -146,6 +138,5 @@ def sequential_replacements(
             done += 1
             replacements[name] = build(name, modules[name], covariances[name])
     finally:
-        for name, module in originals.items():
-            replace_module(model, name, module)
+        restore_modules(model, originals)
     return {n: replacements[n] for n in names}, covariances

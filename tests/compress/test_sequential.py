@@ -5,7 +5,8 @@ import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, KMeansConfig, QuantizedLinear, quantize_
 from codesign.compress.model import MethodSpec, collect_statistics
-from codesign.compress.sequential import replace_module, sequential_replacements
+from codesign.compress.sequential import sequential_replacements
+from codesign.llm.swap import swapped
 
 transformers = pytest.importorskip("transformers")
 
@@ -47,12 +48,8 @@ def test_each_block_is_calibrated_under_the_blocks_quantized_before_it():
     for block in (1, 2):
         inside = [n for n in names if f".layers.{block}." in n]
         before = {n: built[n] for n in names if int(n.split(".")[2]) < block}
-        originals = {n: replace_module(model, n, m) for n, m in before.items()}
-        try:
+        with swapped(model, before):
             expected = covariances(model, inside)  # whole-model passes with the earlier blocks quantized
-        finally:
-            for n, m in originals.items():
-                replace_module(model, n, m)
         for n in inside:
             assert torch.allclose(used[n], expected[n], rtol=1e-5, atol=1e-7), n
             assert not torch.allclose(used[n], original[n], rtol=1e-3, atol=1e-5), n  # 2-bit blocks moved it
