@@ -137,34 +137,42 @@ def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
 
+_EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales"}
+
+
 def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
-    """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef" / "+ef-act"."""
+    """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef[-FLAG...]".
+
+    The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
+    refit (least-squares group scales after the feedback), e.g. "kmeans+ef-act-refit".
+    """
     method, _, extra = row.partition("+")
     if method == "hqq":
         if extra:
             raise SystemExit(f"row {row!r}: the hqq peer takes no suffix")
         return MethodSpec("int-asym", bits, group_size=group_size)  # stands in for the row key; run by peer_row
-    sequential = extra.endswith("-seq")
-    extra = extra.removesuffix("-seq") if sequential else extra
-    if extra not in ("", "winq", "ef", "ef-act") or (sequential and not extra.startswith("ef")):
-        raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT), +ef and +ef-act (error feedback), "
-                         "and +ef-seq / +ef-act-seq (error feedback calibrated block by block)")
+    head, *flags = extra.split("-") if extra else [""]
+    if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in _EF_FLAGS for f in flags) \
+            or len(set(flags)) != len(flags):
+        raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT) and +ef (error feedback), the latter "
+                         f"optionally followed by -FLAG for each of {', '.join(_EF_FLAGS)} (e.g. +ef-act-seq)")
     spec = MethodSpec(method, bits, group_size=group_size)
     if spec.is_qat:
-        if extra not in ("", "winq"):
+        if head not in ("", "winq"):
             raise SystemExit(f"row {row!r}: +ef applies to the post-training methods")
-        return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=extra == "winq")
-    if extra == "winq":
+        return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=head == "winq")
+    if head == "winq":
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
-    return dataclasses.replace(spec, error_feedback=extra.startswith("ef"), act_order=extra == "ef-act",
-                               sequential=sequential)
+    return dataclasses.replace(spec, error_feedback=head == "ef", **{_EF_FLAGS[f]: True for f in flags})
 
 
 def _label(r: dict) -> str:
     steps = f" ({r['steps']} steps" + (f", lr {r['lr']:g}" if r.get("lr") else "") + ")" if r.get("steps") else ""
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
-    options = ", ".join(o for o in ("act order" if r.get("act_order") else "", "sequential" if r.get("sequential") else "") if o)
+    named = (("act_order", "act order"), ("sequential", "sequential"), ("scale_search", "scale search"),
+             ("refit_scales", "scales refitted"))
+    options = ", ".join(label for key, label in named if r.get(key))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -179,7 +187,8 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
         return False
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
-            and bool(d.get("sequential")) == spec.sequential
+            and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
+            and bool(d.get("refit_scales")) == spec.refit_scales
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)

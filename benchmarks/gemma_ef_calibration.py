@@ -2,12 +2,17 @@
 
     python benchmarks/gemma_ef_calibration.py --calib-tokens 1024,16384 --threads 1
     python benchmarks/gemma_ef_calibration.py --variants --method kmeans --bits 4 --threads 1
+    python benchmarks/gemma_ef_calibration.py --options act,act+search,act+refit,act+search+refit --method kmeans \
+        --bits 4,3 --threads 1 --stats /tmp/gemma_stats_16384.pt
 
 All 126 linears but the tied head, group 64. Without --variants: asymmetric integer (or --method),
 round to nearest, then error feedback with the input covariances of the first N train-split tokens
 for each N given. With --variants: error feedback on 16384 calibration tokens four ways: one pass
 over the original model's covariances or sequential (block by block, each block under the blocks
-quantized before it), each in column order or in act order. The
+quantized before it), each in column order or in act order. With --options: one-pass error feedback
+on 16384 calibration tokens with each '+'-joined set of options (act: act order, search: group scale
+search before the feedback, refit: least-squares group scales after it, seq: sequential; "plain": none),
+for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
 """
@@ -15,28 +20,45 @@ text), so a choice made here never looks at the held-out tokens the tables repor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-from codesign.compress.model import MethodSpec, compress_linears
+from codesign.compress.model import CalibrationStats, MethodSpec, compress_linears
 from codesign.compress.pipeline import Budget, calibrate, compress_sequentially, linear_names, load_model
 from codesign.llm import perplexity, swapped, token_stream, wiki_articles
 
 VALIDATION_ARTICLES = 400
 VARIANT_CALIB_TOKENS = 16384  # the calibration of the --variants runs (the tables' setting)
+OPTIONS = {"act": "act_order", "search": "scale_search", "refit": "refit_scales", "seq": "sequential"}
+
+
+def option_spec(method: str, bits: int, options: str) -> MethodSpec:
+    """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none)."""
+    names = [] if options == "plain" else options.split("+")
+    unknown = [n for n in names if n not in OPTIONS]
+    if unknown:
+        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} or 'plain'")
+    return MethodSpec(method, bits, error_feedback=True, **{OPTIONS[n]: True for n in names})
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calib-tokens", default="1024,16384", help="comma list of calibration token counts")
     parser.add_argument("--val-tokens", type=int, default=2048)
-    parser.add_argument("--bits", type=int, default=4)
+    parser.add_argument("--bits", default="4", help="bit width, or a comma list of them (with --options)")
     parser.add_argument("--method", default="int-asym", help="the grid (int-asym, int, kmeans); default int-asym")
     parser.add_argument("--variants", action="store_true",
                         help=f"compare one-pass / sequential error feedback, column / act order "
                              f"({VARIANT_CALIB_TOKENS} calibration tokens)")
+    parser.add_argument("--options", default=None,
+                        help=f"comma list of error-feedback option sets, each a '+'-joined subset of {', '.join(OPTIONS)} "
+                             f"or 'plain' ({VARIANT_CALIB_TOKENS} calibration tokens)")
+    parser.add_argument("--stats", type=Path, default=None,
+                        help=f"file caching the {VARIANT_CALIB_TOKENS}-token covariances (written if absent)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -61,10 +83,29 @@ def main() -> int:
         print(f"| {label} | {ppl:.3f} | {100 * (ppl / reference - 1):+.1f} % | {act} | "
               f"{time.perf_counter() - start:.0f} |", flush=True)
 
+    widths = [int(b) for b in args.bits.split(",")]
+    if len(widths) > 1 and args.options is None:
+        raise SystemExit("several --bits go with --options")
+
+    def variant_stats() -> CalibrationStats:
+        if args.stats is not None and args.stats.exists():
+            return CalibrationStats(**torch.load(args.stats))
+        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=VARIANT_CALIB_TOKENS), inputs=True)
+        if args.stats is not None:
+            torch.save(dataclasses.asdict(stats), args.stats)
+        return stats
+
     print(f"| {args.method}, {args.bits} bits, group 64 | perplexity | vs reference | act. error (in-sample) | time (s) |")
     print("|---|---|---|---|---|")
+    if args.options is not None:
+        specs = [(bits, o, option_spec(args.method, bits, o)) for o in args.options.split(",") for bits in widths]
+        stats = variant_stats() if any(not s.sequential for _, _, s in specs) else None
+        for bits, options, spec in specs:
+            score(spec, stats, f"{bits} bits, error feedback, {options}")
+        return 0
+    args.bits = widths[0]
     if args.variants:
-        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=VARIANT_CALIB_TOKENS), inputs=True)
+        stats = variant_stats()
         for sequential in (False, True):
             for act_order in (False, True):
                 spec = MethodSpec(args.method, args.bits, error_feedback=True, act_order=act_order, sequential=sequential)

@@ -9,23 +9,37 @@ Updates inside a block of `block_size` columns are applied at once per column; t
 matrix is updated once per block (GPTQ's lazy batch update). A VQ grid quantizes 4 columns together
 and feeds each of their errors back in turn. Groups keep the base quantizer's scales (static groups),
 so the stored format and the kernels are the base's.
+
+Two options act on the scales of a scalar grid (both off by default, so the plain GPTQ path is unchanged):
+scale_search, before the feedback, multiplies each group's scale by the factor from a small grid that
+minimises the group's error weighted by the Hessian diagonal, sum_k H[k, k] (w_k - q_k)^2 with q the
+nearest level (GPTQ's `mse` grid search and AWQ-style clipping; an integer grid keeps its zero point,
+which a min-max range shrunk about zero leaves unchanged). refit_scales, after the feedback, keeps the
+codes and solves each row's group scales by least squares under the damped H, minimising
+(w - ŵ) H (w - ŵ)^T, the objective the feedback itself minimises; a row keeps its old scales wherever
+the refit (rounded to fp16) is not lower.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 
 from codesign.compress.formats import pack_codes
-from codesign.compress.kmeans import KMeansConfig
+from codesign.compress.kmeans import KMeansConfig, nearest_level
 from codesign.compress.qtensor import VQ_DIM, ScalarQuantizedWeight, VQWeight
 from codesign.compress.registry import quantize, register_quantizer
 from codesign.compress.validate import check_weight
 from codesign.compress.vq import _encode
 
-__all__ = ["ErrorFeedbackConfig", "quantize_error_feedback", "inverse_hessian_factor"]
+__all__ = ["ErrorFeedbackConfig", "SCALE_SEARCH_FACTORS", "quantize_error_feedback", "inverse_hessian_factor",
+           "search_scales", "refit_scales", "weighted_error"]
+
+# factors of each group's scale tried by scale_search (1.0 included, so the search never loses)
+SCALE_SEARCH_FACTORS: tuple[float, ...] = tuple(round(1.1 - 0.025 * i, 3) for i in range(21))  # 1.1 .. 0.6
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,10 @@ class ErrorFeedbackConfig:
 
     block_size: columns per lazy batch update (a multiple of 4). damping: λ as a fraction of the mean
     Hessian diagonal. act_order: quantize columns by decreasing Hessian diagonal (scalar grids only).
+    scale_search: factors of each group's scale tried before the feedback, the one with the least
+    Hessian-diagonal-weighted group error kept (empty: the base's scales; SCALE_SEARCH_FACTORS is the
+    usual grid; scalar grids only). refit_scales: after the feedback, least-squares group scales for
+    the fixed codes under the damped Hessian, kept per row where they lower the error (scalar grids only).
     """
 
     VERSION: ClassVar[int] = 1
@@ -42,6 +60,8 @@ class ErrorFeedbackConfig:
     block_size: int = 128
     damping: float = 0.01
     act_order: bool = False
+    scale_search: tuple[float, ...] = ()
+    refit_scales: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or self.block_size < 4 \
@@ -49,6 +69,9 @@ class ErrorFeedbackConfig:
             raise ValueError(f"block size must be a positive multiple of 4, got {self.block_size!r}")
         if not self.damping > 0:
             raise ValueError(f"damping must be > 0, got {self.damping!r}")
+        object.__setattr__(self, "scale_search", tuple(self.scale_search))  # a JSON list reads back as a tuple
+        if any(isinstance(f, bool) or not isinstance(f, (int, float)) or not f > 0 for f in self.scale_search):
+            raise ValueError(f"scale_search factors must be positive numbers, got {self.scale_search!r}")
 
 
 def inverse_hessian_factor(covariance: torch.Tensor, damping: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,14 +84,73 @@ def inverse_hessian_factor(covariance: torch.Tensor, damping: float) -> tuple[to
     return torch.linalg.cholesky(inverse, upper=True), dead
 
 
-def _scalar_levels(grid: ScalarQuantizedWeight, column: int) -> torch.Tensor:
-    """[N, L] float64: the values column `column` of each row can take on the grid."""
-    g = column // grid.group_size
+def _unit_levels(grid: ScalarQuantizedWeight) -> torch.Tensor:
+    """[N, G, L] float64: each group's levels before its scale (codebook less the zero point), sorted."""
+    n, k = grid.shape
     book = grid.codebook.double()
-    book = book[:, g, :] if grid.per_group_codebook else book[None, :]
+    book = book if grid.per_group_codebook else book.expand(n, k // grid.group_size, -1)
     if grid.zeros is not None:
-        book = book - grid.zeros[:, g, None].double()
-    return book * grid.scales[:, g, None].double()
+        book = book - grid.zeros.double()[..., None]
+    return book
+
+
+def weighted_error(weight: torch.Tensor, grid: ScalarQuantizedWeight, importance: torch.Tensor) -> torch.Tensor:
+    """[N, G] error sum_k importance[k] (w - q)^2 of each group, q the nearest level of the grid's scales."""
+    n, k = grid.shape
+    groups = k // grid.group_size
+    levels = _unit_levels(grid) * grid.scales.double()[..., None]
+    grouped = weight.double().reshape(n * groups, grid.group_size)
+    flat = levels.reshape(n * groups, -1)
+    nearest = flat.gather(1, nearest_level(grouped, flat))
+    diff2 = ((grouped - nearest) ** 2).view(n, groups, grid.group_size)
+    return (diff2 * importance.double().view(1, groups, grid.group_size)).sum(dim=2)
+
+
+def search_scales(weight: torch.Tensor, grid: ScalarQuantizedWeight, importance: torch.Tensor,
+                  factors: tuple[float, ...]) -> ScalarQuantizedWeight:
+    """The grid with each group's scale times the factor (or 1) of least importance-weighted error (fp16 scored)."""
+    best_scales = grid.scales
+    best = weighted_error(weight, grid, importance)
+    for factor in factors:
+        scales = (grid.scales.float() * factor).to(torch.float16)
+        trial = dataclasses.replace(grid, scales=scales)
+        err = weighted_error(weight, trial, importance)
+        better = err < best
+        best = torch.where(better, err, best)
+        best_scales = torch.where(better, scales, best_scales)
+    return dataclasses.replace(grid, scales=best_scales.contiguous())
+
+
+def _row_errors(weight: torch.Tensor, approx: torch.Tensor, hessian: torch.Tensor) -> torch.Tensor:
+    """[N] (w - ŵ) H (w - ŵ)^T of each row."""
+    diff = weight - approx
+    return ((diff @ hessian) * diff).sum(dim=1)
+
+
+def refit_scales(weight: torch.Tensor, codes: torch.Tensor, grid: ScalarQuantizedWeight,
+                 hessian: torch.Tensor) -> torch.Tensor:
+    """[N, G] fp16 group scales minimising each row's (w - ŵ) H (w - ŵ)^T for fixed codes [N, K] (per row: only if lower)."""
+    n, k = grid.shape
+    size = grid.group_size
+    groups = k // size
+    h = hessian.double()
+    units = _unit_levels(grid).gather(2, codes.long().view(n, groups, size))  # [N, G, size]: ŵ = scale * unit
+    flat = units.reshape(n, k)
+    w = weight.double()
+    # normal equations per row: A[g, h] = u_g H_gh u_h^T, b[g] = u_g (H w^T)_g
+    rhs = ((w @ h).view(n, groups, size) * units).sum(dim=2)
+    gram = torch.empty(n, groups, groups, dtype=torch.float64, device=weight.device)
+    for g in range(groups):
+        part = units[:, g, :] @ h[g * size:(g + 1) * size, :]  # [N, K]
+        gram[:, g, :] = (part.view(n, groups, size) * units).sum(dim=2)
+    ridge = 1e-12 * gram.diagonal(dim1=1, dim2=2).mean(dim=1).clamp(min=1e-30)
+    gram = gram + ridge[:, None, None] * torch.eye(groups, dtype=torch.float64, device=weight.device)
+    solved = torch.linalg.solve(gram, rhs[..., None])[..., 0].to(torch.float16)
+    old = grid.scales
+    before = _row_errors(w, flat * old.double().repeat_interleave(size, dim=1), h)
+    after = _row_errors(w, flat * solved.double().repeat_interleave(size, dim=1), h)
+    usable = torch.isfinite(solved).all(dim=1) & (solved > 0).all(dim=1) & (after < before)
+    return torch.where(usable[:, None], solved, old).contiguous()
 
 
 def _feedback(w: torch.Tensor, u: torch.Tensor, block: int, quantize_columns) -> torch.Tensor:
@@ -98,12 +180,14 @@ class _ScalarColumns:
     def __init__(self, grid: ScalarQuantizedWeight, order: torch.Tensor) -> None:
         self.grid, self.order = grid, order.tolist()
         self.codes = torch.zeros(grid.shape, dtype=torch.uint8, device=grid.scales.device)
+        self._units, self._scales = _unit_levels(grid), grid.scales.double()
         self._group, self._levels = -1, torch.empty(0)
 
     def __call__(self, position: int, columns: torch.Tensor) -> torch.Tensor:
         column = self.order[position]
-        if column // self.grid.group_size != self._group:  # the levels change only from group to group
-            self._group, self._levels = column // self.grid.group_size, _scalar_levels(self.grid, column)
+        g = column // self.grid.group_size
+        if g != self._group:  # the levels change only from group to group
+            self._group, self._levels = g, self._units[:, g, :] * self._scales[:, g, None]
         levels = self._levels
         code = (columns[:, :1] - levels).abs().argmin(dim=1)
         self.codes[:, column] = code.to(torch.uint8)
@@ -144,7 +228,11 @@ def quantize_error_feedback(weight: torch.Tensor, config: ErrorFeedbackConfig,
     vq = isinstance(grid, VQWeight)
     if vq and config.act_order:
         raise ValueError("act_order applies to scalar grids (a VQ vector's 4 columns stay together)")
+    if vq and (config.scale_search or config.refit_scales):
+        raise ValueError("scale_search and refit_scales apply to scalar grids, not VQ")
     cov = covariance.to(weight.device).double()
+    if config.scale_search:
+        grid = search_scales(weight, grid, cov.diagonal().clamp(min=0), config.scale_search)
     order = torch.argsort(cov.diagonal(), descending=True) if config.act_order else torch.arange(k, device=weight.device)
     u, dead = inverse_hessian_factor(cov[order][:, order], config.damping)
     w = weight.double()[:, order].clone()
@@ -154,5 +242,10 @@ def quantize_error_feedback(weight: torch.Tensor, config: ErrorFeedbackConfig,
     method = f"{grid.method}+gptq"
     if vq:
         return VQWeight(columns.codes, grid.scales, grid.basis, grid.offset, grid.group_size, grid.shape, method)
-    return ScalarQuantizedWeight(pack_codes(columns.codes, grid.bits), grid.scales, grid.codebook, grid.bits,
+    scales = grid.scales
+    if config.refit_scales:
+        damped = cov.clone()
+        damped.diagonal().add_(config.damping * damped.diagonal().mean())
+        scales = refit_scales(weight, columns.codes, grid, damped)
+    return ScalarQuantizedWeight(pack_codes(columns.codes, grid.bits), scales, grid.codebook, grid.bits,
                                  grid.group_size, grid.shape, method, zeros=grid.zeros)

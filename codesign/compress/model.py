@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from codesign.compress.gptq import ErrorFeedbackConfig
+from codesign.compress.gptq import SCALE_SEARCH_FACTORS, ErrorFeedbackConfig
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
 from codesign.compress.metrics import activation_error, relative_error
@@ -62,6 +62,8 @@ class MethodSpec:
     and WinQ on top (codesign.compress.qat).
     error_feedback, act_order: choose the codes of the grid (or of Q + L R's base) by GPTQ-style error
     feedback under each layer's input covariance (codesign.compress.gptq), optionally in act order.
+    scale_search, refit_scales: options of error feedback on scalar grids: search each group's scale
+    over SCALE_SEARCH_FACTORS before it, refit the group scales by least squares after it.
     sequential: calibrate block by block, each block under the outputs of the quantized blocks
     before it (codesign.compress.sequential); for the methods that calibrate on inputs.
     """
@@ -76,6 +78,8 @@ class MethodSpec:
     error_feedback: bool = False
     act_order: bool = False
     sequential: bool = False
+    scale_search: bool = False
+    refit_scales: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -101,6 +105,10 @@ class MethodSpec:
             raise ValueError("--act-order is an option of --error-feedback")
         if self.act_order and self.method == "vq":
             raise ValueError("--act-order applies to scalar grids (a VQ vector's 4 columns stay together)")
+        if (self.scale_search or self.refit_scales) and not self.error_feedback:
+            raise ValueError("--scale-search and --refit-scales are options of --error-feedback")
+        if (self.scale_search or self.refit_scales) and self.method == "vq":
+            raise ValueError("--scale-search and --refit-scales apply to scalar grids, not vq")
         if self.sequential and not self.needs_input_covariance:
             raise ValueError("--sequential applies to the methods that calibrate on each layer's inputs "
                              f"(--error-feedback, qer-scaled, srr), not {self.method!r} as given")
@@ -158,7 +166,10 @@ class MethodSpec:
 
     def _grid(self, quantizer: str) -> CompressConfig:
         grid = _grid_config(quantizer, self)
-        return ErrorFeedbackConfig(base=grid, act_order=self.act_order) if self.error_feedback else grid
+        if not self.error_feedback:
+            return grid
+        return ErrorFeedbackConfig(base=grid, act_order=self.act_order, refit_scales=self.refit_scales,
+                                   scale_search=SCALE_SEARCH_FACTORS if self.scale_search else ())
 
     def check_layers(self, shapes: Mapping[str, tuple[int, int]]) -> None:
         """Fail early (before calibration) on a rank or group size the layers cannot take."""
