@@ -144,7 +144,7 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
     """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef[-FLAG...]".
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
-    refit (least-squares group scales after the feedback), e.g. "kmeans+ef-act-refit".
+    refit or refitN (least-squares group scales after the feedback; N rounds of both), e.g. "kmeans+ef-act-refit3".
     """
     method, _, extra = row.partition("+")
     if method == "hqq":
@@ -152,6 +152,8 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
             raise SystemExit(f"row {row!r}: the hqq peer takes no suffix")
         return MethodSpec("int-asym", bits, group_size=group_size)  # stands in for the row key; run by peer_row
     head, *flags = extra.split("-") if extra else [""]
+    rounds = [int(f[5:]) for f in flags if f[:5] == "refit" and f[5:].isdigit() and int(f[5:]) > 0]
+    flags = ["refit" if f[:5] == "refit" and f[5:].isdigit() and int(f[5:]) > 0 else f for f in flags]
     if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in _EF_FLAGS for f in flags) \
             or len(set(flags)) != len(flags):
         raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT) and +ef (error feedback), the latter "
@@ -163,7 +165,8 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
         return dataclasses.replace(spec, steps=qat_steps, lr=qat_lr, winq=head == "winq")
     if head == "winq":
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
-    return dataclasses.replace(spec, error_feedback=head == "ef", **{_EF_FLAGS[f]: True for f in flags})
+    return dataclasses.replace(spec, error_feedback=head == "ef", refit_rounds=rounds[0] if rounds else 1,
+                               **{_EF_FLAGS[f]: True for f in flags})
 
 
 def _label(r: dict) -> str:
@@ -172,7 +175,8 @@ def _label(r: dict) -> str:
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
     named = (("act_order", "act order"), ("sequential", "sequential"), ("scale_search", "scale search"),
              ("refit_scales", "scales refitted"))
-    options = ", ".join(label for key, label in named if r.get(key))
+    options = ", ".join(label + (f" in {r['refit_rounds']} rounds" if key == "refit_scales" and r.get("refit_rounds", 1) > 1
+                                 else "") for key, label in named if r.get(key))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -188,7 +192,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
-            and bool(d.get("refit_scales")) == spec.refit_scales
+            and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)

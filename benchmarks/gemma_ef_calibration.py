@@ -11,7 +11,8 @@ for each N given. With --variants: error feedback on 16384 calibration tokens fo
 over the original model's covariances or sequential (block by block, each block under the blocks
 quantized before it), each in column order or in act order. With --options: one-pass error feedback
 on 16384 calibration tokens with each '+'-joined set of options (act: act order, search: group scale
-search before the feedback, refit: least-squares group scales after it, seq: sequential; "plain": none),
+search before the feedback, refit: least-squares group scales after it, refitN: N rounds of feedback
+and refit, seq: sequential; "plain": none),
 for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
@@ -39,10 +40,13 @@ OPTIONS = {"act": "act_order", "search": "scale_search", "refit": "refit_scales"
 def option_spec(method: str, bits: int, options: str) -> MethodSpec:
     """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none)."""
     names = [] if options == "plain" else options.split("+")
+    rounds = [int(n[5:]) for n in names if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0]
+    names = ["refit" if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0 else n for n in names]
     unknown = [n for n in names if n not in OPTIONS]
     if unknown:
-        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} or 'plain'")
-    return MethodSpec(method, bits, error_feedback=True, **{OPTIONS[n]: True for n in names})
+        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} (refitN: N rounds) or 'plain'")
+    return MethodSpec(method, bits, error_feedback=True, refit_rounds=rounds[0] if rounds else 1,
+                      **{OPTIONS[n]: True for n in names})
 
 
 def main() -> int:

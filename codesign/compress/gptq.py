@@ -52,6 +52,8 @@ class ErrorFeedbackConfig:
     Hessian-diagonal-weighted group error kept (empty: the base's scales; SCALE_SEARCH_FACTORS is the
     usual grid; scalar grids only). refit_scales: after the feedback, least-squares group scales for
     the fixed codes under the damped Hessian, kept per row where they lower the error (scalar grids only).
+    refit_rounds: with refit_scales, rounds of feedback + refit, each after the first on the scales the
+    last one refitted; every row keeps the codes and scales of its round of least error.
     """
 
     VERSION: ClassVar[int] = 1
@@ -62,6 +64,7 @@ class ErrorFeedbackConfig:
     act_order: bool = False
     scale_search: tuple[float, ...] = ()
     refit_scales: bool = False
+    refit_rounds: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or self.block_size < 4 \
@@ -69,6 +72,8 @@ class ErrorFeedbackConfig:
             raise ValueError(f"block size must be a positive multiple of 4, got {self.block_size!r}")
         if not self.damping > 0:
             raise ValueError(f"damping must be > 0, got {self.damping!r}")
+        if isinstance(self.refit_rounds, bool) or not isinstance(self.refit_rounds, int) or self.refit_rounds < 1:
+            raise ValueError(f"refit_rounds must be a positive integer, got {self.refit_rounds!r}")
         object.__setattr__(self, "scale_search", tuple(self.scale_search))  # a JSON list reads back as a tuple
         if any(isinstance(f, bool) or not isinstance(f, (int, float)) or not f > 0 for f in self.scale_search):
             raise ValueError(f"scale_search factors must be positive numbers, got {self.scale_search!r}")
@@ -121,10 +126,16 @@ def search_scales(weight: torch.Tensor, grid: ScalarQuantizedWeight, importance:
     return dataclasses.replace(grid, scales=best_scales.contiguous())
 
 
-def _row_errors(weight: torch.Tensor, approx: torch.Tensor, hessian: torch.Tensor) -> torch.Tensor:
-    """[N] (w - ŵ) H (w - ŵ)^T of each row."""
-    diff = weight - approx
+def _row_errors(weight: torch.Tensor, units: torch.Tensor, scales: torch.Tensor, hessian: torch.Tensor) -> torch.Tensor:
+    """[N] (w - ŵ) H (w - ŵ)^T of each row, ŵ = units [N, G, size] times scales [N, G]."""
+    diff = weight.double() - (units * scales.double()[..., None]).reshape(weight.shape)
     return ((diff @ hessian) * diff).sum(dim=1)
+
+
+def _code_units(grid: ScalarQuantizedWeight, codes: torch.Tensor) -> torch.Tensor:
+    """[N, G, size] float64: each weight's level before its group scale, for codes [N, K]."""
+    n, k = grid.shape
+    return _unit_levels(grid).gather(2, codes.long().view(n, k // grid.group_size, grid.group_size))
 
 
 def refit_scales(weight: torch.Tensor, codes: torch.Tensor, grid: ScalarQuantizedWeight,
@@ -134,8 +145,7 @@ def refit_scales(weight: torch.Tensor, codes: torch.Tensor, grid: ScalarQuantize
     size = grid.group_size
     groups = k // size
     h = hessian.double()
-    units = _unit_levels(grid).gather(2, codes.long().view(n, groups, size))  # [N, G, size]: ŵ = scale * unit
-    flat = units.reshape(n, k)
+    units = _code_units(grid, codes)  # ŵ = scale * unit
     w = weight.double()
     # normal equations per row: A[g, h] = u_g H_gh u_h^T, b[g] = u_g (H w^T)_g
     rhs = ((w @ h).view(n, groups, size) * units).sum(dim=2)
@@ -147,8 +157,7 @@ def refit_scales(weight: torch.Tensor, codes: torch.Tensor, grid: ScalarQuantize
     gram = gram + ridge[:, None, None] * torch.eye(groups, dtype=torch.float64, device=weight.device)
     solved = torch.linalg.solve(gram, rhs[..., None])[..., 0].to(torch.float16)
     old = grid.scales
-    before = _row_errors(w, flat * old.double().repeat_interleave(size, dim=1), h)
-    after = _row_errors(w, flat * solved.double().repeat_interleave(size, dim=1), h)
+    before, after = _row_errors(w, units, old, h), _row_errors(w, units, solved, h)
     usable = torch.isfinite(solved).all(dim=1) & (solved > 0).all(dim=1) & (after < before)
     return torch.where(usable[:, None], solved, old).contiguous()
 
@@ -238,14 +247,25 @@ def quantize_error_feedback(weight: torch.Tensor, config: ErrorFeedbackConfig,
     w = weight.double()[:, order].clone()
     w[:, dead] = 0.0
     columns = _VQColumns(grid) if vq else _ScalarColumns(grid, order)
-    _feedback(w, u, config.block_size, columns)
+    _feedback(w.clone(), u, config.block_size, columns)
     method = f"{grid.method}+gptq"
     if vq:
         return VQWeight(columns.codes, grid.scales, grid.basis, grid.offset, grid.group_size, grid.shape, method)
-    scales = grid.scales
+    codes, scales = columns.codes, grid.scales
     if config.refit_scales:
         damped = cov.clone()
         damped.diagonal().add_(config.damping * damped.diagonal().mean())
-        scales = refit_scales(weight, columns.codes, grid, damped)
-    return ScalarQuantizedWeight(pack_codes(columns.codes, grid.bits), scales, grid.codebook, grid.bits,
+        scales = refit_scales(weight, codes, grid, damped)
+        best = _row_errors(weight, _code_units(grid, codes), scales, damped)
+        for _ in range(config.refit_rounds - 1):  # feedback again on the refitted scales; each row keeps its best round
+            grid = dataclasses.replace(grid, scales=scales)
+            columns = _ScalarColumns(grid, order)
+            _feedback(w.clone(), u, config.block_size, columns)
+            trial = refit_scales(weight, columns.codes, grid, damped)
+            err = _row_errors(weight, _code_units(grid, columns.codes), trial, damped)
+            better = err < best
+            best = torch.where(better, err, best)
+            codes = torch.where(better[:, None], columns.codes, codes)
+            scales = torch.where(better[:, None], trial, scales).contiguous()
+    return ScalarQuantizedWeight(pack_codes(codes, grid.bits), scales, grid.codebook, grid.bits,
                                  grid.group_size, grid.shape, method, zeros=grid.zeros)

@@ -63,7 +63,8 @@ class MethodSpec:
     error_feedback, act_order: choose the codes of the grid (or of Q + L R's base) by GPTQ-style error
     feedback under each layer's input covariance (codesign.compress.gptq), optionally in act order.
     scale_search, refit_scales: options of error feedback on scalar grids: search each group's scale
-    over SCALE_SEARCH_FACTORS before it, refit the group scales by least squares after it.
+    over SCALE_SEARCH_FACTORS before it, refit the group scales by least squares after it;
+    refit_rounds: rounds of feedback + refit (each on the last round's scales), with refit_scales.
     sequential: calibrate block by block, each block under the outputs of the quantized blocks
     before it (codesign.compress.sequential); for the methods that calibrate on inputs.
     """
@@ -80,6 +81,7 @@ class MethodSpec:
     sequential: bool = False
     scale_search: bool = False
     refit_scales: bool = False
+    refit_rounds: int = 1
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -107,6 +109,10 @@ class MethodSpec:
             raise ValueError("--act-order applies to scalar grids (a VQ vector's 4 columns stay together)")
         if (self.scale_search or self.refit_scales) and not self.error_feedback:
             raise ValueError("--scale-search and --refit-scales are options of --error-feedback")
+        if isinstance(self.refit_rounds, bool) or not isinstance(self.refit_rounds, int) or self.refit_rounds < 1 \
+                or (self.refit_rounds > 1 and not self.refit_scales):
+            raise ValueError(f"refit rounds must be a positive integer, above 1 only with --refit-scales, "
+                             f"got {self.refit_rounds!r}")
         if (self.scale_search or self.refit_scales) and self.method == "vq":
             raise ValueError("--scale-search and --refit-scales apply to scalar grids, not vq")
         if self.sequential and not self.needs_input_covariance:
@@ -169,6 +175,7 @@ class MethodSpec:
         if not self.error_feedback:
             return grid
         return ErrorFeedbackConfig(base=grid, act_order=self.act_order, refit_scales=self.refit_scales,
+                                   refit_rounds=self.refit_rounds,
                                    scale_search=SCALE_SEARCH_FACTORS if self.scale_search else ())
 
     def check_layers(self, shapes: Mapping[str, tuple[int, int]]) -> None:

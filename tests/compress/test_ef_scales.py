@@ -90,6 +90,18 @@ def test_refit_keeps_the_codes_and_lowers_every_rows_output_error(base):
     assert after.sum() < 0.99 * before.sum()
 
 
+@pytest.mark.parametrize("base", [AsymIntConfig(3, 32), KMeansConfig(bits=3, group_size=32)])
+def test_more_refit_rounds_never_raise_a_rows_error_and_lower_the_total(base):
+    w, cov = _layer(seed=5)
+    damped = cov.clone()
+    damped.diagonal().add_(0.01 * cov.diagonal().mean())
+    errors = [_output_error(w, quantize(w, ErrorFeedbackConfig(base=base, act_order=True, refit_scales=True,
+                                                               refit_rounds=r), cov), damped) for r in (1, 2, 3)]
+    for fewer, more in zip(errors, errors[1:]):
+        assert (more <= fewer).all()
+    assert errors[2].sum() < 0.99 * errors[0].sum()
+
+
 def test_refit_solves_each_rows_least_squares_problem():
     """A row's refitted scales are the minimizer of (w - s·u) H (w - s·u)^T, up to fp16 rounding."""
     w, cov = _layer(n=4, seed=4)
@@ -113,6 +125,8 @@ def test_options_are_validated_built_and_round_trip():
     assert config_from_dict(config_to_dict(config)) == config
     with pytest.raises(ValueError, match="scale_search factors must be positive"):
         ErrorFeedbackConfig(scale_search=(1.0, -0.5))
+    with pytest.raises(ValueError, match="refit_rounds must be a positive integer"):
+        ErrorFeedbackConfig(refit_scales=True, refit_rounds=0)
     w, cov = _layer(k=64)
     with pytest.raises(ValueError, match="apply to scalar grids, not VQ"):
         quantize(w, ErrorFeedbackConfig(base=VQConfig(), refit_scales=True), cov)
@@ -122,5 +136,9 @@ def test_options_are_validated_built_and_round_trip():
     assert 1.0 in SCALE_SEARCH_FACTORS and min(SCALE_SEARCH_FACTORS) < 1 < max(SCALE_SEARCH_FACTORS)
     with pytest.raises(ValueError, match="are options of --error-feedback"):
         MethodSpec("kmeans", 3, refit_scales=True)
+    assert MethodSpec("int-asym", 3, error_feedback=True, refit_scales=True, refit_rounds=3).layer_config() == \
+        ErrorFeedbackConfig(base=AsymIntConfig(3), refit_scales=True, refit_rounds=3)
+    with pytest.raises(ValueError, match="above 1 only with --refit-scales"):
+        MethodSpec("kmeans", 3, error_feedback=True, refit_rounds=2)
     with pytest.raises(ValueError, match="apply to scalar grids, not vq"):
         MethodSpec("vq", 2, error_feedback=True, scale_search=True)
