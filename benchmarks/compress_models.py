@@ -137,14 +137,16 @@ def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
 
-_EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales"}
+_EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales",
+             "wbook": "weighted_codebook"}
 
 
 def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
     """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef[-FLAG...]".
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
-    refit or refitN (least-squares group scales after the feedback; N rounds of both), e.g. "kmeans+ef-act-refit3".
+    refit or refitN (least-squares group scales after the feedback; N rounds of both), wbook (Hessian-diagonal-
+    weighted k-means levels), e.g. "kmeans+ef-act-refit3".
     """
     method, _, extra = row.partition("+")
     if method == "hqq":
@@ -174,7 +176,7 @@ def _label(r: dict) -> str:
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
     named = (("act_order", "act order"), ("sequential", "sequential"), ("scale_search", "scale search"),
-             ("refit_scales", "scales refitted"))
+             ("refit_scales", "scales refitted"), ("weighted_codebook", "weighted codebook"))
     options = ", ".join(label + (f" in {r['refit_rounds']} rounds" if key == "refit_scales" and r.get("refit_rounds", 1) > 1
                                  else "") for key, label in named if r.get(key))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
@@ -193,6 +195,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
+            and bool(d.get("weighted_codebook")) == spec.weighted_codebook
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)

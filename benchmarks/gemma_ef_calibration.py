@@ -12,7 +12,7 @@ over the original model's covariances or sequential (block by block, each block 
 quantized before it), each in column order or in act order. With --options: one-pass error feedback
 on 16384 calibration tokens with each '+'-joined set of options (act: act order, search: group scale
 search before the feedback, refit: least-squares group scales after it, refitN: N rounds of feedback
-and refit, seq: sequential; "plain": none),
+and refit, wbook: Hessian-diagonal-weighted k-means levels, seq: sequential; "plain": none),
 for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
@@ -34,7 +34,8 @@ from codesign.llm import perplexity, swapped, token_stream, wiki_articles
 
 VALIDATION_ARTICLES = 400
 VARIANT_CALIB_TOKENS = 16384  # the calibration of the --variants runs (the tables' setting)
-OPTIONS = {"act": "act_order", "search": "scale_search", "refit": "refit_scales", "seq": "sequential"}
+OPTIONS = {"act": "act_order", "search": "scale_search", "refit": "refit_scales", "seq": "sequential",
+           "wbook": "weighted_codebook"}
 
 
 def option_spec(method: str, bits: int, options: str) -> MethodSpec:

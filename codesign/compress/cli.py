@@ -88,7 +88,8 @@ def _compress(args: argparse.Namespace) -> int:
     spec = MethodSpec(args.method, args.bits, args.rank, group_size=args.group_size, steps=args.steps, lr=args.lr,
                       winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order,
                       sequential=args.sequential, scale_search=args.scale_search,
-                      refit_scales=args.refit_scales > 0, refit_rounds=max(args.refit_scales, 1))
+                      refit_scales=args.refit_scales > 0, refit_rounds=max(args.refit_scales, 1),
+                      weighted_codebook=args.weighted_codebook)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -149,6 +150,8 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--refit-scales", type=_positive, nargs="?", const=1, default=0, metavar="ROUNDS",
                    help="with --error-feedback: refit the group scales by least squares under the Hessian after it; "
                         "ROUNDS (default 1) rounds of feedback + refit, each on the last round's scales")
+    p.add_argument("--weighted-codebook", action="store_true",
+                   help="with --error-feedback on k-means: fit the levels by Lloyd weighted by the Hessian diagonal")
     p.add_argument("--sequential", action="store_true",
                    help="calibrate block by block, each under the outputs of the blocks quantized before it "
                         "(GPTQ's order; about one more forward pass)")

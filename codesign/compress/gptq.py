@@ -17,7 +17,9 @@ nearest level (GPTQ's `mse` grid search and AWQ-style clipping; an integer grid 
 which a min-max range shrunk about zero leaves unchanged). refit_scales, after the feedback, keeps the
 codes and solves each row's group scales by least squares under the damped H, minimising
 (w - ŵ) H (w - ŵ)^T, the objective the feedback itself minimises; a row keeps its old scales wherever
-the refit (rounded to fp16) is not lower.
+the refit (rounded to fp16) is not lower. weighted_codebook (k-means grids) refits the codebook's
+levels before the feedback by Lloyd iterations weighted by H[k, k] · scale^2 (a sensitivity-weighted
+k-means, as SqueezeLLM weights by the Fisher diagonal), started from the base's levels.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from typing import Any, ClassVar
 import torch
 
 from codesign.compress.formats import pack_codes
-from codesign.compress.kmeans import KMeansConfig, nearest_level
+from codesign.compress.kmeans import KMeansConfig, lloyd_max, nearest_level
 from codesign.compress.qtensor import VQ_DIM, ScalarQuantizedWeight, VQWeight
 from codesign.compress.registry import quantize, register_quantizer
 from codesign.compress.validate import check_weight
 from codesign.compress.vq import _encode
 
 __all__ = ["ErrorFeedbackConfig", "SCALE_SEARCH_FACTORS", "quantize_error_feedback", "inverse_hessian_factor",
-           "search_scales", "refit_scales", "weighted_error"]
+           "search_scales", "refit_scales", "weighted_error", "weighted_codebook"]
 
 # factors of each group's scale tried by scale_search (1.0 included, so the search never loses)
 SCALE_SEARCH_FACTORS: tuple[float, ...] = tuple(round(1.1 - 0.025 * i, 3) for i in range(21))  # 1.1 .. 0.6
@@ -54,6 +56,8 @@ class ErrorFeedbackConfig:
     the fixed codes under the damped Hessian, kept per row where they lower the error (scalar grids only).
     refit_rounds: with refit_scales, rounds of feedback + refit, each after the first on the scales the
     last one refitted; every row keeps the codes and scales of its round of least error.
+    weighted_codebook: k-means grids only: before the feedback, refit the levels by Lloyd weighted by
+    H[k, k] · scale^2 (the Hessian-diagonal-weighted weight error), from the base's levels.
     """
 
     VERSION: ClassVar[int] = 1
@@ -65,6 +69,7 @@ class ErrorFeedbackConfig:
     scale_search: tuple[float, ...] = ()
     refit_scales: bool = False
     refit_rounds: int = 1
+    weighted_codebook: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or self.block_size < 4 \
@@ -124,6 +129,20 @@ def search_scales(weight: torch.Tensor, grid: ScalarQuantizedWeight, importance:
         best = torch.where(better, err, best)
         best_scales = torch.where(better, scales, best_scales)
     return dataclasses.replace(grid, scales=best_scales.contiguous())
+
+
+def weighted_codebook(weight: torch.Tensor, grid: ScalarQuantizedWeight, importance: torch.Tensor,
+                      iterations: int = 25) -> ScalarQuantizedWeight:
+    """The k-means grid with its levels refit by Lloyd weighted by importance[k] · scale^2, from its own levels."""
+    n, k = grid.shape
+    size, levels = grid.group_size, 1 << grid.bits
+    scales = grid.scales.float().repeat_interleave(size, dim=1)
+    units = weight.float() / scales
+    mass = importance.float().clamp(min=0)[None, :] * scales * scales
+    rows = n * (k // size) if grid.per_group_codebook else 1
+    book = lloyd_max(units.reshape(rows, -1), levels, iterations, init=grid.codebook.float().reshape(rows, levels),
+                     weights=mass.reshape(rows, -1)).to(torch.float16)
+    return dataclasses.replace(grid, codebook=book.view(grid.codebook.shape).contiguous())
 
 
 def _row_errors(weight: torch.Tensor, units: torch.Tensor, scales: torch.Tensor, hessian: torch.Tensor) -> torch.Tensor:
@@ -240,6 +259,10 @@ def quantize_error_feedback(weight: torch.Tensor, config: ErrorFeedbackConfig,
     if vq and (config.scale_search or config.refit_scales):
         raise ValueError("scale_search and refit_scales apply to scalar grids, not VQ")
     cov = covariance.to(weight.device).double()
+    if config.weighted_codebook:
+        if not isinstance(config.base, KMeansConfig):
+            raise ValueError(f"weighted_codebook applies to k-means grids, not {type(config.base).__name__}")
+        grid = weighted_codebook(weight, grid, cov.diagonal())
     if config.scale_search:
         grid = search_scales(weight, grid, cov.diagonal().clamp(min=0), config.scale_search)
     order = torch.argsort(cov.diagonal(), descending=True) if config.act_order else torch.arange(k, device=weight.device)

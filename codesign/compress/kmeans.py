@@ -61,13 +61,15 @@ def _quantile_init(values: torch.Tensor, n_levels: int) -> torch.Tensor:
 
 
 def lloyd_max(
-    values: torch.Tensor, n_levels: int, iterations: int = 25, init: torch.Tensor | None = None
+    values: torch.Tensor, n_levels: int, iterations: int = 25, init: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Sorted Lloyd–Max levels [G, n_levels] minimizing squared error of each row of values [G, n].
 
     All rows iterate together on their sorted values: the level midpoints cut each row into
     contiguous runs (one searchsorted), whose means come from prefix sums. Starts from sorted `init` [G or 1, n_levels] when
     given (Lloyd never increases the error of its start), else from the sample quantiles.
+    weights: non-negative [G, n] weights of the values (the error is sum weight * (value - level)^2).
     """
     if values.dim() != 2:
         raise ValueError(f"values must be 2-D [groups, n], got {values.dim()}-D")
@@ -79,8 +81,11 @@ def lloyd_max(
         levels = init.float().expand(rows, n_levels).sort(dim=1).values
     # Sorted once, each row's values make every level a contiguous run: one searchsorted of the
     # midpoints gives the runs, float64 prefix sums give their sums, with no pass over the values.
-    ordered = values.sort(dim=1).values.contiguous()
-    prefix = torch.nn.functional.pad(ordered.double().cumsum(dim=1), (1, 0))
+    ordered, index = values.sort(dim=1)
+    ordered = ordered.contiguous()
+    mass = None if weights is None else weights.double().expand_as(values).gather(1, index)
+    prefix = torch.nn.functional.pad((ordered.double() if mass is None else ordered.double() * mass).cumsum(dim=1), (1, 0))
+    total = None if mass is None else torch.nn.functional.pad(mass.cumsum(dim=1), (1, 0))
     n = ordered.shape[1]
     previous = None
     for _ in range(iterations):
@@ -93,7 +98,12 @@ def lloyd_max(
         edges = torch.cat([torch.zeros_like(cuts[:, :1]), cuts, torch.full_like(cuts[:, :1], n)], dim=1)
         counts = edges[:, 1:] - edges[:, :-1]
         sums = prefix.gather(1, edges[:, 1:]) - prefix.gather(1, edges[:, :-1])
-        means = (sums / counts.clamp(min=1)).float()
+        if total is not None:  # weighted means; a run of zero weight counts as empty
+            masses = total.gather(1, edges[:, 1:]) - total.gather(1, edges[:, :-1])
+            counts = torch.where(masses > 0, counts, torch.zeros_like(counts))
+            means = (sums / masses.clamp(min=1e-300)).float()
+        else:
+            means = (sums / counts.clamp(min=1)).float()
         # an empty level keeps its place; 1-D Lloyd keeps levels ordered, the sort guards ties
         levels = torch.where(counts > 0, means, levels).sort(dim=1).values
     return levels

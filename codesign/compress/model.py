@@ -65,6 +65,7 @@ class MethodSpec:
     scale_search, refit_scales: options of error feedback on scalar grids: search each group's scale
     over SCALE_SEARCH_FACTORS before it, refit the group scales by least squares after it;
     refit_rounds: rounds of feedback + refit (each on the last round's scales), with refit_scales.
+    weighted_codebook: k-means grids with error feedback: Hessian-diagonal-weighted Lloyd levels.
     sequential: calibrate block by block, each block under the outputs of the quantized blocks
     before it (codesign.compress.sequential); for the methods that calibrate on inputs.
     """
@@ -82,6 +83,7 @@ class MethodSpec:
     scale_search: bool = False
     refit_scales: bool = False
     refit_rounds: int = 1
+    weighted_codebook: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -113,6 +115,9 @@ class MethodSpec:
                 or (self.refit_rounds > 1 and not self.refit_scales):
             raise ValueError(f"refit rounds must be a positive integer, above 1 only with --refit-scales, "
                              f"got {self.refit_rounds!r}")
+        if self.weighted_codebook and (not self.error_feedback or self.method in ("int", "int-asym", "vq")):
+            raise ValueError("--weighted-codebook is an option of --error-feedback on the k-means grid "
+                             f"(kmeans, qer-*, srr), not {self.method!r}" + ("" if self.error_feedback else " without it"))
         if (self.scale_search or self.refit_scales) and self.method == "vq":
             raise ValueError("--scale-search and --refit-scales apply to scalar grids, not vq")
         if self.sequential and not self.needs_input_covariance:
@@ -175,7 +180,7 @@ class MethodSpec:
         if not self.error_feedback:
             return grid
         return ErrorFeedbackConfig(base=grid, act_order=self.act_order, refit_scales=self.refit_scales,
-                                   refit_rounds=self.refit_rounds,
+                                   refit_rounds=self.refit_rounds, weighted_codebook=self.weighted_codebook,
                                    scale_search=SCALE_SEARCH_FACTORS if self.scale_search else ())
 
     def check_layers(self, shapes: Mapping[str, tuple[int, int]]) -> None:

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, IntConfig, KMeansConfig, VQConfig, quantize
-from codesign.compress.gptq import SCALE_SEARCH_FACTORS, refit_scales, search_scales, weighted_error
+from codesign.compress.gptq import (SCALE_SEARCH_FACTORS, refit_scales, search_scales, weighted_codebook,
+                                   weighted_error)
+from codesign.compress.kmeans import lloyd_max
 from codesign.compress.model import MethodSpec
 from codesign.compress.registry import config_from_dict, config_to_dict
 
@@ -119,6 +121,37 @@ def test_refit_solves_each_rows_least_squares_problem():
         torch.testing.assert_close(scales[row].double(), best.half().double(), rtol=2e-3, atol=1e-4)
 
 
+def test_weighted_lloyd_is_plain_lloyd_with_repeated_values():
+    """Integer weights act as repeated samples; uniform weights change nothing."""
+    gen = torch.Generator().manual_seed(6)
+    values = torch.randn(3, 40, generator=gen)
+    counts = torch.randint(1, 4, (3, 40), generator=gen)
+    init = torch.linspace(-1.5, 1.5, 4)[None]
+    repeated = torch.stack([torch.repeat_interleave(values[r], counts[r]) for r in range(1)])
+    torch.testing.assert_close(lloyd_max(values[:1], 4, 50, init=init, weights=counts[:1].float()),
+                               lloyd_max(repeated, 4, 50, init=init))
+    torch.testing.assert_close(lloyd_max(values, 4, 50, init=init, weights=torch.full((3, 40), 2.5)),
+                               lloyd_max(values, 4, 50, init=init))
+
+
+@pytest.mark.parametrize("codebook", ["layer", "group"])
+def test_weighted_codebook_lowers_the_importance_weighted_error(codebook):
+    """Uniform weights on the high-energy (odd) inputs, Gaussian ones on the rest: the levels should follow the former."""
+    w, _ = _layer(seed=7)
+    w[:, 1::2] = torch.rand(w.shape[0], w.shape[1] // 2, generator=torch.Generator().manual_seed(8)) * 2 - 1
+    cov = torch.diag(torch.tensor([0.01, 10.0]).repeat(w.shape[1] // 2)).double()
+    grid = quantize(w, KMeansConfig(bits=3, group_size=32, codebook=codebook))
+    importance = cov.diagonal()
+    refit = weighted_codebook(w, grid, importance)
+    assert refit.codebook.shape == grid.codebook.shape and torch.equal(refit.scales, grid.scales)
+    assert (refit.codebook.float().diff(dim=-1) >= 0).all()
+    before, after = weighted_error(w, grid, importance).sum(), weighted_error(w, refit, importance).sum()
+    assert after < 0.99 * before
+    quantized = quantize(w, ErrorFeedbackConfig(base=KMeansConfig(bits=3, group_size=32, codebook=codebook),
+                                                weighted_codebook=True), cov)
+    assert torch.equal(quantized.codebook, refit.codebook)
+
+
 def test_options_are_validated_built_and_round_trip():
     config = ErrorFeedbackConfig(base=AsymIntConfig(3), scale_search=[0.9, 0.8], refit_scales=True)
     assert config.scale_search == (0.9, 0.8)
@@ -130,6 +163,11 @@ def test_options_are_validated_built_and_round_trip():
     w, cov = _layer(k=64)
     with pytest.raises(ValueError, match="apply to scalar grids, not VQ"):
         quantize(w, ErrorFeedbackConfig(base=VQConfig(), refit_scales=True), cov)
+    with pytest.raises(ValueError, match="weighted_codebook applies to k-means grids, not AsymIntConfig"):
+        quantize(w, ErrorFeedbackConfig(base=AsymIntConfig(3), weighted_codebook=True), cov)
+    with pytest.raises(ValueError, match="--weighted-codebook is an option of --error-feedback on the k-means grid"):
+        MethodSpec("int", 3, error_feedback=True, weighted_codebook=True)
+    assert MethodSpec("srr", 3, error_feedback=True, weighted_codebook=True).layer_config().base.weighted_codebook
     spec = MethodSpec("kmeans", 3, error_feedback=True, act_order=True, scale_search=True, refit_scales=True)
     assert spec.layer_config() == ErrorFeedbackConfig(base=KMeansConfig(bits=3), act_order=True,
                                                       scale_search=SCALE_SEARCH_FACTORS, refit_scales=True)
