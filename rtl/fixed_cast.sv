@@ -14,7 +14,13 @@
 // puts a register (pipe_reg) between the quantization and the overflow handling.
 // `overflow` is 1 when the quantized value lies outside the target's range (for AP_SAT_SYM the
 // excluded most negative code counts), whatever OMODE then does with it: the overflow that
-// codesign.kan.learner_base.probe counts. It comes from the same registered terms as q.
+// codesign.kan.learner_base.probe counts. It comes from the same registered terms as q, and so
+// does `negative`, the sign that picks the limit.
+// `minus` is the quantized value less an offset, exact and before any overflow handling: the
+// caller gives the offset negated (`neg_offset`, raw units of the target), and the offset rides
+// in the rounding's own carry chain (it has no bits below the kept ones), so it costs no adder
+// of its own. The KAN core reads the next layer's grid offset (x - lo) and the error (y_hat - y)
+// there; where nobody reads it, synthesis removes it.
 module fixed_cast #(
     parameter int W_IN   = 32,  // width of the exact signed input
     parameter int SHIFT  = 0,   // fractional bits dropped (> 0) or appended (<= 0)
@@ -22,12 +28,18 @@ module fixed_cast #(
     parameter int SIGNED = 1,   // 1: ap_fixed, 0: ap_ufixed
     parameter int QMODE  = 5,
     parameter int OMODE  = 3,
-    parameter int CUT    = 0
+    parameter int CUT    = 0,
+    parameter int W_NOFF = 1,   // width of neg_offset (signed)
+    parameter int W_MINUS = 1   // width of minus: enough for the exact difference (the caller sizes it)
 ) (
     input  logic                    clk,    // only read when CUT = 1
     input  logic signed [W_IN-1:0]  v,
     output logic        [W_OUT-1:0] q,
-    output logic                    overflow
+    output logic                    overflow,
+    output logic                    negative,
+    output logic [2:0]              fit_terms,  // {up, ok_up, ok_stay}: fits = up ? ok_up : ok_stay (for a caller's own select)
+    input  logic signed [W_NOFF-1:0] neg_offset,
+    output logic signed [W_MINUS-1:0] minus
 );
   localparam int DROP = (SHIFT > 0) ? SHIFT : 0;
   localparam int APPEND = (SHIFT < 0) ? -SHIFT : 0;
@@ -50,6 +62,9 @@ module fixed_cast #(
   // followed by one select per output bit, however many bits the test spans.
   logic signed [W_Q-1:0] quantized, head;
   logic up;
+  // quantized + neg_offset, exact: one bit above the wider operand
+  localparam int W_M = ((W_Q > W_NOFF) ? W_Q : W_NOFF) + 1;
+  logic signed [W_M-1:0] minus_d, minus_r;
 
   generate
     if (DROP > 0) begin : g_drop
@@ -91,14 +106,25 @@ module fixed_cast #(
         logic [W_V+1:0] sum2;
         assign sum2 = {ve, ci} + {bias, ci};
         assign biased = sum2[W_V+1:1];
-        // BIAS < 2^DROP, so bit DROP of the sum differs from the input's only by the carry into it
-        assign up = biased[DROP] ^ ve[DROP];
+        // BIAS < 2^DROP, so bit DROP of the sum differs from the input's only by the carry into it: that carry
+        // is the carry out of the dropped bits, a short chain of its own (no XOR after the long one)
+        logic [DROP+1:0] low_sum;
+        assign low_sum = {1'b0, ve[DROP-1:0], ci} + {1'b0, bias[DROP-1:0], ci};
+        assign up = low_sum[DROP+1];
       end
       assign quantized = W_Q'(biased[W_V:DROP]);
+      // the same sum with the negated offset above the dropped bits: one chain, the same carry-in
+      logic signed [W_M+DROP:0] vm, km;
+      logic [W_M+DROP+1:0] sum_m;
+      assign vm = (W_M + DROP + 1)'(ve);
+      assign km = (W_M + DROP + 1)'({W_M'(neg_offset), bias[DROP-1:0]});
+      assign sum_m = {vm, ci} + {km, ci};
+      assign minus_d = sum_m[W_M+DROP:DROP+1];
     end else begin : g_append
       assign quantized = W_Q'(v) <<< APPEND;
       assign head = quantized;
       assign up = 1'b0;
+      assign minus_d = W_M'(quantized) + W_M'(neg_offset);
     end
   endgenerate
 
@@ -127,20 +153,33 @@ module fixed_cast #(
   endgenerate
 
   // Whether the value fits (and is not the excluded most negative code of AP_SAT_SYM) when up is
-  // 1 and when it is 0; both come from head alone. `keep` holds them as nets of their own, so
-  // that the mapper, which takes the carry chain's outputs as arriving no later than the
-  // registers, cannot fold the late up into their reduction trees.
-  (* keep *) logic ok_up, ok_stay;
-  assign ok_up = SYM ? (fits_h & ~top_h) : ((fits_h & ~top_h) | below_h);
-  assign ok_stay = fits_h & ~min_h;
+  // 1 and when it is 0; both come from head alone. With rounding, `keep` holds them as nets of
+  // their own, so that the mapper, which takes the carry chain's outputs as arriving no later than
+  // the registers, cannot fold the late up into their reduction trees. Without (up is 0), nothing
+  // is late and the mapper may merge them into the select after them.
+  logic ok_up, ok_stay;
+  if (DROP > 0) begin : g_keep_terms
+    (* keep *) logic ok_up_k, ok_stay_k;
+    assign ok_up_k = SYM ? (fits_h & ~top_h) : ((fits_h & ~top_h) | below_h);
+    assign ok_stay_k = fits_h & ~min_h;
+    assign ok_up = ok_up_k;
+    assign ok_stay = ok_stay_k;
+  end else begin : g_terms
+    assign ok_up = SYM ? (fits_h & ~top_h) : ((fits_h & ~top_h) | below_h);
+    assign ok_stay = fits_h & ~min_h;
+  end
 
   // CUT = 1: the register holds the kept low bits and the overflow terms, not the whole value
   logic [W_OUT-1:0] low_d, low;
   logic up_r, ok_up_r, ok_stay_r, negative_r;
   assign low_d = W_OUT'(W_C'(quantized));
-  pipe_reg #(.W(W_OUT + 4), .ON(CUT)) u_cut (
-      .clk(clk), .d({low_d, up, ok_up, ok_stay, head_c[W_C-1]}), .q({low, up_r, ok_up_r, ok_stay_r, negative_r})
+  pipe_reg #(.W(W_OUT + 4 + W_M), .ON(CUT)) u_cut (
+      .clk(clk), .d({low_d, up, ok_up, ok_stay, head_c[W_C-1], minus_d}),
+      .q({low, up_r, ok_up_r, ok_stay_r, negative_r, minus_r})
   );
+  assign minus = W_MINUS'(minus_r);
+  assign negative = negative_r;
+  assign fit_terms = {up_r, ok_up_r, ok_stay_r};
 
   // The value an out-of-range input takes, from its sign alone (the sign of head: a value that
   // up moves across zero fits); for the excluded code of AP_SAT_SYM it is MIN + 1 as well.

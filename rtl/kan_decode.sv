@@ -5,8 +5,8 @@
 // coefficient bank reads (kan_bank.sv). Bank b holds window position j = (b - cell) mod P,
 // unused when j > K (its basis value is then 0 and the bank is not written).
 // Combinational, with four optional cuts (pipe_reg): CUT_SCALE the scaled offset inside
-// kan_grid, CUT_GRID the grid coordinate
-// (cell, ROM address, clamp), CUT_DECODE every output (a registered ROM read and rotation),
+// kan_grid, CUT_GRID the grid coordinate and the ROM rows (cell, clamp, the rows read at the
+// unclamped address and picked by the clamp), CUT_DECODE every output (rotation and bank address),
 // CUT_ROWS the rotated basis rows alone (bb, db), after CUT_DECODE: the bank addresses go on
 // to the banks, so the ROM read and the bank read share a stage and the products read both
 // from registers (kan_online: the rows register sits beside the bank read register).
@@ -28,11 +28,13 @@ module kan_decode #(
     parameter int CUT_GRID = 0,
     parameter int CUT_DECODE = 0,
     parameter int CUT_ROWS = 0,
+    parameter int OFFSET_IN = 0,  // 1: x is x - LO_RAW already, W_X bits (kan_grid)
+    parameter int W_X = W_ACT,
     parameter BASIS_FILE = "",   // 2^A words of (K+1)*W_B bits, B[j] at [j*W_B +: W_B]
     parameter DBASIS_FILE = ""   // the same for the derivative ROM
 ) (
     input  logic                      clk,
-    input  logic [N_IN*W_ACT-1:0]     x,
+    input  logic [N_IN*W_X-1:0]       x,
     output logic [N_IN-1:0]           clamped,
     output logic [N_IN*P*W_B-1:0]     bb,     // (i, b) at [(i*P+b)*W_B +: W_B]
     output logic [N_IN*P*W_D-1:0]     db,
@@ -64,25 +66,31 @@ module kan_decode #(
 
   for (genvar i = 0; i < N_IN; i++) begin : g_input
     logic [W_CELL-1:0] cell_g, cell_idx;
-    logic [A-1:0] addr_g, addr;
-    logic clamped_g;
+    logic [A-1:0] addr_raw;
+    logic low, high, clamped_g;
     logic [LOG2P-1:0] rot;
     logic [W_CELL-1:0] qbase;
-    logic [(K+1)*W_B-1:0] b_row;
-    logic [(K+1)*W_D-1:0] d_row;
+    logic [(K+1)*W_B-1:0] b_row, b_row_g;
+    logic [(K+1)*W_D-1:0] d_row, d_row_g;
 
     kan_grid #(
         .W_ACT(W_ACT), .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .A(A), .G(G), .W_CELL(W_CELL),
-        .CUT_SCALE(CUT_SCALE)
+        .CUT_SCALE(CUT_SCALE), .OFFSET_IN(OFFSET_IN), .W_X(W_X)
     ) u_grid (
-        .clk(clk), .x(x[i*W_ACT+:W_ACT]), .cell_idx(cell_g), .addr(addr_g), .clamped(clamped_g)
+        .clk(clk), .x(x[i*W_X+:W_X]), .cell_idx(cell_g), .addr_raw(addr_raw), .low(low), .high(high), .clamped(clamped_g)
     );
-    pipe_reg #(.W(W_CELL + A + 1), .ON(CUT_GRID)) u_cut_grid (
-        .clk(clk), .d({cell_g, addr_g, clamped_g}), .q({cell_idx, addr, clamped_d[i]})
+    // The ROMs are read at the unclamped address, beside the clamp, which then picks the row of the
+    // first or last address: the clamp is not in front of the ROM (the rows equal a read at the clamped address)
+    always_comb begin
+      b_row_g = low ? basis_rom[0] : (high ? basis_rom[(1 << A) - 1] : basis_rom[addr_raw]);
+      d_row_g = '0;
+      if (HAS_D != 0) d_row_g = low ? dbasis_rom[0] : (high ? dbasis_rom[(1 << A) - 1] : dbasis_rom[addr_raw]);
+    end
+    // the grid register holds the cell, the clamp and the ROM rows
+    pipe_reg #(.W(W_CELL + 1 + (K + 1) * (W_B + W_D)), .ON(CUT_GRID)) u_cut_grid (
+        .clk(clk), .d({cell_g, clamped_g, b_row_g, d_row_g}), .q({cell_idx, clamped_d[i], b_row, d_row})
     );
 
-    assign b_row = basis_rom[addr];
-    assign d_row = (HAS_D != 0) ? dbasis_rom[addr] : '0;
     assign rot = LOG2P'(cell_idx);
     assign qbase = cell_idx >> LOG2P;
 

@@ -46,9 +46,32 @@ def test_grid_coordinate_python_equals_kan_grid_sv(tmp_path_factory):
     params = dict(W_ACT=w, LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, U_SHIFT=g.u_shift, A=spec.lut_bits, G=spec.grid_size,
                   W_CELL=max(1, (spec.grid_size - 1).bit_length()))
     out = run_module(["pipe_reg.sv", "const_mult.sv", "kan_grid.sv"], "kan_grid", params,
-                     {"x": [int(v) & ((1 << w) - 1) for v in x]}, ["cell_idx", "addr", "clamped"],
+                     {"x": [int(v) & ((1 << w) - 1) for v in x]}, ["cell_idx", "addr_raw", "low", "high", "clamped"],
                      tmp_path_factory.getbasetemp() / f"kan_grid_{spec_name}")
-    for name, py in zip(("cell_idx", "addr", "clamped"), _python(spec, x)):
-        sv = np.array(out[name], dtype=np.int64)
+    _assert_grid_equal(spec, x, out)
+
+
+def _assert_grid_equal(spec, x, out):
+    """kan_grid's outputs against the Python grid coordinate; its ROM address is addr_raw unless low / high clamp it."""
+    low, high = (np.array(out[k], dtype=np.int64) for k in ("low", "high"))
+    addr = np.where(low == 1, 0, np.where(high == 1, (1 << spec.lut_bits) - 1, np.array(out["addr_raw"], dtype=np.int64)))
+    for name, py, sv in zip(("cell_idx", "addr", "clamped"), _python(spec, x),
+                            (np.array(out["cell_idx"], dtype=np.int64), addr, np.array(out["clamped"], dtype=np.int64))):
         bad = np.flatnonzero(py != sv)
         assert bad.size == 0, f"{name} differs at x={x[bad[:5]]}: python {py[bad[:5]]} sv {sv[bad[:5]]}"
+    assert np.array_equal(low | high, np.array(out["clamped"], dtype=np.int64))
+
+
+def test_kan_grid_sv_from_the_offset_equals_python(tmp_path_factory):
+    # OFFSET_IN: the input is x - lo, as a folded layer receives it from the previous layer's cast (the
+    # default spec's cells are a power of two), one bit wider than act_t here so that it can exceed it
+    spec = SPECS["default"]
+    g = spec.grid_constants()
+    x = grid_inputs(spec, np.random.default_rng(3))
+    w = spec.act_t.width + 1
+    params = dict(W_ACT=spec.act_t.width, LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, U_SHIFT=g.u_shift, A=spec.lut_bits,
+                  G=spec.grid_size, W_CELL=max(1, (spec.grid_size - 1).bit_length()), OFFSET_IN=1, W_X=w)
+    out = run_module(["pipe_reg.sv", "const_mult.sv", "kan_grid.sv"], "kan_grid", params,
+                     {"x": [int(v - g.lo_raw) & ((1 << w) - 1) for v in x]}, ["cell_idx", "addr_raw", "low", "high", "clamped"],
+                     tmp_path_factory.getbasetemp() / "kan_grid_offset_in")
+    _assert_grid_equal(spec, x, out)
