@@ -493,10 +493,12 @@ def main() -> None:
     fit_note = (f"Coefficients: `codesign/fpga/estimate_coefficients.py`, fitted (`--fit`) on {table['fitted_on']} specs of "
                 "this sweep as the RTL stood before the cast's overflow test moved beside its carry chain "
                 "(rtl/fixed_cast.sv), before the `rows` register (CUTS bit 13) and before stage 0's registered input "
-                "select (rtl/online_control.sv `take_ports`); the table checks them against this sweep of the current "
-                "RTL, whose specs the fit did not all see (among them the last two: casts that are wiring, at the "
-                "placements `auto` chooses for them, `rows` included). A cast to AP_TRN + AP_WRAP is charged nothing by "
-                "rule, not by fit.")
+                "select (rtl/online_control.sv `take_ports`), the folded grid offset and the fused error "
+                "(codesign.fpga.pipeline.kan_folds) and the ROM rows in the grid register; the table checks them against "
+                "this sweep of the current RTL, whose specs the fit did not all see (among them the last two: casts that "
+                "are wiring, at the placements `auto` chooses for them, `rows` included). A cast to AP_TRN + AP_WRAP is "
+                "charged nothing by rule, not by fit; the rules for the folded steps and the grid register are in "
+                "codesign/fpga/estimate.py (kan_stage_features).")
     if args.fit:
         fit_note = (f"Coefficients: `codesign/fpga/estimate_coefficients.py`, fitted on the {table['fitted_on']} specs of "
                     "this sweep (`--fit`).")

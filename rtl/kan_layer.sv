@@ -53,6 +53,18 @@ module kan_layer #(
     parameter int READ_IN_FRONT = 0,
     parameter COEF_PREFIX = "",  // bank (i, b) loads COEF_PREFIX_i<iii>_b<bbb>.mem
     parameter int HOST_PORT = 0,  // 1: the banks' host port (kan_bank.sv) is built
+    // GRID_NEXT = 1: y_grid is, per forward output, {above, y - LO_NEXT} (W_YG bits, held after F like
+    // y): the output less the next layer's grid start, rounded as act_t rounds but not saturated, and
+    // whether it is at or past ABOVE_NEXT, the first offset the next grid clamps high (kan_grid OFFSET_IN)
+    parameter int GRID_NEXT = 0, parameter int LO_NEXT = 0, parameter int W_YG = 2,
+    parameter longint ABOVE_NEXT = 0,
+    // FUSE_ERROR = 1 (the last layer): err = cast_err(y - target) straight from the forward sums, in the
+    // forward cast's own stage (held after F when REG_F); needs F_ERR >= F_ACT and a saturating act_t
+    parameter int FUSE_ERROR = 0,
+    parameter int W_ERR = 16, parameter int F_ERR = 10, parameter int Q_ERR = 4, parameter int O_ERR = 0,
+    // 1: the errors of the act limits (functions of the target alone) are registered, off the error's stage;
+    // kan_online sets it where the target is held at least one cycle before the forward output is ready
+    parameter int TARGET_REG = 0,
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
     input  logic                  clk,
@@ -64,6 +76,10 @@ module kan_layer #(
     input  logic [N_IN*P-1:0]         used,
     output logic [N_OUT*W_ACT-1:0] y,       // held after F when REG_F
     output logic [N_OUT*W_ACT-1:0] y_comb,  // before the REG_F register
+    output logic [N_OUT*W_YG-1:0]  y_grid,  // GRID_NEXT: y - LO_NEXT before saturation, held after F when REG_F
+    input  logic [N_OUT*(W_ACT+1)-1:0] neg_target,  // FUSE_ERROR: -target, held by the caller
+    output logic [N_OUT*W_ERR-1:0] err,     // FUSE_ERROR: the error, held after F when REG_F
+    output logic [N_OUT-1:0]       ovf_err, // FUSE_ERROR: the error cast overflowed (as ovf_y)
     input  logic [N_OUT*W_G-1:0]  g_out,
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
@@ -179,6 +195,8 @@ module kan_layer #(
 
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;
+  logic [N_OUT*W_YG-1:0] y_grid_now;
+  logic [N_OUT*W_ERR-1:0] err_now;
   assign y_comb = y_now;
   logic [N_OUT*N_IN*W_DPHI-1:0] dphi, dphi_h;  // edge (o, i) at [(o*N_IN+i)*W_DPHI +: W_DPHI]
   logic [N_OUT*N_IN-1:0] ovf_dphi;
@@ -193,9 +211,123 @@ module kan_layer #(
         .clk(clk), .terms(prod_r), .sum(acc)
     );
     pipe_reg #(.W(W_ACC), .ON(CUT_SUM)) u_cut_acc (.clk(clk), .d(acc), .q(acc_r));
+    // The offset that rides in the cast's rounding chain: the next layer's grid start, or the target
+    logic signed [W_ACT:0] neg_offset;
+    logic signed [W_YG-1:0] minus;
+    logic negative;
+    logic [2:0] fit_terms;
+    assign neg_offset = (FUSE_ERROR != 0) ? $signed(neg_target[o*(W_ACT+1)+:W_ACT+1]) : (W_ACT + 1)'(-LO_NEXT);
     fixed_cast #(
-        .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND)
-    ) u_y (.clk(clk), .v(acc_r), .q(y_now[o*W_ACT+:W_ACT]), .overflow(ovf_y[o]));
+        .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
+        .W_NOFF(W_ACT + 1), .W_MINUS(W_YG)
+    ) u_y (
+        .clk(clk), .v(acc_r), .q(y_now[o*W_ACT+:W_ACT]), .overflow(ovf_y[o]), .negative(negative),
+        .fit_terms(fit_terms), .neg_offset(neg_offset), .minus(minus)
+    );
+    // above: the sign of the same chain with the threshold in the offset, beside the first (no comparison after it)
+    logic signed [W_YG-1:0] minus_above;
+    fixed_cast #(
+        .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
+        .W_NOFF(W_YG), .W_MINUS(W_YG)
+    ) u_above (
+        .clk(clk), .v(acc_r), .q(), .overflow(), .negative(), .neg_offset(W_YG'(-(longint'(LO_NEXT) + ABOVE_NEXT))),
+        .minus(minus_above)
+    );
+    assign y_grid_now[o*W_YG+:W_YG] = (GRID_NEXT != 0) ? {!minus_above[W_YG-1], minus[W_YG-2:0]} : '0;
+
+    if (FUSE_ERROR != 0) begin : g_error
+      // y - target is `minus` where the forward cast fits (both in act_t, so W_ACT + 1 bits hold it),
+      // else the cast's limit less the target, formed from the held -target beside the chain
+      localparam logic signed [W_ACT:0] LIM_HI = (O_ACT == 1) ? '0 : (W_ACT + 1)'((1 << (W_ACT - 1)) - 1);
+      localparam logic signed [W_ACT:0] LIM_LO = (O_ACT == 1) ? '0
+                                              : (O_ACT == 2) ? (W_ACT + 1)'(1 - (1 << (W_ACT - 1))) : (W_ACT + 1)'(-(1 << (W_ACT - 1)));
+      logic signed [W_ACT:0] d_fit, d_hi, d_lo;
+      logic [W_ERR-1:0] e_fit, e_hi_d, e_lo_d, e_hi, e_lo;
+      logic o_fit, o_hi_d, o_lo_d, o_hi, o_lo;
+      assign d_fit = minus[W_ACT:0];
+      assign d_hi = LIM_HI + $signed(neg_target[o*(W_ACT+1)+:W_ACT+1]);
+      assign d_lo = LIM_LO + $signed(neg_target[o*(W_ACT+1)+:W_ACT+1]);
+      fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_e_fit (
+          .clk(clk), .v(d_fit), .q(e_fit), .overflow(o_fit), .negative(), .neg_offset(1'b0), .minus()
+      );
+      fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_e_hi (
+          .clk(clk), .v(d_hi), .q(e_hi_d), .overflow(o_hi_d), .negative(), .neg_offset(1'b0), .minus()
+      );
+      fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_e_lo (
+          .clk(clk), .v(d_lo), .q(e_lo_d), .overflow(o_lo_d), .negative(), .neg_offset(1'b0), .minus()
+      );
+      pipe_reg #(.W(2 * W_ERR + 2), .ON(TARGET_REG)) u_target_reg (
+          .clk(clk), .d({e_hi_d, e_lo_d, o_hi_d, o_lo_d}), .q({e_hi, e_lo, o_hi, o_lo})
+      );
+      // take_d: both casts fit, so the error is d's bits (shifted into err_t); the act cast's fit test is
+      // up ? ok_up : ok_stay (its ok terms come from the sum's high bits, early)
+      logic up, ok_up, ok_stay, d_fits, take_d;
+      assign {up, ok_up, ok_stay} = fit_terms;
+      assign d_fits = O_ERR == 3 || !o_fit;
+      assign take_d = (up ? ok_up : ok_stay) && d_fits;
+      if ((O_ACT == 0 || O_ACT == 2) && (O_ERR == 0 || O_ERR == 2)) begin : g_clamp
+        // Both casts saturate: err = clamp(d 2^AE, LX, HX) with bounds of the target alone (AE = F_ERR - F_ACT),
+        // LX = max((lo_act - y) 2^AE, lo_err), HX = min((hi_act - y) 2^AE, hi_err). d is compared with them
+        // in chains of their own beside d's, the sign of r - y - LD and of r - y - HD - 1 (r the rounded sum,
+        // LD = max(lo_act - y, ceil(lo_err / 2^AE)), HD = min(hi_act - y, floor(hi_err / 2^AE))), so one select
+        // follows the chains. The bounds are registered with the target (TARGET_REG).
+        localparam int AE = F_ERR - F_ACT;
+        localparam int W_T = W_ACT + AE + 4;
+        localparam logic signed [W_T-1:0] LO_E = (O_ERR == 2) ? W_T'(1 - (longint'(1) << (W_ERR - 1))) : W_T'(-(longint'(1) << (W_ERR - 1)));
+        localparam logic signed [W_T-1:0] HI_E = W_T'((longint'(1) << (W_ERR - 1)) - 1);
+        localparam logic signed [W_T-1:0] CE_LO = -((-LO_E) >>> AE);  // ceil(lo_err / 2^AE)
+        localparam logic signed [W_T-1:0] FE_HI = HI_E >>> AE;        // floor(hi_err / 2^AE)
+        // With ny = -y each bound is a comparison of ny with a constant beside one constant addition, then a select:
+        //   n_lt = ny - LD = ny > K1 ? -lo_act : ny - CE_LO        (K1 = CE_LO - lo_act)
+        //   n_gt = ny - HD - 1 = ny < K2 ? -hi_act - 1 : ny - FE_HI - 1   (K2 = FE_HI - hi_act)
+        //   LX = ny > K3 ? (lo_act + ny) 2^AE : lo_err     (K3 = floor(lo_err / 2^AE) - lo_act)
+        //   HX = ny < K4 ? (hi_act + ny) 2^AE : hi_err     (K4 = ceil(hi_err / 2^AE) - hi_act)
+        localparam logic signed [W_T-1:0] K1 = CE_LO - W_T'(LIM_LO);
+        localparam logic signed [W_T-1:0] K2 = FE_HI - W_T'(LIM_HI);
+        localparam logic signed [W_T-1:0] K3 = (LO_E >>> AE) - W_T'(LIM_LO);
+        localparam logic signed [W_T-1:0] K4 = -((-HI_E) >>> AE) - W_T'(LIM_HI);
+        logic signed [W_T-1:0] ny, lx, hx, n_lt_d, n_gt_d;
+        logic signed [W_T-1:0] n_lt, n_gt;
+        logic [W_ERR-1:0] lx_q, hx_q;
+        assign ny = W_T'($signed(neg_target[o*(W_ACT+1)+:W_ACT+1]));
+        assign n_lt_d = (ny > K1) ? -W_T'(LIM_LO) : ny - CE_LO;
+        assign n_gt_d = (ny < K2) ? -W_T'(LIM_HI) - W_T'(1) : ny - FE_HI - W_T'(1);
+        assign lx = (ny > K3) ? ((W_T'(LIM_LO) + ny) <<< AE) : LO_E;
+        assign hx = (ny < K4) ? ((W_T'(LIM_HI) + ny) <<< AE) : HI_E;
+        pipe_reg #(.W(2 * W_T + 2 * W_ERR), .ON(TARGET_REG)) u_bounds_reg (
+            .clk(clk), .d({n_lt_d, n_gt_d, lx[W_ERR-1:0], hx[W_ERR-1:0]}), .q({n_lt, n_gt, lx_q, hx_q})
+        );
+        logic signed [W_YG-1:0] below_lo, above_hi;
+        fixed_cast #(
+            .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
+            .W_NOFF(W_T), .W_MINUS(W_YG)
+        ) u_lt (.clk(clk), .v(acc_r), .q(), .overflow(), .negative(), .fit_terms(), .neg_offset(n_lt), .minus(below_lo));
+        fixed_cast #(
+            .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
+            .W_NOFF(W_T), .W_MINUS(W_YG)
+        ) u_gt (.clk(clk), .v(acc_r), .q(), .overflow(), .negative(), .fit_terms(), .neg_offset(n_gt), .minus(above_hi));
+        assign err_now[o*W_ERR+:W_ERR] = below_lo[W_YG-1] ? lx_q : (!above_hi[W_YG-1] ? hx_q : W_ERR'(d_fit <<< AE));
+      end else begin : g_select
+        // Any other modes: one select after the chains, between d's bits, err_t's limit by d's sign and the error of
+        // the act limit, each term formed for both values of up (nets of their own, `keep`, so the mapper keeps that shape)
+        localparam logic [W_ERR-1:0] E_MAX = (O_ERR == 1) ? '0 : W_ERR'((1 << (W_ERR - 1)) - 1);
+        localparam logic [W_ERR-1:0] E_MIN = (O_ERR == 1) ? '0
+                                           : (O_ERR == 2) ? W_ERR'(1 - (1 << (W_ERR - 1))) : W_ERR'(-(1 << (W_ERR - 1)));
+        (* keep *) logic [W_ERR-1:0] other_up, other_stay;
+        assign other_up = ok_up ? (d_fit[W_ACT] ? E_MIN : E_MAX) : (negative ? e_lo : e_hi);
+        assign other_stay = ok_stay ? (d_fit[W_ACT] ? E_MIN : E_MAX) : (negative ? e_lo : e_hi);
+        assign err_now[o*W_ERR+:W_ERR] = take_d ? W_ERR'(d_fit <<< (F_ERR - F_ACT)) : (up ? other_up : other_stay);
+      end
+      // where the act cast fits, the error cast overflowed exactly when d did not fit (o_fit)
+      assign ovf_err[o] = !ovf_y[o] ? o_fit : (negative ? o_lo : o_hi);
+      /* verilator lint_off UNUSEDSIGNAL */
+      logic unused_e_fit;
+      assign unused_e_fit = ^e_fit;  // its value is take_d ? d : other; only its overflow is read
+      /* verilator lint_on UNUSEDSIGNAL */
+    end else begin : g_no_error
+      assign err_now[o*W_ERR+:W_ERR] = '0;
+      assign ovf_err[o] = 1'b0;
+    end
 
     if (HAS_BACKWARD != 0) begin : g_dphi
       for (genvar i = 0; i < N_IN; i++) begin : g_edge
@@ -222,6 +354,8 @@ module kan_layer #(
   // the stage boundary after F: its results, and what B and U read of F's inputs, so that
   // neither B nor U starts from a path through the decode or the bank read
   pipe_reg #(.W(N_OUT * W_ACT), .ON(REG_F)) u_reg_y (.clk(clk), .d(y_now), .q(y));
+  pipe_reg #(.W(N_OUT * W_YG), .ON(REG_F * GRID_NEXT)) u_reg_y_grid (.clk(clk), .d(y_grid_now), .q(y_grid));
+  pipe_reg #(.W(N_OUT * W_ERR), .ON(REG_F * FUSE_ERROR)) u_reg_err (.clk(clk), .d(err_now), .q(err));
   pipe_reg #(.W(N_OUT * N_IN * W_DPHI), .ON(REG_F * HAS_BACKWARD)) u_reg_dphi (.clk(clk), .d(dphi), .q(dphi_h));
   logic [N_IN*P*W_B-1:0] bb_h;
   logic [N_IN*P*W_BADDR-1:0] baddr_h;

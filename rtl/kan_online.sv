@@ -48,6 +48,13 @@ module kan_online #(
     parameter logic [63:0] PIPE = 64'd0,
     parameter int CUTS = 0,        // bit positions: CUT_GRID .. CUT_UFULL below
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: no register inside a tree)
+    // FOLD_GRID = 1: a layer after the first reads its grid offset (x - LO_RAW) from the previous layer's
+    // rounding chain, unsaturated (kan_grid OFFSET_IN), so it has no scale step of its own and no
+    // CUT_SCALE register; only where act_t saturates beyond the grid on both sides and 1/h is a
+    // power of two, where the cell, address and clamp are the same (codesign.fpga.pipeline.kan_folds).
+    // FUSE_ERROR = 1: the error is formed in the last layer's forward cast (kan_layer), not after it.
+    parameter int FOLD_GRID = 0,
+    parameter int FUSE_ERROR = 0,
     parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
     parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
@@ -113,10 +120,14 @@ module kan_online #(
   function automatic int tree_regs(input int terms);  // adder_tree's registers on a path
     tree_regs = (TREE_SPLIT > 0 && levels_of(terms) > 0) ? (levels_of(terms) - 1) / TREE_SPLIT : 0;
   endfunction
+  // the scale register of layer l: none where the grid offset comes from the previous layer's cast
+  function automatic int scale_regs(input int l);
+    scale_regs = (l > 0 && FOLD_GRID != 0) ? 0 : CUT_SCALE;
+  endfunction
   // registers from layer l's input to its forward output (before REG_F)
   function automatic int forward_regs(input int l);
     // the products wait for the later of the bank word (CUT_READ) and the basis rows (CUT_ROWS)
-    forward_regs = CUT_SCALE + CUT_GRID + CUT_DECODE + ((CUT_READ > CUT_ROWS) ? CUT_READ : CUT_ROWS) + CUT_MULT
+    forward_regs = scale_regs(l) + CUT_GRID + CUT_DECODE + ((CUT_READ > CUT_ROWS) ? CUT_READ : CUT_ROWS) + CUT_MULT
                    + tree_regs(width_of(l) * P) + CUT_SUM + CUT_ROUND;
   endfunction
   // the cycle in which layer l's input is ready (l = N_LAYERS: the last layer's output, after REG_F)
@@ -126,7 +137,8 @@ module kan_online #(
   endfunction
   // the cycle in which the gradient at layer l's outputs is ready
   function automatic int grad_ready(input int l);
-    grad_ready = input_ready(N_LAYERS) + CUT_ROUND + CUT_ERR;
+    // the fused error has its round register in the forward cast (counted there); otherwise its own cast's
+    grad_ready = input_ready(N_LAYERS) + ((FUSE_ERROR != 0) ? 0 : CUT_ROUND) + CUT_ERR;
     for (int q = N_LAYERS - 1; q > l; q--)
       grad_ready = grad_ready + CUT_GMULT + tree_regs(width_of(q + 1)) + CUT_GSUM + CUT_ROUND + (PIPE[2*N_LAYERS-1-q] ? 1 : 0);
   endfunction
@@ -153,6 +165,12 @@ module kan_online #(
   localparam int W_GMAX = (W_ERR > W_GRAD) ? W_ERR : W_GRAD;
   localparam int ACT_SLOT = N_MAX * W_ACT;
   localparam int G_SLOT = N_MAX * W_GMAX;
+  // y - LO_RAW before saturation (FOLD_GRID): wider than any layer's exact forward sum needs
+  localparam int W_YG = W_B + W_COEF + 24 + ((F_ACT > F_B + F_COEF) ? F_ACT - F_B - F_COEF : 0);
+  localparam int YG_SLOT = N_MAX * W_YG;
+  // the first x - LO_RAW that the grid clamps high (u > U_MAX = G 2^A - 1; INV_H = 1 where FOLD_GRID)
+  localparam longint ABOVE_OFFSET = (U_SHIFT >= 0) ? (longint'(G) << (A + U_SHIFT))
+                                                  : ((longint'(G) << A) + (longint'(1) << -U_SHIFT) - 1) >>> -U_SHIFT;
 
   logic accept, busy, open_behind, take_ports, last, pred_load, hold_load, commit;
   logic [N_STAGES-1:0] stage_on;
@@ -181,20 +199,33 @@ module kan_online #(
   end
   // x only feeds layer 0's front; with an overlap, a sample accepted behind a busy one reads the ports
   assign x_now = take_ports ? x : x_cur;  // a registered select: the accept is not on this path
+  // -y, held beside y (FUSE_ERROR): the fused error adds it in the forward cast's chain, so no adder
+  // negates it on the way (the negation is on the port's path into the register)
+  logic [N_OUT*(W_ACT+1)-1:0] ny, ny_cur, ny_now;
+  for (genvar o = 0; o < N_OUT; o++) begin : g_negate_target
+    assign ny[o*(W_ACT+1)+:W_ACT+1] = (W_ACT + 1)'(0) - (W_ACT + 1)'($signed(y[o*W_ACT+:W_ACT]));
+  end
+  always_ff @(posedge ap_clk) begin
+    if (accept) ny_cur <= ny;
+  end
   if (N_FRONT == 0) begin : g_no_overlap
     assign y_now = busy ? y_cur : y;
+    assign ny_now = busy ? ny_cur : ny;
     assign train_now = busy ? train_cur : train;
   end else begin : g_overlap
     // the target and train flag follow the sample out of the front, so the next accept cannot overwrite them
     logic [N_OUT*W_ACT-1:0] y_back;
+    logic [N_OUT*(W_ACT+1)-1:0] ny_back;
     logic train_back;
     always_ff @(posedge ap_clk) begin
       if (hold_load) begin
         y_back <= accept ? y : y_cur;
+        ny_back <= accept ? ny : ny_cur;
         train_back <= accept ? train : train_cur;
       end
     end
     assign y_now = y_back;
+    assign ny_now = ny_back;
     assign train_now = train_back;
   end
   assign commit = last && train_now && !ap_rst;
@@ -204,6 +235,8 @@ module kan_online #(
   // through every layer is otherwise a false combinational loop to its scheduler)
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
+  logic [(N_LAYERS+1)*YG_SLOT-1:0] ygs /*verilator split_var*/;  // layer l's grid offsets at slot l (FOLD_GRID)
+  assign ygs[0+:YG_SLOT] = '0;
   assign acts[0+:N_IN*W_ACT] = x_now;
   logic [N_FLAGS-1:0] sat_flags /*verilator split_var*/;  // the overflows counted in this cycle
   logic count_forward, count_train;  // the sample ends its last stage: its forward casts, and its backward ones
@@ -222,6 +255,16 @@ module kan_online #(
     localparam int FG = (IS_LAST != 0) ? F_ERR : F_GRAD;
     localparam int PHASE_F = l;
     localparam int PHASE_B = 2 * N_LAYERS - 1 - l;
+    localparam int FOLDED = (l > 0 && FOLD_GRID != 0) ? 1 : 0;  // the grid offset comes from layer l-1's cast
+    localparam int W_XIN = (FOLDED != 0) ? W_YG : W_ACT;
+    logic [NI*W_XIN-1:0] x_in;
+    if (FOLDED != 0) begin : g_x_offset
+      assign x_in = ygs[l*YG_SLOT+:NI*W_YG];
+    end else begin : g_x_act
+      assign x_in = acts[l*ACT_SLOT+:NI*W_ACT];
+    end
+    logic [NO*W_ERR-1:0] err_l;
+    logic [NO-1:0] ovf_err_l;
     logic [NI*W_GRAD-1:0] g_in;
     logic [NO*W_ACT-1:0] y_comb;
     logic [NI-1:0] clamped;
@@ -237,10 +280,11 @@ module kan_online #(
     kan_decode #(
         .N_IN(NI), .G(G), .K(K), .A(A), .P(P), .W_BADDR(W_BADDR), .W_ACT(W_ACT), .W_B(W_B), .W_D(W_D),
         .LO_RAW(LO_RAW), .INV_H(INV_H), .U_SHIFT(U_SHIFT), .HAS_D(l > 0 ? 1 : 0),
-        .CUT_SCALE(CUT_SCALE), .CUT_GRID(CUT_GRID), .CUT_DECODE(CUT_DECODE), .CUT_ROWS(CUT_ROWS),
+        .CUT_SCALE(scale_regs(l)), .CUT_GRID(CUT_GRID), .CUT_DECODE(CUT_DECODE), .CUT_ROWS(CUT_ROWS),
+        .OFFSET_IN(FOLDED), .W_X(W_XIN),
         .BASIS_FILE({MEM_DIR, "/basis.mem"}), .DBASIS_FILE(l > 0 ? {MEM_DIR, "/dbasis.mem"} : "")
     ) u_decode (
-        .clk(ap_clk), .x(acts[l*ACT_SLOT+:NI*W_ACT]), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
+        .clk(ap_clk), .x(x_in), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
     );
 
     logic [W_BADDR-1:0] host_addr;
@@ -265,12 +309,19 @@ module kan_online #(
         .REG_F(PIPE[PHASE_F] ? 1 : 0),
         .REG_B((l > 0 && PIPE[PHASE_B]) ? 1 : 0),
         .CUTS(CUTS), .TREE_SPLIT(TREE_SPLIT), .READ_IN_FRONT(l == 0 ? READ_IN_FRONT : 0),
-        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)}), .HOST_PORT(HOST_PORT)
+        .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)}), .HOST_PORT(HOST_PORT),
+        .GRID_NEXT((FOLD_GRID != 0 && IS_LAST == 0) ? 1 : 0), .LO_NEXT(LO_RAW), .W_YG(W_YG), .ABOVE_NEXT(ABOVE_OFFSET),
+        .FUSE_ERROR((FUSE_ERROR != 0 && IS_LAST != 0) ? 1 : 0),
+        .W_ERR(W_ERR), .F_ERR(F_ERR), .Q_ERR(Q_ERR), .O_ERR(O_ERR), .TARGET_REG((PRED_STAGE > N_FRONT) ? 1 : 0)
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used),
         .y(acts[(l+1)*ACT_SLOT+:NO*W_ACT]),
         .y_comb(y_comb),
+        .y_grid(ygs[(l+1)*YG_SLOT+:NO*W_YG]),
+        .neg_target((IS_LAST != 0) ? ny_now[0+:NO*(W_ACT+1)] : '0),
+        .err(err_l),
+        .ovf_err(ovf_err_l),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
         .commit(commit),
@@ -296,14 +347,21 @@ module kan_online #(
 
   // §4: the error at the output is the gradient of the last layer
   logic [N_OUT*W_ERR-1:0] err;
-  for (genvar o = 0; o < N_OUT; o++) begin : g_error
-    logic signed [W_ACT:0] diff;
-    assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
-    logic ovf_err;
-    fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR), .CUT(CUT_ROUND)) u_err (
-        .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR]), .overflow(ovf_err)
-    );
-    assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
+  if (FUSE_ERROR != 0) begin : g_fused_error  // formed in the last layer's forward cast
+    assign err = g_layer[N_LAYERS-1].err_l;
+    for (genvar o = 0; o < N_OUT; o++) begin : g_error
+      assign sat_flags[flags_before(N_LAYERS)+o] = count_train && g_layer[N_LAYERS-1].ovf_err_l[o];
+    end
+  end else begin : g_cast_error
+    for (genvar o = 0; o < N_OUT; o++) begin : g_error
+      logic signed [W_ACT:0] diff;
+      assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
+      logic ovf_err;
+      fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR), .CUT(CUT_ROUND)) u_err (
+          .clk(ap_clk), .v(diff), .q(err[o*W_ERR+:W_ERR]), .overflow(ovf_err), .negative(), .neg_offset(1'b0), .minus()
+      );
+      assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
+    end
   end
   flag_count #(.N(N_FLAGS), .W_COUNT(32)) u_overflows (.clk(ap_clk), .rst(ap_rst), .flags(sat_flags), .count(overflows));
   pipe_reg #(.W(N_OUT * W_ERR), .ON(CUT_ERR)) u_cut_err (.clk(ap_clk), .d(err), .q(grads[N_LAYERS*G_SLOT+:N_OUT*W_ERR]));

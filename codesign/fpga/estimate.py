@@ -20,7 +20,7 @@ from codesign.fixed import FixedType, OMode, QMode
 from codesign.fpga.boards import Board, find_board, yosys_family
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import Pipeline, kan_bank_geometry, kan_read_in_front, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import Pipeline, kan_bank_geometry, kan_folds, kan_read_in_front, pipeline_timing, resolve_pipeline
 from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -135,8 +135,10 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
     w_baddr = _clog2(depth) if depth > 1 else 1
     dense_inv_h = bin(g.inv_h_raw).count("1") > 3  # const_mult leaves it to a multiplier
     shift_adds = 0 if dense_inv_h else bin(g.inv_h_raw).count("1") - 1
+    folds = kan_folds(spec)
     for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
         last = layer == n_layers - 1
+        folded = layer > 0 and folds["grid"]  # x - lo from the previous layer's cast: no scale step, no scale register
         wg, fg = (spec.err_t.width, spec.err_t.frac) if last else (spec.grad_t.width, spec.grad_t.frac)
         backward = layer > 0
         # decode of every input: grid, ROM rows, rotation into bank order, bank addresses
@@ -190,7 +192,14 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         lutram["banks"] += n_in * banks * lutram_luts(n_out * wc, depth, reg_f, family)
         # registers after F (what later phases read) and after B
         if reg_f:
-            ff["registers"] += n_out * wa + n_in * banks * (wb + w_baddr + 1 + n_out * wc) + n_in
+            # the forward outputs as the next step reads them: act_t, x - lo before saturation (its exact
+            # width: the sum's bits above the dropped ones, one for the rounding and one for the offset), or the error
+            held_out = wa
+            if not last and folds["grid"]:
+                held_out = w_acc - max(0, fb + fc - wa + spec.act_t.int_bits) + 2
+            elif last and folds["error"]:
+                held_out = spec.err_t.width
+            ff["registers"] += n_out * held_out + n_in * banks * (wb + w_baddr + 1 + n_out * wc) + n_in
             if backward:
                 ff["registers"] += n_out * n_in * wdphi
         if backward and mask >> (2 * n_layers - 1 - layer) & 1:
@@ -200,8 +209,8 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         w_dacc = wd + wc + _clog2(banks) + 1
         w_s = wg + wdphi + _clog2(n_out) + 1
         cut_bits = {
-            "grid": n_in * (w_cell + spec.lut_bits + 1),
-            "scale": n_in * (wa + 2 + w_inv),
+            "grid": n_in * (w_cell + 1 + (k + 1) * (wb + (wd if backward else 0))),  # cell, clamp, ROM rows
+            "scale": 0 if folded else n_in * (wa + 2 + w_inv),
             "round": (n_out * (wa + 2) + (n_out * n_in * (wdphi + 2) + n_in * (wgrad + 2) if backward else 0)
                       + n_in * banks * n_out * (wc + 2)),
             "decode": n_in * (banks * (wb + (wd if backward else 0) + w_baddr + 1) + 1),
@@ -223,7 +232,10 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[s
         if backward:
             ff["registers"] += n_out * n_in * _tree_register_bits(banks, w_dacc, pipe.tree_split)
             ff["registers"] += n_in * _tree_register_bits(n_out, w_s, pipe.tree_split)
-    ff["registers"] += (cut("err") + cut("round")) * spec.n_outputs * (spec.err_t.width + cut("round"))
+    if folds["error"]:  # the error leaves the last forward cast: its register alone
+        ff["registers"] += cut("err") * spec.n_outputs * spec.err_t.width
+    else:
+        ff["registers"] += (cut("err") + cut("round")) * spec.n_outputs * (spec.err_t.width + cut("round"))
     _cast(lut, spec.n_outputs, wa + 1, spec.err_t)
     ff["registers"] += _common_registers(spec, pipe)
     return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
@@ -375,24 +387,47 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             return paths.node(after(paths.node(value, cast=0.5 * weight, **extra), 1), cast=0.5 * weight)
         return paths.node(value, cast=weight, **extra)
 
+    folds = kan_folds(spec)
     layer_in: dict[str, float] = {}
     held = []  # per layer: (bb, bank word, dphi) as B and U read them
+    error: dict[str, float] = {}
     for layer, (n_in, _) in enumerate(shapes):
         f_reg = pipe.phases >> layer & 1
-        scaled = after(paths.node(layer_in, scale=1.0), c("scale"))
+        if layer > 0 and folds["grid"]:
+            scaled = layer_in  # x - lo came out of the previous layer's rounding chain: no scale step
+        elif dense_inv_h:
+            scaled = after(paths.node(layer_in, scale=1.0), c("scale"))
+        else:  # a power-of-two cell: the scale is the subtraction of lo alone
+            scaled = after(paths.node(layer_in, adder_levels=1.0), c("scale"))
         grid = paths.node(scaled, grid=1.0)
-        decoded = after(paths.node(after(grid, c("grid")), rom=1.0), c("decode"))
-        word = after(paths.node(decoded, memory=1.0, adder_levels=live_address), c("read"))
+        if c("grid"):
+            # the grid register holds the ROM rows (read at the unclamped address beside the clamp, rtl/kan_decode.sv):
+            # the ROM is in the grid's stage, the rotation into bank order and the bank address after it. The
+            # rotation is charged one adder level (about two LUT levels with their routes, as Yosys maps it)
+            rom = paths.node(after(paths.node(grid, rom=1.0), 1), adder_levels=1.0)
+            address: dict[str, float] = {}
+        else:
+            rom = address = paths.node(grid, rom=1.0)
+        decoded = after(rom, c("decode"))
+        word = after(paths.node(after(address, c("decode")), memory=1.0, adder_levels=live_address), c("read"))
         rows = after(decoded, c("rows"))  # the basis rows the products read
         product = after(multiply(rows, word), c("mult"))
-        y = cast(after(tree(product, n_in * banks), c("sum")), spec.act_t)
+        total = after(tree(product, n_in * banks), c("sum"))
+        y = cast(total, spec.act_t)
         dphi = {}
         if layer > 0:
             dphi = cast(after(tree(product, banks), c("sum")), spec.dphi_t)
         held.append((after(rows, f_reg), after(word, f_reg), after(dphi, f_reg)))
+        if layer < n_layers - 1 and folds["grid"]:
+            y = paths.node(total, adder_levels=1.0)  # the rounding chain alone, the offset in it
+        elif layer == n_layers - 1 and folds["error"]:
+            # y - target from the cast's own chain, compared with bounds of the target alone in chains beside it, one
+            # select after them (rtl/kan_layer.sv): as deep as the cast itself, by Yosys's netlist
+            error = after(paths.node(total, cast=1.0), f_reg)
         layer_in = after(y, f_reg)
     grads = [{}] * n_layers
-    grads[-1] = after(cast(layer_in, spec.err_t, subtract=True), c("err"))  # the error, from the last layer's output
+    # the error, fused into the last forward cast or from the last layer's output
+    grads[-1] = after(error if folds["error"] else cast(layer_in, spec.err_t, subtract=True), c("err"))
     for layer in range(n_layers - 1, 0, -1):
         product = after(multiply(grads[layer], held[layer][2]), c("gmult"))
         total = tree(product, shapes[layer][1])
@@ -441,16 +476,10 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0]) if kan else 0
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
-    def synthesizable_as_modelled(pipe: Pipeline) -> bool:
-        # Yosys merges the grid register into the basis ROM's read port (memory_dff) and so moves
-        # it past the ROM, which this model does not describe: auto places no grid register
-        return not kan or not pipe.cut("grid")
-
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
             out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values() if not pipe.cuts >> k & 1]
-            out = [p for p in out if synthesizable_as_modelled(p)]
             finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
             if finer:
                 out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
@@ -480,7 +509,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
         visited.append(current)
     if target_ns is not None and period(current) <= target_ns:
         while True:
-            options = [p for p in removed(current) if period(p) <= target_ns and synthesizable_as_modelled(p)]
+            options = [p for p in removed(current) if period(p) <= target_ns]
             if not options:
                 break
             current = min(options, key=lambda p: (pipeline_timing(spec, p)["ii"], bits(p)))

@@ -16,11 +16,12 @@ import math
 from dataclasses import dataclass
 from typing import cast
 
+from codesign.fixed import OMode
 from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
-           "pipeline_timing", "kan_bank_geometry", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
+           "pipeline_timing", "kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
@@ -140,21 +141,53 @@ def kan_bank_geometry(spec: KANSpec) -> tuple[int, int]:
     return banks, math.ceil(spec.n_coef / banks)
 
 
+def _grid_coordinate(spec: KANSpec, raw: int) -> int:
+    """The unclamped grid coordinate u of an act_t raw value (rtl/kan_grid.sv, power-of-two cells)."""
+    g = spec.grid_constants()
+    offset = (raw - g.lo_raw) * g.inv_h_raw
+    return offset >> g.u_shift if g.u_shift >= 0 else offset << -g.u_shift
+
+
+def kan_folds(spec: KANSpec) -> dict[str, bool]:
+    """Which casts the KAN RTL folds into its neighbours (rtl/kan_online.sv FOLD_GRID, FUSE_ERROR).
+
+    ``grid``: a layer after the first takes its grid offset x - lo from the previous layer's
+    rounding chain before saturation, with no scale step. The same cell, address and clamp
+    follow only when act_t saturates (AP_SAT, AP_SAT_SYM) to values the grid clamps on both
+    sides, and 1/h is a power of two (no multiply). ``error``: the error is formed in the last
+    layer's forward cast, when act_t is signed and saturating and err_t keeps every fraction
+    bit of act_t (so y - target is not rounded again).
+    """
+    act = spec.act_t
+    saturating = act.omode in (OMode.AP_SAT, OMode.AP_SAT_SYM)
+    low = act.min_raw + (1 if act.omode == OMode.AP_SAT_SYM and act.signed and act.width > 1 else 0)
+    g = spec.grid_constants()
+    grid = (len(spec.layer_shapes) > 1 and g.power_of_two and saturating
+            and _grid_coordinate(spec, low) < 0 and _grid_coordinate(spec, act.max_raw) > g.u_max)
+    error = (act.signed and act.omode in (OMode.AP_SAT, OMode.AP_SAT_ZERO, OMode.AP_SAT_SYM)
+             and spec.err_t.frac >= act.frac)
+    return {"grid": grid, "error": error}
+
+
 def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     """The cycle of the sample in which the prediction and the update's write data are ready (rtl/kan_online.sv)."""
     banks, _ = kan_bank_geometry(spec)
     shapes = spec.layer_shapes
     n_layers = len(shapes)
     c = pipe.cut
+    folds = kan_folds(spec)
     ready = 0
     prediction = 0
     for layer, (n_in, _) in enumerate(shapes):
-        # the products wait for the later of the bank word (read) and the basis rows (rows)
-        forward = (c("scale") + c("grid") + c("decode") + max(c("read"), c("rows")) + c("mult")
+        # the products wait for the later of the bank word (read) and the basis rows (rows); a folded
+        # layer's grid offset comes from the previous layer's cast, without a scale register
+        scale = 0 if layer > 0 and folds["grid"] else c("scale")
+        forward = (scale + c("grid") + c("decode") + max(c("read"), c("rows")) + c("mult")
                    + _tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round"))
         prediction = ready + forward
         ready = prediction + (pipe.phases >> layer & 1)
-    grad = ready + c("round") + c("err")
+    # the fused error's round register is the forward cast's, counted above
+    grad = ready + (0 if folds["error"] else c("round")) + c("err")
     for layer in range(n_layers - 1, 0, -1):
         boundary = pipe.phases >> (2 * n_layers - 1 - layer) & 1
         grad += c("gmult") + _tree_regs(shapes[layer][1], pipe.tree_split) + c("gsum") + c("round") + boundary

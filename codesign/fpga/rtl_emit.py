@@ -31,7 +31,16 @@ from codesign import __version__
 from codesign.fixed import FixedType
 from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
 from codesign.fpga.kinds import FpgaKind, fpga_kind
-from codesign.fpga.pipeline import PIPELINES, Pipeline, kan_bank_geometry, parse_pipeline, pipeline_mask, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import (
+    PIPELINES,
+    Pipeline,
+    kan_bank_geometry,
+    kan_folds,
+    parse_pipeline,
+    pipeline_mask,
+    pipeline_timing,
+    resolve_pipeline,
+)
 from codesign.fpga.simulator import rtl_dir
 from codesign.fpga.templates import render_rtl
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
@@ -106,6 +115,8 @@ def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
     params.update(_type_params("GRAD", spec.grad_t))
     params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
     params["LR_SPAN"] = spec.lr_shift_span  # run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (the AXI shell's LR_SHIFT)
+    folds = kan_folds(spec)
+    params.update(FOLD_GRID=int(folds["grid"]), FUSE_ERROR=int(folds["error"]))
     return params
 
 

@@ -43,6 +43,13 @@ def _deep_kan() -> KANSpec:
     )
 
 
+def _folded_kan() -> KANSpec:
+    """Folded grid offset (AP_SAT_SYM act_t, cells of a power of two) and a fused error two fraction bits finer."""
+    t = FixedType.parse
+    return KANSpec(widths=(2, 3, 1), grid_size=8, grid_range=(-2.0, 2.0), lut_bits=5,
+                   act_t=t("ap_fixed<14,5,AP_RND_INF,AP_SAT_SYM>"), err_t=t("ap_fixed<16,5,AP_RND,AP_SAT>"))
+
+
 def _mixed_modes_kan() -> KANSpec:
     """tests/fpga's mixed_modes.toml: two outputs, quartic splines, every quantization and overflow family, 300 MHz."""
     t = FixedType.parse
@@ -77,6 +84,13 @@ CASES = {
     # the difference register (II 6 of 7 stages), and the next sample's front overlaps with the registered port select
     "kan_1x1_g5_trn_wrap_auto": (KANSpec(widths=(1, 1), grid_size=5, **{n: FixedType.parse("ap_fixed<16,6>") for n in (
         "act_t", "coef_t", "err_t", "grad_t")}), "function_tracking", 1_000, "auto"),
+    # the folded grid offset and the fused error (codesign.fpga.pipeline.kan_folds) in other modes than the
+    # default's: AP_SAT_SYM act_t (the fold) with err_t two fraction bits finer (the error clamp), and a CUT_ROUND
+    # register inside every cast; then an AP_SAT_ZERO act_t (fused, not folded) with an AP_WRAP err_t
+    "kan_folded_sat_sym_auto": (_folded_kan(), "mackey_glass", 1_000, "auto"),
+    "kan_folded_sat_sym_round": (_folded_kan(), "mackey_glass", 500, Pipeline(0b110, 0x235D | 1 << 11, 2)),
+    "kan_fused_sat_zero_auto": (KANSpec(widths=(2, 3, 1), grid_size=8, act_t=FixedType.parse("ap_fixed<12,4,AP_TRN_ZERO,AP_SAT_ZERO>"),
+                                        err_t=FixedType.parse("ap_fixed<12,4,AP_RND_CONV,AP_WRAP>")), "function_tracking", 1_000, "auto"),
     "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
     "mlp_hardtanh_staged": (
         MLPSpec(widths=(3, 8, 6, 1), activation="hardtanh", act_t=default_type(14, 4), coef_t=default_type(18, 5), lr_shift=4),

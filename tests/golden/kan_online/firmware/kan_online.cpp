@@ -108,10 +108,10 @@ void kan_online_top(const act_t x[N_IN], const act_t y[N_OUT], bool train, act_t
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // The RTL's schedule (pipeline auto 0x7:0x277c:2): a sample every 17 cycles, its update
-  // written 18 cycles after it is accepted (README.md, Schedule).
-#pragma HLS PIPELINE II=17
-#pragma HLS LATENCY max=18
+  // The RTL's schedule (pipeline auto 0x6:0x235d:2): a sample every 15 cycles, its update
+  // written 16 cycles after it is accepted (README.md, Schedule).
+#pragma HLS PIPELINE II=15
+#pragma HLS LATENCY max=16
   codesign::no_overflow_count none;
   kan_online_sample(x, y, train, y_hat, none, LR_SHIFT_MAX - LR_SHIFT);  // the build's shift
 }
@@ -123,10 +123,10 @@ void kan_online_top_counted(const act_t x[N_IN], const act_t y[N_OUT], bool trai
 #pragma HLS ARRAY_RESHAPE variable=x complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y complete dim=0
 #pragma HLS ARRAY_RESHAPE variable=y_hat complete dim=0
-  // The RTL's schedule (pipeline auto 0x7:0x277c:2): a sample every 17 cycles, its update
-  // written 18 cycles after it is accepted (README.md, Schedule).
-#pragma HLS PIPELINE II=17
-#pragma HLS LATENCY max=18
+  // The RTL's schedule (pipeline auto 0x6:0x235d:2): a sample every 15 cycles, its update
+  // written 16 cycles after it is accepted (README.md, Schedule).
+#pragma HLS PIPELINE II=15
+#pragma HLS LATENCY max=16
   codesign::overflow_count count;
   kan_online_sample(x, y, train, y_hat, count, lr_up);
   overflows = count.n;

@@ -117,9 +117,11 @@ module kan_online_axi #(
       .INV_H_FRAC(-2),
       .U_SHIFT(2),
       .LR_SPAN(0),
+      .FOLD_GRID(1),
+      .FUSE_ERROR(1),
       .LR_SHIFT(4),
-      .PIPE(64'd7),
-      .CUTS(10108),
+      .PIPE(64'd6),
+      .CUTS(9053),
       .TREE_SPLIT(2),
       .MEM_DIR(MEM_DIR),
       .HOST_PORT(1)
