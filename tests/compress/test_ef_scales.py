@@ -1,11 +1,10 @@
-"""Error feedback's scale options: the group scale search before it and the least-squares scale refit after it."""
+"""Error feedback's grid options: the group scale search, the least-squares scale refit (in rounds), the weighted k-means codebook."""
 
 import pytest
 import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, IntConfig, KMeansConfig, VQConfig, quantize
-from codesign.compress.gptq import (SCALE_SEARCH_FACTORS, refit_scales, search_scales, weighted_codebook,
-                                   weighted_error)
+from codesign.compress.gptq import SCALE_SEARCH_FACTORS, refit_scales, search_scales, weighted_codebook, weighted_error
 from codesign.compress.kmeans import lloyd_max
 from codesign.compress.model import MethodSpec
 from codesign.compress.registry import config_from_dict, config_to_dict
