@@ -10,7 +10,7 @@ matrix is updated once per block (GPTQ's lazy batch update). A VQ grid quantizes
 and feeds each of their errors back in turn. Groups keep the base quantizer's scales (static groups),
 so the stored format and the kernels are the base's.
 
-Two options act on the scales of a scalar grid (both off by default, so the plain GPTQ path is unchanged):
+Options of a scalar grid (all off by default, so the plain GPTQ path is unchanged):
 scale_search, before the feedback, multiplies each group's scale by the factor from a small grid that
 minimises the group's error weighted by the Hessian diagonal, sum_k H[k, k] (w_k - q_k)^2 with q the
 nearest level (GPTQ's `mse` grid search and AWQ-style clipping; an integer grid keeps its zero point,
