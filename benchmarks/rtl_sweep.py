@@ -98,7 +98,11 @@ def run_one(row: dict, work: Path, target: str, samples: int) -> dict:
     folder = work / row["name"].replace(" ", "_").replace("=", "")
     cached = folder / "result.json"
     if cached.is_file():
-        return json.loads(cached.read_text())
+        result = json.loads(cached.read_text())
+        # the instant estimate again, of the placement that was built (the model may have changed since)
+        result["estimate"] = _analytic(row["spec"], target, parse_pipeline(result["placement"]) if result.get("placement")
+                                       else row["pipeline"])
+        return result
     spec = row["spec"]
     task = TASK_OF.get(spec.n_inputs, "function_tracking")
     started = time.perf_counter()

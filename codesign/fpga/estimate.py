@@ -400,14 +400,16 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         else:  # a power-of-two cell: the scale is the subtraction of lo alone
             scaled = after(paths.node(layer_in, adder_levels=1.0), c("scale"))
         grid = paths.node(scaled, grid=1.0)
+        # The ROM is read at the unclamped address beside the clamp (rtl/kan_decode.sv); the rotation of its rows
+        # into bank order is charged one adder level (about two LUT levels with their routes, as Yosys maps it).
+        # The grid register holds the rows, so the ROM is in the grid's stage and the rotation and the bank
+        # address after it.
         if c("grid"):
-            # the grid register holds the ROM rows (read at the unclamped address beside the clamp, rtl/kan_decode.sv):
-            # the ROM is in the grid's stage, the rotation into bank order and the bank address after it. The
-            # rotation is charged one adder level (about two LUT levels with their routes, as Yosys maps it)
             rom = paths.node(after(paths.node(grid, rom=1.0), 1), adder_levels=1.0)
             address: dict[str, float] = {}
         else:
-            rom = address = paths.node(grid, rom=1.0)
+            address = paths.node(grid, rom=1.0)
+            rom = paths.node(address, adder_levels=1.0)
         decoded = after(rom, c("decode"))
         word = after(paths.node(after(address, c("decode")), memory=1.0, adder_levels=live_address), c("read"))
         rows = after(decoded, c("rows"))  # the basis rows the products read
