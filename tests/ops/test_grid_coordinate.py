@@ -63,15 +63,20 @@ def _assert_grid_equal(spec, x, out):
 
 
 def test_kan_grid_sv_from_the_offset_equals_python(tmp_path_factory):
-    # OFFSET_IN: the input is x - lo, as a folded layer receives it from the previous layer's cast (the
-    # default spec's cells are a power of two), one bit wider than act_t here so that it can exceed it
+    # OFFSET_IN: the input is {above, x - lo} as a folded layer receives it from the previous layer's cast (the
+    # default spec's cells are a power of two): the offset one bit wider than act_t, so that it can exceed it, and
+    # whether the grid clamps it high (u > U_MAX), which that cast compares beside its chain
     spec = SPECS["default"]
     g = spec.grid_constants()
+    assert g.power_of_two
     x = grid_inputs(spec, np.random.default_rng(3))
-    w = spec.act_t.width + 1
+    w_offset = spec.act_t.width + 1
+    offset = x - g.lo_raw
+    above = ((offset >> g.u_shift) if g.u_shift >= 0 else (offset << -g.u_shift)) > g.u_max
+    words = [int(a) << w_offset | (int(v) & ((1 << w_offset) - 1)) for a, v in zip(above, offset)]
     params = dict(W_ACT=spec.act_t.width, LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, U_SHIFT=g.u_shift, A=spec.lut_bits,
-                  G=spec.grid_size, W_CELL=max(1, (spec.grid_size - 1).bit_length()), OFFSET_IN=1, W_X=w)
-    out = run_module(["pipe_reg.sv", "const_mult.sv", "kan_grid.sv"], "kan_grid", params,
-                     {"x": [int(v - g.lo_raw) & ((1 << w) - 1) for v in x]}, ["cell_idx", "addr_raw", "low", "high", "clamped"],
-                     tmp_path_factory.getbasetemp() / "kan_grid_offset_in")
+                  G=spec.grid_size, W_CELL=max(1, (spec.grid_size - 1).bit_length()), OFFSET_IN=1, W_X=w_offset + 1)
+    out = run_module(["pipe_reg.sv", "const_mult.sv", "kan_grid.sv"], "kan_grid", params, {"x": words},
+                     ["cell_idx", "addr_raw", "low", "high", "clamped"], tmp_path_factory.getbasetemp() / "kan_grid_offset_in")
+    assert above.any() and (offset < 0).any()  # both clamps are exercised
     _assert_grid_equal(spec, x, out)
