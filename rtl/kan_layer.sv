@@ -241,6 +241,10 @@ module kan_layer #(
       localparam logic signed [W_ACT:0] LIM_HI = (O_ACT == 1) ? '0 : (W_ACT + 1)'((1 << (W_ACT - 1)) - 1);
       localparam logic signed [W_ACT:0] LIM_LO = (O_ACT == 1) ? '0
                                               : (O_ACT == 2) ? (W_ACT + 1)'(1 - (1 << (W_ACT - 1))) : (W_ACT + 1)'(-(1 << (W_ACT - 1)));
+      // err_t's limits, the values an overflowing error takes (AP_SAT_ZERO: zero)
+      localparam logic signed [W_ERR-1:0] E_MAX = (O_ERR == 1) ? '0 : W_ERR'((longint'(1) << (W_ERR - 1)) - 1);
+      localparam logic signed [W_ERR-1:0] E_MIN = (O_ERR == 1) ? '0
+                                                : (O_ERR == 2) ? W_ERR'(1 - (longint'(1) << (W_ERR - 1))) : W_ERR'(-(longint'(1) << (W_ERR - 1)));
       logic signed [W_ACT:0] d_fit, d_hi, d_lo;
       logic [W_ERR-1:0] e_fit, e_hi_d, e_lo_d, e_hi, e_lo;
       logic o_fit, o_hi_d, o_lo_d, o_hi, o_lo;
@@ -259,12 +263,6 @@ module kan_layer #(
       pipe_reg #(.W(2 * W_ERR + 2), .ON(TARGET_REG)) u_target_reg (
           .clk(clk), .d({e_hi_d, e_lo_d, o_hi_d, o_lo_d}), .q({e_hi, e_lo, o_hi, o_lo})
       );
-      // take_d: both casts fit, so the error is d's bits (shifted into err_t); the act cast's fit test is
-      // up ? ok_up : ok_stay (its ok terms come from the sum's high bits, early)
-      logic up, ok_up, ok_stay, d_fits, take_d;
-      assign {up, ok_up, ok_stay} = fit_terms;
-      assign d_fits = O_ERR == 3 || !o_fit;
-      assign take_d = (up ? ok_up : ok_stay) && d_fits;
       if ((O_ACT == 0 || O_ACT == 2) && (O_ERR == 0 || O_ERR == 2)) begin : g_clamp
         // Both casts saturate: err = clamp(d 2^AE, LX, HX) with bounds of the target alone (AE = F_ERR - F_ACT),
         // LX = max((lo_act - y) 2^AE, lo_err), HX = min((hi_act - y) 2^AE, hi_err). d is compared with them
@@ -273,8 +271,8 @@ module kan_layer #(
         // follows the chains. The bounds are registered with the target (TARGET_REG).
         localparam int AE = F_ERR - F_ACT;
         localparam int W_T = W_ACT + AE + 4;
-        localparam logic signed [W_T-1:0] LO_E = (O_ERR == 2) ? W_T'(1 - (longint'(1) << (W_ERR - 1))) : W_T'(-(longint'(1) << (W_ERR - 1)));
-        localparam logic signed [W_T-1:0] HI_E = W_T'((longint'(1) << (W_ERR - 1)) - 1);
+        localparam logic signed [W_T-1:0] LO_E = W_T'(E_MIN);
+        localparam logic signed [W_T-1:0] HI_E = W_T'(E_MAX);
         localparam logic signed [W_T-1:0] CE_LO = -((-LO_E) >>> AE);  // ceil(lo_err / 2^AE)
         localparam logic signed [W_T-1:0] FE_HI = HI_E >>> AE;        // floor(hi_err / 2^AE)
         // With ny = -y each bound is a comparison of ny with a constant beside one constant addition, then a select:
@@ -309,10 +307,12 @@ module kan_layer #(
         assign err_now[o*W_ERR+:W_ERR] = below_lo[W_YG-1] ? lx_q : (!above_hi[W_YG-1] ? hx_q : W_ERR'(d_fit <<< AE));
       end else begin : g_select
         // Any other modes: one select after the chains, between d's bits, err_t's limit by d's sign and the error of
-        // the act limit, each term formed for both values of up (nets of their own, `keep`, so the mapper keeps that shape)
-        localparam logic [W_ERR-1:0] E_MAX = (O_ERR == 1) ? '0 : W_ERR'((1 << (W_ERR - 1)) - 1);
-        localparam logic [W_ERR-1:0] E_MIN = (O_ERR == 1) ? '0
-                                           : (O_ERR == 2) ? W_ERR'(1 - (1 << (W_ERR - 1))) : W_ERR'(-(1 << (W_ERR - 1)));
+        // the act limit, each term formed for both values of up (nets of their own, `keep`, so the mapper keeps that shape).
+        // take_d: both casts fit, so the error is d's bits (shifted into err_t); the act cast's fit test is
+        // up ? ok_up : ok_stay (its ok terms come from the sum's high bits, early)
+        logic up, ok_up, ok_stay, take_d;
+        assign {up, ok_up, ok_stay} = fit_terms;
+        assign take_d = (up ? ok_up : ok_stay) && (O_ERR == 3 || !o_fit);
         (* keep *) logic [W_ERR-1:0] other_up, other_stay;
         assign other_up = ok_up ? (d_fit[W_ACT] ? E_MIN : E_MAX) : (negative ? e_lo : e_hi);
         assign other_stay = ok_stay ? (d_fit[W_ACT] ? E_MIN : E_MAX) : (negative ? e_lo : e_hi);
