@@ -12,7 +12,8 @@ over the original model's covariances or sequential (block by block, each block 
 quantized before it), each in column order or in act order. With --options: one-pass error feedback
 on 16384 calibration tokens with each '+'-joined set of options (act: act order, search: group scale
 search before the feedback, refit: least-squares group scales after it, refitN: N rounds of feedback
-and refit, wbook: Hessian-diagonal-weighted k-means levels, seq: sequential; "plain": none),
+and refit, wbook: Hessian-diagonal-weighted k-means levels, seq: sequential, tuneN: N epochs of
+block-wise tuning of the stored scales and levels, which runs sequentially; "plain": none),
 for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
@@ -43,11 +44,14 @@ def option_spec(method: str, bits: int, options: str) -> MethodSpec:
     names = [] if options == "plain" else options.split("+")
     rounds = [int(n[5:]) for n in names if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0]
     names = ["refit" if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0 else n for n in names]
+    epochs = [int(n[4:]) for n in names if n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0]
+    names = [n for n in names if not (n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0)]
     unknown = [n for n in names if n not in OPTIONS]
     if unknown:
-        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} (refitN: N rounds) or 'plain'")
+        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} (refitN: N rounds; "
+                         "tuneN: N epochs of block-wise scale tuning) or 'plain'")
     return MethodSpec(method, bits, error_feedback=True, refit_rounds=rounds[0] if rounds else 1,
-                      **{OPTIONS[n]: True for n in names})
+                      block_tune=epochs[0] if epochs else 0, **{OPTIONS[n]: True for n in names})
 
 
 def main() -> int:
@@ -74,11 +78,17 @@ def main() -> int:
     reference = perplexity(model, val, context=512).perplexity
     print(f"reference perplexity on {args.val_tokens} validation tokens: {reference:.3f}", flush=True)
 
+    def block_started(done: int, total: int, name: str) -> None:
+        if name.endswith(".q_proj"):
+            print(f"  {done}/{total} layers, {name.rsplit('.', 2)[0]} ({time.perf_counter() - begun:.0f} s)", flush=True)
+
+    begun = time.perf_counter()
+
     def score(spec: MethodSpec, stats, label: str) -> None:
         start = time.perf_counter()
         if spec.sequential:
             replacements, layers = compress_sequentially("gemma3-270m", model, tokenizer, spec, names,
-                                                          Budget(calib_tokens=VARIANT_CALIB_TOKENS))
+                                                          Budget(calib_tokens=VARIANT_CALIB_TOKENS), block_started)
         else:
             replacements, layers = compress_linears(model, spec, stats, names)
         with swapped(model, replacements):
@@ -105,6 +115,7 @@ def main() -> int:
     if args.options is not None:
         specs = [(bits, o, option_spec(args.method, bits, o)) for o in args.options.split(",") for bits in widths]
         stats = variant_stats() if any(not s.sequential for _, _, s in specs) else None
+        begun = time.perf_counter()
         for bits, options, spec in specs:
             score(spec, stats, f"{bits} bits, error feedback, {options}")
         return 0

@@ -19,6 +19,10 @@ from typing import Any
 
 import torch
 
+from codesign.compress.block_tune import BlockTuneConfig, tune_block
+from codesign.compress.gptq import ErrorFeedbackConfig
+from codesign.compress.integer import AsymIntConfig, IntConfig
+from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.registry import needs_covariance, quantizer_for
 from codesign.compress.sequential import sequential_replacements
@@ -113,12 +117,15 @@ def quantize_(
     filter: Filter = None,
     kernel: str = "auto",
     sequential: bool = False,
+    block_tune: BlockTuneConfig | None = None,
 ) -> torch.nn.Module:
     """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
 
     calibration: inputs for the methods that need activations (see the module docstring);
     kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers;
-    sequential: calibrate block by block under the quantized blocks' outputs (codesign.compress.sequential).
+    sequential: calibrate block by block under the quantized blocks' outputs (codesign.compress.sequential);
+    block_tune: then tune each quantized block's group scales to the original block's outputs
+    (codesign.compress.block_tune; scalar grids with error feedback; implies sequential).
     """
     quantizer_for(config)  # an unregistered config fails before any work
     linears = select_linears(model, filter)
@@ -126,6 +133,11 @@ def quantize_(
         group = getattr(config, "group_size", None) or getattr(getattr(config, "base", None), "group_size", None)
         if group and linear.in_features % group:
             raise ValueError(f"group size {group} does not divide layer {name}'s input size {linear.in_features}")
+    if block_tune is not None and not (isinstance(config, ErrorFeedbackConfig)
+                                       and isinstance(config.base, (IntConfig, AsymIntConfig, KMeansConfig))):
+        raise ValueError("block_tune applies to error feedback on a scalar grid (IntConfig, AsymIntConfig, KMeansConfig), "
+                         f"not {type(config).__name__}")
+    sequential = sequential or block_tune is not None
     if sequential and not needs_covariance(config):
         raise ValueError(f"sequential=True applies to the methods that calibrate on inputs, not {type(config).__name__}")
     if needs_covariance(config) and calibration is None:
@@ -135,7 +147,9 @@ def quantize_(
         return QuantizedLinear.from_linear(linear, config, cov, kernel=kernel).to(linear.weight.device)
 
     if sequential:
-        built, _ = sequential_replacements(model, list(linears), build, _calibration_run(model, calibration))
+        tune = None if block_tune is None else (
+            lambda block, layers, forward, targets: tune_block(block, layers, forward, targets, block_tune))
+        built, _ = sequential_replacements(model, list(linears), build, _calibration_run(model, calibration), tune=tune)
     else:
         covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
         built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}

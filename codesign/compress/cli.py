@@ -89,7 +89,7 @@ def _compress(args: argparse.Namespace) -> int:
                       winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order,
                       sequential=args.sequential, scale_search=args.scale_search,
                       refit_scales=args.refit_scales > 0, refit_rounds=max(args.refit_scales, 1),
-                      weighted_codebook=args.weighted_codebook)
+                      weighted_codebook=args.weighted_codebook, block_tune=args.block_tune)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -155,6 +155,9 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--sequential", action="store_true",
                    help="calibrate block by block, each under the outputs of the blocks quantized before it "
                         "(GPTQ's order; about one more forward pass)")
+    p.add_argument("--block-tune", type=_positive, nargs="?", const=8, default=0, metavar="EPOCHS",
+                   help="with --error-feedback on int, int-asym or kmeans: tune each block's group scales (and "
+                        "k-means levels) to the original block's outputs for EPOCHS passes (default 8); implies --sequential")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")

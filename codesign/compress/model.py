@@ -68,6 +68,8 @@ class MethodSpec:
     weighted_codebook: k-means grids with error feedback: Hessian-diagonal-weighted Lloyd levels.
     sequential: calibrate block by block, each block under the outputs of the quantized blocks
     before it (codesign.compress.sequential); for the methods that calibrate on inputs.
+    block_tune: epochs of block-wise tuning of the stored group scales (and k-means levels) against the
+    original block's outputs after error feedback (codesign.compress.block_tune; 0: off); implies sequential.
     """
 
     method: str
@@ -84,8 +86,16 @@ class MethodSpec:
     refit_scales: bool = False
     refit_rounds: int = 1
     weighted_codebook: bool = False
+    block_tune: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.block_tune, bool) or not isinstance(self.block_tune, int) or self.block_tune < 0:
+            raise ValueError(f"block-tune epochs must be a non-negative integer, got {self.block_tune!r}")
+        if self.block_tune and (not self.error_feedback or self.method not in ("int", "int-asym", "kmeans")):
+            raise ValueError("--block-tune is an option of --error-feedback on the scalar grids (int, int-asym, kmeans), "
+                             f"not {self.method!r}" + ("" if self.error_feedback else " without it"))
+        if self.block_tune:
+            object.__setattr__(self, "sequential", True)  # the tuning runs inside the block-by-block pass
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}")
         if isinstance(self.bits, bool) or self.bits not in BITS:

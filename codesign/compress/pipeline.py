@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from codesign.compress.block_tune import BlockTuneConfig, tune_block
 from codesign.compress.checkpoint import COMPRESSED_FILES, write_compressed
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.model import (
@@ -285,7 +286,17 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
         return module
 
     run = _calibration_run(name, model, tokenizer, budget)
-    replacements, covariances = sequential_replacements(model, names, build, run, progress)
+    tune = None
+    if spec.block_tune:
+        config_tune = BlockTuneConfig(epochs=spec.block_tune)
+
+        def tune(block: torch.nn.Module, layers: list, forward, targets: list) -> None:
+            start = time.perf_counter()
+            errors = tune_block(block, layers, forward, targets, config_tune)
+            if progress is not None:
+                print(f"  block tuned: holdout error {errors['holdout_before']:.4g} -> {errors['holdout_after']:.4g} "
+                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+    replacements, covariances = sequential_replacements(model, names, build, run, progress, tune)
     stats = CalibrationStats(input_cov=covariances, output_cov={}, block_importance={}, n_rows=0)
     modules = dict(model.named_modules())
     built = {n: (replacements[n], seconds[n]) for n in names}

@@ -22,6 +22,8 @@ import torch
 __all__ = ["block_list", "sequential_replacements"]
 
 Build = Callable[[str, torch.nn.Linear, torch.Tensor], torch.nn.Module]
+# tune(block, its quantized layers, forward(i) -> the block's output on batch i, the original block's outputs)
+Tune = Callable[[torch.nn.Module, list[torch.nn.Module], Callable[[int], torch.Tensor], list[torch.Tensor]], object]
 # cached state a block must not carry from the recording pass into the replays
 _CACHE_KWARGS = ("cache", "past_key_value", "past_key_values", "layer_past")
 
@@ -70,10 +72,13 @@ def sequential_replacements(
     build: Build,
     run: Callable[[], None],
     progress: Callable[[int, int, str], None] | None = None,
+    tune: Tune | None = None,
 ) -> tuple[dict[str, torch.nn.Module], dict[str, torch.Tensor]]:
     """(name -> build(name, linear, cov), name -> the cov it used) for every named linear, block by block.
 
     run() makes the calibration forward passes; the model is left as it was (its linears restored).
+    tune: called on each quantized block before its outputs feed the next block, with the original
+    block's outputs on the original model's hidden states as targets (codesign.compress.block_tune).
     """
     from codesign.compress.model import collect_statistics  # noqa: PLC0415 - model.py imports this package's layers
     from codesign.llm.swap import replace_modules, restore_modules  # noqa: PLC0415 - as checkpoint.py, on first use
@@ -110,6 +115,7 @@ def sequential_replacements(
     if not calls[0]:
         raise ValueError(f"calibration never reached {prefix}.0")
     hidden = [_hidden_of(*call) for call in calls[0]]
+    original_hidden = hidden  # the unquantized model's hidden states, followed only when tuning
 
     replacements: dict[str, torch.nn.Module] = {}
     originals: dict[str, torch.nn.Module] = {}
@@ -119,6 +125,7 @@ def sequential_replacements(
             if len(calls[b]) != len(hidden):
                 raise ValueError(f"block {prefix}.{b} ran {len(calls[b])} times for {len(hidden)} calibration batches")
 
+            targets = _replay(block, calls[b], original_hidden) if tune is not None else []
             if by_block[b]:
                 def replay(block: torch.nn.Module = block, recorded: list = calls[b], inputs: list = hidden) -> None:
                     _replay(block, recorded, inputs)
@@ -131,6 +138,14 @@ def sequential_replacements(
                     replacements[name] = build(name, modules[name], block_cov[name])
                 originals.update(replace_modules(model, {n: replacements[n] for n in by_block[b]}))
                 covariances.update(block_cov)
+                if tune is not None:
+                    def forward(i: int, block: torch.nn.Module = block, recorded: list = calls[b],
+                                inputs: list = hidden) -> torch.Tensor:
+                        args, kwargs = recorded[i]
+                        return _call(block, args, kwargs, inputs[i])
+
+                    tune(block, [replacements[n] for n in by_block[b]], forward, targets)
+            original_hidden = targets
             hidden = _replay(block, calls[b], hidden)
         for name in outside:
             if progress is not None:

@@ -1,0 +1,176 @@
+"""Block-wise tuning of a quantized block's stored scales (and k-means levels) against the original block's outputs.
+
+Error feedback fits each layer alone to its own output under its input covariance; the errors of a
+block's layers then meet in attention and the gated MLP, which no layer-wise objective sees. With the
+codes fixed, every stored group scale (in log space, so it stays positive) and, for a per-layer k-means
+codebook, every level are trained by Adam to make the quantized block's output, run on the hidden states
+the quantized blocks before it produced, match the original block's output on the original hidden states
+(OmniQuant's and EfficientQAT's block objective; here with the codes of error feedback and only the
+stored continuous values trained, so the format and its size do not change). The last calibration
+batches (`holdout`) are not trained on: the block keeps the epoch of least error on them, and its
+untuned values when no epoch improves on them. Zero points and per-group codebooks stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from codesign.compress.formats import pack_codes, unpack_codes
+from codesign.compress.qtensor import ScalarQuantizedWeight
+
+__all__ = ["BlockTuneConfig", "tune_block"]
+
+Forward = Callable[[int], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class BlockTuneConfig:
+    """epochs: passes over the training batches; lr: Adam's step on log-scales and levels; holdout: batches kept aside."""
+
+    epochs: int = 8
+    lr: float = 1e-3
+    holdout: float = 0.125
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1:
+            raise ValueError(f"block-tune epochs must be a positive integer, got {self.epochs!r}")
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
+            raise ValueError(f"block-tune learning rate must lie in (0, 1), got {self.lr!r}")
+        if not 0 < self.holdout < 1:
+            raise ValueError(f"block-tune holdout must lie in (0, 1), got {self.holdout!r}")
+
+
+class _TunedLinear(torch.nn.Module):
+    """A QuantizedLinear's weight as fixed codes times trainable group scales (and trainable per-layer levels)."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        super().__init__()
+        weight = module.qweight
+        if not isinstance(weight, ScalarQuantizedWeight):
+            raise ValueError(f"block tuning needs scalar-grid layers, got {type(weight).__name__}")
+        self.source, self.grid = module, weight
+        n, k = weight.shape
+        self.codes = unpack_codes(weight.packed, weight.bits, k).long()
+        self.log_scale = torch.nn.Parameter(weight.scales.float().clamp(min=torch.finfo(torch.float16).tiny).log())
+        self.train_levels = weight.zeros is None and weight.codebook.dim() == 1
+        if self.train_levels:
+            self.levels = torch.nn.Parameter(weight.codebook.float().clone())
+            self.fixed_units = None
+        else:
+            book = weight.codebook.float()
+            units = book[self.codes] if book.dim() == 1 else book.gather(
+                2, self.codes.view(n, k // weight.group_size, weight.group_size)).view(n, k)
+            if weight.zeros is not None:
+                units = units - weight.zeros.float().repeat_interleave(weight.group_size, dim=1)
+            self.fixed_units = units
+        self.bias: torch.Tensor | None = module.bias  # type: ignore[assignment]
+
+    def weight(self) -> torch.Tensor:
+        """The dequantized weight [N, K] of the current scales and levels."""
+        units = self.levels[self.codes] if self.fixed_units is None else self.fixed_units
+        return units * self.log_scale.exp().repeat_interleave(self.grid.group_size, dim=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., K] -> [..., N] with the trainable weight."""
+        y = torch.nn.functional.linear(x.float(), self.weight()).to(x.dtype)
+        return y if self.bias is None else y + self.bias.to(y.dtype)
+
+    def state(self) -> list[torch.Tensor]:
+        """The trained values, detached copies."""
+        return [p.detach().clone() for p in self.parameters() if p.requires_grad]
+
+    def load(self, state: list[torch.Tensor]) -> None:
+        """Set the trained values from state()."""
+        with torch.no_grad():
+            for p, v in zip((p for p in self.parameters() if p.requires_grad), state):
+                p.copy_(v)
+
+    @torch.no_grad()
+    def write_back(self) -> None:
+        """Store the tuned scales (float16) and levels into the QuantizedLinear's buffers; levels re-sorted with their codes."""
+        buffers = {name: _stored(self.source, name) for name in ("scales", "codebook", "packed")}
+        buffers["scales"].copy_(self.log_scale.exp().to(torch.float16))
+        if self.train_levels:
+            book = self.levels.to(torch.float16)
+            order = torch.argsort(book.float(), stable=True)
+            rank = torch.empty_like(order)
+            rank[order] = torch.arange(order.numel())
+            buffers["codebook"].copy_(book[order])
+            if not bool((order == torch.arange(order.numel())).all()):  # the nearest-level search needs sorted levels
+                buffers["packed"].copy_(pack_codes(rank[self.codes].to(torch.uint8), self.grid.bits))
+
+
+def _stored(module: torch.nn.Module, name: str) -> torch.Tensor:
+    tensor = module._buffers.get(name)
+    if tensor is None:
+        raise ValueError(f"the quantized layer has no stored {name!r}")
+    return tensor
+
+
+def _swap(block: torch.nn.Module, modules: Sequence[torch.nn.Module]) -> dict[tuple[torch.nn.Module, str], _TunedLinear]:
+    """Replace each of `modules` inside block by a _TunedLinear; returns {(parent, attribute): tuned}."""
+    wanted = {id(m) for m in modules}
+    swapped: dict[tuple[torch.nn.Module, str], _TunedLinear] = {}
+    for parent in list(block.modules()):
+        for attribute, child in list(parent.named_children()):
+            if id(child) in wanted:
+                tuned = _TunedLinear(child)
+                setattr(parent, attribute, tuned)
+                swapped[(parent, attribute)] = tuned
+    return swapped
+
+
+def tune_block(block: torch.nn.Module, modules: Sequence[torch.nn.Module], forward: Forward,
+               targets: Sequence[torch.Tensor], config: BlockTuneConfig) -> dict[str, float]:
+    """Tune the scales (and levels) of `modules` (QuantizedLinears inside block) in place.
+
+    forward(i): the block's output on calibration batch i (with the quantized chain's hidden states);
+    targets[i]: the original block's output on it. Returns the holdout errors before and after.
+    """
+    count = len(targets)
+    held = max(1, round(count * config.holdout)) if count > 1 else 0
+    train, check = list(range(count - held)), list(range(count - held, count)) or list(range(count))
+    frozen = [p for p in block.parameters() if p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(False)
+    swapped = _swap(block, modules)
+    tuned = list(swapped.values())
+    try:
+        params = [p for t in tuned for p in t.parameters() if p.requires_grad]
+        optimizer = torch.optim.Adam(params, lr=config.lr)
+        generator = torch.Generator().manual_seed(config.seed)
+
+        before = best = error_of(forward, targets, check)
+        best_state: list[list[torch.Tensor]] | None = None  # None: no epoch beat the untuned values
+        for _ in range(config.epochs):
+            for i in torch.randperm(len(train), generator=generator).tolist():
+                optimizer.zero_grad(set_to_none=True)
+                with torch.enable_grad():  # the sequential pass around this runs under no_grad
+                    _relative_mse(forward(train[i]), targets[train[i]]).backward()
+                optimizer.step()
+            now = error_of(forward, targets, check)
+            if now < best:
+                best, best_state = now, [t.state() for t in tuned]
+        for t, state in zip(tuned, best_state or []):  # untouched otherwise: the stored values stay bit for bit
+            t.load(state)
+            t.write_back()
+    finally:
+        for (parent, attribute), t in swapped.items():
+            setattr(parent, attribute, t.source)
+        for p in frozen:
+            p.requires_grad_(True)
+    return {"holdout_before": before, "holdout_after": error_of(forward, targets, check)}
+
+
+def _relative_mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return (output.float() - target.float()).pow(2).mean() / target.float().pow(2).mean().clamp(min=1e-30)
+
+
+def error_of(forward: Forward, targets: Sequence[torch.Tensor], indices: Sequence[int]) -> float:
+    """Mean relative squared error of forward(i) against targets[i] over indices (no grad)."""
+    with torch.no_grad():
+        return sum(_relative_mse(forward(i), targets[i]).item() for i in indices) / len(indices)
