@@ -295,7 +295,7 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
             errors = tune_block(block, layers, forward, targets, config_tune)
             if progress is not None:
                 print(f"  block tuned: holdout error {errors['holdout_before']:.4g} -> {errors['holdout_after']:.4g} "
-                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+                      f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     replacements, covariances = sequential_replacements(model, names, build, run, progress, tune)
     stats = CalibrationStats(input_cov=covariances, output_cov={}, block_importance={}, n_rows=0)
     modules = dict(model.named_modules())

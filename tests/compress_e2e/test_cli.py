@@ -30,6 +30,7 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "kmeans", "--bits", "4", "--winq"], "--winq apply to the QAT methods"),
     (["minilm", "--method", "lcqat-vq", "--bits", "3"], "lcqat-vq is a 2-bit format"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--group-size", "0"], "group size must be a positive multiple"),
+    (["minilm", "--method", "kmeans", "--bits", "3", "--block-tune"], "--block-tune is an option of --error-feedback"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -120,6 +121,11 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
     assert report["layers"] == 14 and report["metric"]["n_tokens"] > 0  # every linear but lm_head
     loaded = load_compressed(out)
     assert type(loaded).__name__ == "LlamaForCausalLM" and len(compressed_layers(loaded)) == 14
+    tuned = tmp_path / "tuned"  # error feedback with block-wise tuning, on the user's own model
+    assert main(argv[:-3] + ["--error-feedback", "--act-order", "--block-tune", "2", "--out", str(tuned), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["block_tune"] == 2 and report["sequential"] and report["layers"] == 14
+    assert len(compressed_layers(load_compressed(tuned))) == 14
     line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
                            str(tmp_path / "o2")])
     assert "a folder without config.json" in line
