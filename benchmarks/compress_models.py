@@ -146,7 +146,8 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
     refit or refitN (least-squares group scales after the feedback; N rounds of both), wbook (Hessian-diagonal-
-    weighted k-means levels), tuneN (N epochs of block-wise scale tuning, sequential), e.g. "kmeans+ef-act-refit3".
+    weighted k-means levels), tuneN (N epochs of block-wise scale tuning, sequential; with mse on the plain
+    squared error), e.g. "kmeans+ef-act-refit3".
     """
     method, _, extra = row.partition("+")
     if method == "hqq":
@@ -158,6 +159,8 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
     flags = ["refit" if f[:5] == "refit" and f[5:].isdigit() and int(f[5:]) > 0 else f for f in flags]
     epochs = [int(f[4:]) for f in flags if f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0]
     flags = [f for f in flags if not (f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0)]
+    objective = "mse" if "mse" in flags else "normalized"
+    flags = [f for f in flags if f != "mse"]
     if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in _EF_FLAGS for f in flags) \
             or len(set(flags)) != len(flags):
         raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT) and +ef (error feedback), the latter "
@@ -170,7 +173,8 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
     if head == "winq":
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
     return dataclasses.replace(spec, error_feedback=head == "ef", refit_rounds=rounds[0] if rounds else 1,
-                               block_tune=epochs[0] if epochs else 0, **{_EF_FLAGS[f]: True for f in flags})
+                               block_tune=epochs[0] if epochs else 0, block_objective=objective,
+                               **{_EF_FLAGS[f]: True for f in flags})
 
 
 def _label(r: dict) -> str:
@@ -182,7 +186,8 @@ def _label(r: dict) -> str:
     options = ", ".join(label + (f" in {r['refit_rounds']} rounds" if key == "refit_scales" and r.get("refit_rounds", 1) > 1
                                  else "") for key, label in named if r.get(key))
     if r.get("block_tune"):
-        options = ", ".join(filter(None, (options, f"block-tuned {r['block_tune']} epochs")))
+        tuned = f"block-tuned {r['block_tune']} epochs" + (", plain MSE" if r.get("block_objective") == "mse" else "")
+        options = ", ".join(filter(None, (options, tuned)))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -200,6 +205,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
+            and d.get("block_objective", "normalized") == spec.block_objective
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)

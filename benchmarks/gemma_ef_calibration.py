@@ -13,7 +13,8 @@ quantized before it), each in column order or in act order. With --options: one-
 on 16384 calibration tokens with each '+'-joined set of options (act: act order, search: group scale
 search before the feedback, refit: least-squares group scales after it, refitN: N rounds of feedback
 and refit, wbook: Hessian-diagonal-weighted k-means levels, seq: sequential, tuneN: N epochs of
-block-wise tuning of the stored scales and levels, which runs sequentially; "plain": none),
+block-wise tuning of the stored scales and levels, which runs sequentially, with mse: on the plain
+squared error of the block outputs rather than the RMS-normalized one; "plain": none),
 for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
@@ -46,12 +47,15 @@ def option_spec(method: str, bits: int, options: str) -> MethodSpec:
     names = ["refit" if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0 else n for n in names]
     epochs = [int(n[4:]) for n in names if n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0]
     names = [n for n in names if not (n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0)]
+    objective = "mse" if "mse" in names else "normalized"
+    names = [n for n in names if n != "mse"]
     unknown = [n for n in names if n not in OPTIONS]
     if unknown:
         raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} (refitN: N rounds; "
                          "tuneN: N epochs of block-wise scale tuning) or 'plain'")
     return MethodSpec(method, bits, error_feedback=True, refit_rounds=rounds[0] if rounds else 1,
-                      block_tune=epochs[0] if epochs else 0, **{OPTIONS[n]: True for n in names})
+                      block_tune=epochs[0] if epochs else 0, block_objective=objective,
+                      **{OPTIONS[n]: True for n in names})
 
 
 def main() -> int:

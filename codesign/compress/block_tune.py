@@ -6,7 +6,13 @@ codes fixed, every stored group scale (in log space, so it stays positive) and, 
 codebook, every level are trained by Adam to make the quantized block's output, run on the hidden states
 the quantized blocks before it produced, match the original block's output on the original hidden states
 (OmniQuant's and EfficientQAT's block objective; here with the codes of error feedback and only the
-stored continuous values trained, so the format and its size do not change). The last calibration
+stored continuous values trained, so the format and its size do not change).
+
+The objective compares the outputs after dividing each token's vector by its RMS ("normalized",
+the default), which is what the next block's input norm and the final norm see. A pre-norm model's
+residual stream can hold almost all its energy in a few channels (Gemma-3-270M: 95-99 % in 5 of
+640 channels in its middle blocks); a plain squared error ("mse") then fits those channels, whose
+errors the norms nearly cancel, and neglects the rest. The last calibration
 batches (`holdout`) are not trained on: the block keeps the epoch of least error on them, and its
 untuned values when no epoch improves on them. Zero points and per-group codebooks stay as they are.
 """
@@ -21,19 +27,23 @@ import torch
 from codesign.compress.formats import pack_codes, unpack_codes
 from codesign.compress.qtensor import ScalarQuantizedWeight
 
-__all__ = ["BlockTuneConfig", "tune_block"]
+__all__ = ["BlockTuneConfig", "OBJECTIVES", "tune_block"]
+
+OBJECTIVES = ("normalized", "mse")
 
 Forward = Callable[[int], torch.Tensor]
 
 
 @dataclass(frozen=True)
 class BlockTuneConfig:
-    """epochs: passes over the training batches; lr: Adam's step on log-scales and levels; holdout: batches kept aside."""
+    """epochs: passes over the training batches; lr: Adam's step on log-scales and levels; holdout: batches kept aside;
+    objective: "normalized" (outputs compared after each token's RMS normalization) or "mse" (plain, relative)."""
 
     epochs: int = 8
     lr: float = 1e-3
     holdout: float = 0.125
     seed: int = 0
+    objective: str = "normalized"
 
     def __post_init__(self) -> None:
         if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1:
@@ -42,6 +52,8 @@ class BlockTuneConfig:
             raise ValueError(f"block-tune learning rate must lie in (0, 1), got {self.lr!r}")
         if not 0 < self.holdout < 1:
             raise ValueError(f"block-tune holdout must lie in (0, 1), got {self.holdout!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown block-tune objective {self.objective!r}: choose one of {', '.join(OBJECTIVES)}")
 
 
 class _TunedLinear(torch.nn.Module):
@@ -144,15 +156,16 @@ def tune_block(block: torch.nn.Module, modules: Sequence[torch.nn.Module], forwa
         optimizer = torch.optim.Adam(params, lr=config.lr)
         generator = torch.Generator().manual_seed(config.seed)
 
-        before = best = error_of(forward, targets, check)
+        loss = _LOSSES[config.objective]
+        before = best = error_of(forward, targets, check, config.objective)
         best_state: list[list[torch.Tensor]] | None = None  # None: no epoch beat the untuned values
         for _ in range(config.epochs):
             for i in torch.randperm(len(train), generator=generator).tolist():
                 optimizer.zero_grad(set_to_none=True)
                 with torch.enable_grad():  # the sequential pass around this runs under no_grad
-                    _relative_mse(forward(train[i]), targets[train[i]]).backward()
+                    loss(forward(train[i]), targets[train[i]]).backward()
                 optimizer.step()
-            now = error_of(forward, targets, check)
+            now = error_of(forward, targets, check, config.objective)
             if now < best:
                 best, best_state = now, [t.state() for t in tuned]
         for t, state in zip(tuned, best_state or []):  # untouched otherwise: the stored values stay bit for bit
@@ -163,14 +176,24 @@ def tune_block(block: torch.nn.Module, modules: Sequence[torch.nn.Module], forwa
             setattr(parent, attribute, t.source)
         for p in frozen:
             p.requires_grad_(True)
-    return {"holdout_before": before, "holdout_after": error_of(forward, targets, check)}
+    return {"holdout_before": before, "holdout_after": error_of(forward, targets, check, config.objective)}
 
 
 def _relative_mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (output.float() - target.float()).pow(2).mean() / target.float().pow(2).mean().clamp(min=1e-30)
 
 
-def error_of(forward: Forward, targets: Sequence[torch.Tensor], indices: Sequence[int]) -> float:
-    """Mean relative squared error of forward(i) against targets[i] over indices (no grad)."""
+def _normalized_mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def unit(x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        return x * x.pow(2).mean(-1, keepdim=True).clamp(min=1e-30).rsqrt()
+    return (unit(output) - unit(target)).pow(2).mean()
+
+
+_LOSSES = {"normalized": _normalized_mse, "mse": _relative_mse}
+
+
+def error_of(forward: Forward, targets: Sequence[torch.Tensor], indices: Sequence[int], objective: str = "normalized") -> float:
+    """Mean error of forward(i) against targets[i] over indices under `objective` (no grad)."""
     with torch.no_grad():
-        return sum(_relative_mse(forward(i), targets[i]).item() for i in indices) / len(indices)
+        return sum(_LOSSES[objective](forward(i), targets[i]).item() for i in indices) / len(indices)

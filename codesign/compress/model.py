@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from codesign.compress.block_tune import OBJECTIVES
 from codesign.compress.gptq import SCALE_SEARCH_FACTORS, ErrorFeedbackConfig
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
@@ -70,6 +71,7 @@ class MethodSpec:
     before it (codesign.compress.sequential); for the methods that calibrate on inputs.
     block_tune: epochs of block-wise tuning of the stored group scales (and k-means levels) against the
     original block's outputs after error feedback (codesign.compress.block_tune; 0: off); implies sequential.
+    block_objective: the tuning's objective, "normalized" (default) or "mse" (block_tune.OBJECTIVES).
     """
 
     method: str
@@ -87,6 +89,7 @@ class MethodSpec:
     refit_rounds: int = 1
     weighted_codebook: bool = False
     block_tune: int = 0
+    block_objective: str = "normalized"
 
     def __post_init__(self) -> None:
         if isinstance(self.block_tune, bool) or not isinstance(self.block_tune, int) or self.block_tune < 0:
@@ -94,6 +97,8 @@ class MethodSpec:
         if self.block_tune and (not self.error_feedback or self.method not in ("int", "int-asym", "kmeans")):
             raise ValueError("--block-tune is an option of --error-feedback on the scalar grids (int, int-asym, kmeans), "
                              f"not {self.method!r}" + ("" if self.error_feedback else " without it"))
+        if self.block_objective not in OBJECTIVES:
+            raise ValueError(f"unknown block-tune objective {self.block_objective!r}: choose one of {', '.join(OBJECTIVES)}")
         if self.block_tune:
             object.__setattr__(self, "sequential", True)  # the tuning runs inside the block-by-block pass
         if self.method not in METHODS:

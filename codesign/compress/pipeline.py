@@ -288,7 +288,7 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
     run = _calibration_run(name, model, tokenizer, budget)
     tune = None
     if spec.block_tune:
-        config_tune = BlockTuneConfig(epochs=spec.block_tune)
+        config_tune = BlockTuneConfig(epochs=spec.block_tune, objective=spec.block_objective)
 
         def tune(block: torch.nn.Module, layers: list, forward, targets: list) -> None:
             start = time.perf_counter()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, KMeansConfig, QuantizedLinear, quantize_
-from codesign.compress.block_tune import BlockTuneConfig, _TunedLinear, tune_block
+from codesign.compress.block_tune import BlockTuneConfig, _TunedLinear, error_of, tune_block
 from codesign.compress.formats import unpack_codes
 from codesign.compress.model import MethodSpec
 
@@ -104,7 +104,22 @@ def test_a_block_no_epoch_improves_keeps_its_stored_values_bit_for_bit():
     assert block[0] is layer
 
 
+def test_the_normalized_objective_sees_the_small_channels_that_plain_mse_drowns():
+    torch.manual_seed(5)
+    target = torch.randn(64, 32)
+    target[:, 0] = 1000.0  # one massive channel, as a pre-norm residual stream holds
+    off_big = target.clone()
+    off_big[:, 0] += 20.0  # 2 % off in the massive channel
+    off_small = target + 0.5 * torch.randn(64, 32) * (torch.arange(32) > 0)  # 50 % off in all the others
+    mse = [error_of(lambda i, o=o: o, [target], [0], "mse") for o in (off_big, off_small)]
+    normalized = [error_of(lambda i, o=o: o, [target], [0], "normalized") for o in (off_big, off_small)]
+    assert mse[0] > mse[1]  # plain MSE ranks the harmless error first
+    assert normalized[1] > 100 * normalized[0]  # after each token's RMS norm, the small channels dominate
+    assert error_of(lambda i: 3.0 * target, [target], [0], "normalized") < 1e-12  # a token's scale is what the norm removes
+
+
 @pytest.mark.parametrize("kwargs, message", [
+    ({"objective": "l1"}, "unknown block-tune objective 'l1'"),
     ({"epochs": 0}, "epochs must be a positive integer"),
     ({"lr": 2.0}, "learning rate must lie in"),
     ({"holdout": 1.0}, "holdout must lie in"),
@@ -117,6 +132,8 @@ def test_bad_tuning_settings_are_one_line(kwargs, message):
 
 def test_block_tune_needs_error_feedback_on_a_scalar_grid():
     assert MethodSpec("kmeans", 3, error_feedback=True, block_tune=4).sequential  # implied
+    with pytest.raises(ValueError, match="unknown block-tune objective"):
+        MethodSpec("kmeans", 3, error_feedback=True, block_tune=4, block_objective="kl")
     for kwargs in ({"method": "kmeans"}, {"method": "vq", "bits": 2, "error_feedback": True}):
         with pytest.raises(ValueError, match="--block-tune is an option"):
             MethodSpec(**({"bits": 3} | kwargs), block_tune=4)
