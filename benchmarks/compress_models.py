@@ -137,11 +137,11 @@ def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
 
-_EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales",
+EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales",
              "wbook": "weighted_codebook"}
 
 
-def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
+def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
     """MethodSpec of a row name: a method, a QAT method with "+winq", or a post-training one with "+ef[-FLAG...]".
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
@@ -161,10 +161,10 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
     flags = [f for f in flags if not (f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0)]
     objective = "mse" if "mse" in flags else "normalized"
     flags = [f for f in flags if f != "mse"]
-    if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in _EF_FLAGS for f in flags) \
+    if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in EF_FLAGS for f in flags) \
             or len(set(flags)) != len(flags):
         raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT) and +ef (error feedback), the latter "
-                         f"optionally followed by -FLAG for each of {', '.join(_EF_FLAGS)}, refitN or tuneN (e.g. +ef-act-seq)")
+                         f"optionally followed by -FLAG for each of {', '.join(EF_FLAGS)}, refitN or tuneN (e.g. +ef-act-seq)")
     spec = MethodSpec(method, bits, group_size=group_size)
     if spec.is_qat:
         if head not in ("", "winq"):
@@ -174,7 +174,7 @@ def _spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, grou
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
     return dataclasses.replace(spec, error_feedback=head == "ef", refit_rounds=rounds[0] if rounds else 1,
                                block_tune=epochs[0] if epochs else 0, block_objective=objective,
-                               **{_EF_FLAGS[f]: True for f in flags})
+                               **{EF_FLAGS[f]: True for f in flags})
 
 
 def _label(r: dict) -> str:
@@ -267,7 +267,7 @@ def main() -> int:
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
     todo = [(m, b) for m, b in rows
-            if not any(_same_row(d, args.model, m, b, blocks, budget, _spec(m, b, args.qat_steps, args.qat_lr, args.group_size),
+            if not any(_same_row(d, args.model, m, b, blocks, budget, row_spec(m, b, args.qat_steps, args.qat_lr, args.group_size),
                                  args.hqq_axis if m == "hqq" else 1)
                        for d in done)]
     if not todo:
@@ -276,7 +276,7 @@ def main() -> int:
     model, tokenizer = load_model(args.model)
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
-    specs = {(m, b): _spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
+    specs = {(m, b): row_spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}
     # sequential rows calibrate themselves, block by block
     if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" and not s.sequential
            for (m, _), s in specs.items()):

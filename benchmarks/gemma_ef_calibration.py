@@ -34,28 +34,16 @@ from codesign.compress.model import CalibrationStats, MethodSpec, compress_linea
 from codesign.compress.pipeline import Budget, calibrate, compress_sequentially, linear_names, load_model
 from codesign.llm import perplexity, swapped, token_stream, wiki_articles
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compress_models import EF_FLAGS, row_spec  # noqa: E402  (one parser of the error-feedback flags)
+
 VALIDATION_ARTICLES = 400
 VARIANT_CALIB_TOKENS = 16384  # the calibration of the --variants runs (the tables' setting)
-OPTIONS = {"act": "act_order", "search": "scale_search", "refit": "refit_scales", "seq": "sequential",
-           "wbook": "weighted_codebook"}
 
 
 def option_spec(method: str, bits: int, options: str) -> MethodSpec:
-    """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none)."""
-    names = [] if options == "plain" else options.split("+")
-    rounds = [int(n[5:]) for n in names if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0]
-    names = ["refit" if n[:5] == "refit" and n[5:].isdigit() and int(n[5:]) > 0 else n for n in names]
-    epochs = [int(n[4:]) for n in names if n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0]
-    names = [n for n in names if not (n[:4] == "tune" and n[4:].isdigit() and int(n[4:]) > 0)]
-    objective = "mse" if "mse" in names else "normalized"
-    names = [n for n in names if n != "mse"]
-    unknown = [n for n in names if n not in OPTIONS]
-    if unknown:
-        raise SystemExit(f"unknown options {unknown}: choose from {', '.join(OPTIONS)} (refitN: N rounds; "
-                         "tuneN: N epochs of block-wise scale tuning) or 'plain'")
-    return MethodSpec(method, bits, error_feedback=True, refit_rounds=rounds[0] if rounds else 1,
-                      block_tune=epochs[0] if epochs else 0, block_objective=objective,
-                      **{OPTIONS[n]: True for n in names})
+    """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none), read as the table's row flags."""
+    return row_spec(f"{method}+ef" + ("" if options == "plain" else "-" + options.replace("+", "-")), bits, qat_steps=0)
 
 
 def main() -> int:
@@ -68,7 +56,7 @@ def main() -> int:
                         help=f"compare one-pass / sequential error feedback, column / act order "
                              f"({VARIANT_CALIB_TOKENS} calibration tokens)")
     parser.add_argument("--options", default=None,
-                        help=f"comma list of error-feedback option sets, each a '+'-joined subset of {', '.join(OPTIONS)} "
+                        help=f"comma list of error-feedback option sets, each a '+'-joined subset of {', '.join(EF_FLAGS)} "
                              f"or 'plain' ({VARIANT_CALIB_TOKENS} calibration tokens)")
     parser.add_argument("--stats", type=Path, default=None,
                         help=f"file caching the {VARIANT_CALIB_TOKENS}-token covariances (written if absent)")
