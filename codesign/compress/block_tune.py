@@ -91,14 +91,18 @@ class _TunedLinear(torch.nn.Module):
         y = torch.nn.functional.linear(x.float(), self.weight()).to(x.dtype)
         return y if self.bias is None else y + self.bias.to(y.dtype)
 
+    def trainable(self) -> list[torch.nn.Parameter]:
+        """The log-scales (and levels): the parameters that require grad (the bias, a frozen Parameter, does not)."""
+        return [p for p in self.parameters() if p.requires_grad]
+
     def state(self) -> list[torch.Tensor]:
         """The trained values, detached copies."""
-        return [p.detach().clone() for p in self.parameters() if p.requires_grad]
+        return [p.detach().clone() for p in self.trainable()]
 
     def load(self, state: list[torch.Tensor]) -> None:
         """Set the trained values from state()."""
         with torch.no_grad():
-            for p, v in zip((p for p in self.parameters() if p.requires_grad), state):
+            for p, v in zip(self.trainable(), state):
                 p.copy_(v)
 
     @torch.no_grad()
@@ -152,8 +156,7 @@ def tune_block(block: torch.nn.Module, modules: Sequence[torch.nn.Module], forwa
     swapped = _swap(block, modules)
     tuned = list(swapped.values())
     try:
-        params = [p for t in tuned for p in t.parameters() if p.requires_grad]
-        optimizer = torch.optim.Adam(params, lr=config.lr)
+        optimizer = torch.optim.Adam([p for t in tuned for p in t.trainable()], lr=config.lr)
         generator = torch.Generator().manual_seed(config.seed)
 
         loss = _LOSSES[config.objective]
