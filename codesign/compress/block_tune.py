@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -38,17 +37,13 @@ Forward = Callable[[int], torch.Tensor]
 @dataclass(frozen=True)
 class BlockTuneConfig:
     """epochs: passes over the training batches; lr: Adam's step on log-scales and levels; holdout: batches kept aside;
-    objective: "normalized" (outputs compared after each token's RMS normalization) or "mse" (plain, relative);
-    codes: also train every weight's code (straight through its rounding); code_lr: Adam's step on the codes'
-    latent positions, in grid steps."""
+    objective: "normalized" (outputs compared after each token's RMS normalization) or "mse" (plain, relative)."""
 
     epochs: int = 8
     lr: float = 1e-3
     holdout: float = 0.125
     seed: int = 0
     objective: str = "normalized"
-    codes: bool = False
-    code_lr: float = 2e-3
 
     def __post_init__(self) -> None:
         if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1:
@@ -57,21 +52,14 @@ class BlockTuneConfig:
             raise ValueError(f"block-tune learning rate must lie in (0, 1), got {self.lr!r}")
         if not 0 < self.holdout < 1:
             raise ValueError(f"block-tune holdout must lie in (0, 1), got {self.holdout!r}")
-        if not (isinstance(self.code_lr, (int, float)) and 0 < self.code_lr < 1):
-            raise ValueError(f"block-tune code learning rate must lie in (0, 1), got {self.code_lr!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"unknown block-tune objective {self.objective!r}: choose one of {', '.join(OBJECTIVES)}")
 
 
 class _TunedLinear(torch.nn.Module):
-    """A QuantizedLinear's weight as codes times trainable group scales (and trainable per-layer levels).
+    """A QuantizedLinear's weight as fixed codes times trainable group scales (and trainable per-layer levels)."""
 
-    With train_codes, every weight also has a trainable latent position on its codebook (its code's
-    level plus a shift in grid steps); the forward takes the nearest level, and the gradient passes
-    the rounding straight through to the shift (EfficientQAT's Block-AP on our stored formats).
-    """
-
-    def __init__(self, module: torch.nn.Module, train_codes: bool = False) -> None:
+    def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
         weight = module.qweight
         if not isinstance(weight, ScalarQuantizedWeight):
@@ -80,43 +68,23 @@ class _TunedLinear(torch.nn.Module):
         n, k = weight.shape
         self.codes = unpack_codes(weight.packed, weight.bits, k).long()
         self.log_scale = torch.nn.Parameter(weight.scales.float().clamp(min=torch.finfo(torch.float16).tiny).log())
-        book = weight.codebook.float()
-        self.offsets = None if weight.zeros is None else weight.zeros.float().repeat_interleave(weight.group_size, dim=1)
-        self.train_levels = weight.zeros is None and book.dim() == 1
-        self.book: torch.Tensor = torch.nn.Parameter(book.clone()) if self.train_levels else book
-        self.shift: torch.nn.Parameter | None = None
-        if book.dim() == 3:
-            if train_codes:
-                raise ValueError("training the codes needs a per-layer codebook or an integer grid, not per-group codebooks")
-            self.fixed_values = book.gather(2, self.codes.view(n, k // weight.group_size, weight.group_size)).view(n, k)
-        elif train_codes:
-            self.anchor = book[self.codes]
-            self.step = float(book.max() - book.min()) / (book.numel() - 1)
-            self.shift = torch.nn.Parameter(torch.zeros(n, k))
+        self.train_levels = weight.zeros is None and weight.codebook.dim() == 1
+        if self.train_levels:
+            self.levels = torch.nn.Parameter(weight.codebook.float().clone())
+            self.fixed_units = None
+        else:
+            book = weight.codebook.float()
+            units = book[self.codes] if book.dim() == 1 else book.gather(
+                2, self.codes.view(n, k // weight.group_size, weight.group_size)).view(n, k)
+            if weight.zeros is not None:
+                units = units - weight.zeros.float().repeat_interleave(weight.group_size, dim=1)
+            self.fixed_units = units
         self.bias: torch.Tensor | None = module.bias  # type: ignore[assignment]
 
-    def _positions(self) -> torch.Tensor:
-        assert self.shift is not None
-        return self.anchor + self.shift * self.step
-
-    def current_codes(self) -> torch.Tensor:
-        """The codes [N, K] (long) of the current latent positions: the nearest current level."""
-        if self.shift is None:
-            return self.codes
-        return _nearest(self._positions().detach(), self.book.detach())
-
     def weight(self) -> torch.Tensor:
-        """The dequantized weight [N, K] of the current scales, levels (and codes)."""
-        if self.book.dim() == 3:
-            values = self.fixed_values
-        elif self.shift is None:
-            values = self.book[self.codes]
-        else:
-            positions = self._positions()
-            values = self.book[self.current_codes()] + (positions - positions.detach())  # straight through
-        if self.offsets is not None:
-            values = values - self.offsets
-        return values * self.log_scale.exp().repeat_interleave(self.grid.group_size, dim=1)
+        """The dequantized weight [N, K] of the current scales and levels."""
+        units = self.levels[self.codes] if self.fixed_units is None else self.fixed_units
+        return units * self.log_scale.exp().repeat_interleave(self.grid.group_size, dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., K] -> [..., N] with the trainable weight."""
@@ -124,7 +92,7 @@ class _TunedLinear(torch.nn.Module):
         return y if self.bias is None else y + self.bias.to(y.dtype)
 
     def trainable(self) -> list[torch.nn.Parameter]:
-        """The log-scales, levels and shifts that this layer trains (the bias, a frozen Parameter, is not one)."""
+        """The log-scales (and levels): the parameters that require grad (the bias, a frozen Parameter, does not)."""
         return [p for p in self.parameters() if p.requires_grad]
 
     def state(self) -> list[torch.Tensor]:
@@ -139,26 +107,17 @@ class _TunedLinear(torch.nn.Module):
 
     @torch.no_grad()
     def write_back(self) -> None:
-        """Store the tuned scales (float16), levels and codes into the QuantizedLinear's buffers; levels kept sorted."""
+        """Store the tuned scales (float16) and levels into the QuantizedLinear's buffers; levels re-sorted with their codes."""
         buffers = {name: _stored(self.source, name) for name in ("scales", "codebook", "packed")}
         buffers["scales"].copy_(self.log_scale.exp().to(torch.float16))
-        codes = self.current_codes()
         if self.train_levels:
-            book = self.book.to(torch.float16)
+            book = self.levels.to(torch.float16)
             order = torch.argsort(book.float(), stable=True)
             rank = torch.empty_like(order)
             rank[order] = torch.arange(order.numel())
             buffers["codebook"].copy_(book[order])
-            codes = rank[codes]  # the nearest-level search needs sorted levels
-        if not torch.equal(codes, self.codes):
-            buffers["packed"].copy_(pack_codes(codes.to(torch.uint8), self.grid.bits))
-
-
-def _nearest(positions: torch.Tensor, book: torch.Tensor) -> torch.Tensor:
-    """Index into book (1-D, any order) of the level nearest to each position."""
-    order = torch.argsort(book)
-    ordered = book[order]
-    return order[torch.searchsorted((ordered[1:] + ordered[:-1]) / 2, positions.contiguous())]
+            if not bool((order == torch.arange(order.numel())).all()):  # the nearest-level search needs sorted levels
+                buffers["packed"].copy_(pack_codes(rank[self.codes].to(torch.uint8), self.grid.bits))
 
 
 def _stored(module: torch.nn.Module, name: str) -> torch.Tensor:
@@ -168,15 +127,14 @@ def _stored(module: torch.nn.Module, name: str) -> torch.Tensor:
     return tensor
 
 
-def _swap(block: torch.nn.Module, modules: Sequence[torch.nn.Module],
-          train_codes: bool) -> dict[tuple[torch.nn.Module, str], _TunedLinear]:
+def _swap(block: torch.nn.Module, modules: Sequence[torch.nn.Module]) -> dict[tuple[torch.nn.Module, str], _TunedLinear]:
     """Replace each of `modules` inside block by a _TunedLinear; returns {(parent, attribute): tuned}."""
     wanted = {id(m) for m in modules}
     swapped: dict[tuple[torch.nn.Module, str], _TunedLinear] = {}
     for parent in list(block.modules()):
         for attribute, child in list(parent.named_children()):
             if id(child) in wanted:
-                tuned = _TunedLinear(child, train_codes)
+                tuned = _TunedLinear(child)
                 setattr(parent, attribute, tuned)
                 swapped[(parent, attribute)] = tuned
     return swapped
@@ -195,13 +153,10 @@ def tune_block(block: torch.nn.Module, modules: Sequence[torch.nn.Module], forwa
     frozen = [p for p in block.parameters() if p.requires_grad]
     for p in frozen:
         p.requires_grad_(False)
-    swapped = _swap(block, modules, config.codes)
+    swapped = _swap(block, modules)
     tuned = list(swapped.values())
     try:
-        shifts: list[torch.Tensor] = [t.shift for t in tuned if t.shift is not None]
-        rest: list[torch.Tensor] = [p for t in tuned for p in t.trainable() if p is not t.shift]
-        groups: list[dict[str, Any]] = [{"params": rest}, {"params": shifts, "lr": config.code_lr}]
-        optimizer = torch.optim.Adam(groups, lr=config.lr)
+        optimizer = torch.optim.Adam([p for t in tuned for p in t.trainable()], lr=config.lr)
         generator = torch.Generator().manual_seed(config.seed)
 
         loss = _LOSSES[config.objective]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, KMeansConfig, QuantizedLinear, quantize_
-from codesign.compress.block_tune import BlockTuneConfig, _nearest, _TunedLinear, error_of, tune_block
+from codesign.compress.block_tune import BlockTuneConfig, _TunedLinear, error_of, tune_block
 from codesign.compress.formats import unpack_codes
 from codesign.compress.model import MethodSpec
 
@@ -80,43 +80,12 @@ def test_write_back_gives_the_weight_that_was_trained():
     tuned = _TunedLinear(module)
     with torch.no_grad():
         tuned.log_scale.add_(0.1 * torch.randn_like(tuned.log_scale))
-        tuned.book.copy_(tuned.book.flip(0))  # reversed levels: write_back must re-sort them with their codes
+        tuned.levels.copy_(tuned.levels.flip(0))  # reversed levels: write_back must re-sort them with their codes
         expected = tuned.weight().half().float()
     tuned.write_back()
     stored = module.qweight.dequantize().float()
     assert torch.allclose(stored, expected, rtol=2e-3, atol=1e-4)
     assert bool((module.qweight.codebook[1:] >= module.qweight.codebook[:-1]).all())
-
-
-@pytest.mark.parametrize("base", [KMeansConfig(bits=3, group_size=GROUP), AsymIntConfig(bits=3, group_size=GROUP)])
-def test_write_back_stores_the_trained_codes(base):
-    torch.manual_seed(6)
-    module = QuantizedLinear.from_linear(torch.nn.Linear(64, 16), ErrorFeedbackConfig(base=base),
-                                         torch.eye(64, dtype=torch.float64), kernel="torch")
-    tuned = _TunedLinear(module, train_codes=True)
-    with torch.no_grad():
-        assert torch.allclose(tuned.weight(), module.qweight.dequantize(), rtol=1e-6, atol=0)  # untrained: the stored weight
-        tuned.shift.copy_(3 * torch.randn_like(tuned.shift))  # far enough to cross levels and to clamp at the ends
-        expected = tuned.weight().half().float()
-    tuned.write_back()
-    assert not torch.equal(module.qweight.codes().long(), tuned.codes)
-    assert torch.allclose(module.qweight.dequantize().float(), expected, rtol=2e-3, atol=1e-4)
-
-
-def test_nearest_level_is_the_brute_force_nearest_in_any_order():
-    torch.manual_seed(7)
-    book = torch.randn(8)  # unsorted, as trained levels may be
-    positions = 3 * torch.randn(40, 24)
-    brute = (positions[..., None] - book).abs().argmin(-1)
-    assert torch.equal(_nearest(positions, book), brute)
-
-
-def test_codes_of_per_group_codebooks_are_refused_in_one_line():
-    module = QuantizedLinear.from_linear(torch.nn.Linear(64, 16), KMeansConfig(bits=2, group_size=GROUP, codebook="group"),
-                                         kernel="torch")
-    with pytest.raises(ValueError, match="per-layer codebook or an integer grid") as info:
-        _TunedLinear(module, train_codes=True)
-    assert "\n" not in str(info.value)
 
 
 def test_a_block_no_epoch_improves_keeps_its_stored_values_bit_for_bit():
@@ -154,7 +123,6 @@ def test_the_normalized_objective_sees_the_small_channels_that_plain_mse_drowns(
     ({"epochs": 0}, "epochs must be a positive integer"),
     ({"lr": 2.0}, "learning rate must lie in"),
     ({"holdout": 1.0}, "holdout must lie in"),
-    ({"code_lr": 0.0}, "code learning rate must lie in"),
 ])
 def test_bad_tuning_settings_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
