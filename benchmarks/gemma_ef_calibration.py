@@ -48,7 +48,9 @@ def option_spec(method: str, bits: int, options: str) -> MethodSpec:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calib-tokens", default="1024,16384", help="comma list of calibration token counts")
+    parser.add_argument("--calib-tokens", default="1024,16384",
+                        help="comma list of calibration token counts; with --variants or --options one count "
+                             f"(default {VARIANT_CALIB_TOKENS})")
     parser.add_argument("--val-tokens", type=int, default=2048)
     parser.add_argument("--bits", default="4", help="bit width, or a comma list of them (with --options)")
     parser.add_argument("--method", default="int-asym", help="the grid (int-asym, int, kmeans); default int-asym")
@@ -63,6 +65,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    counts = [int(c) for c in args.calib_tokens.split(",")]
+    option_tokens = counts[0] if len(counts) == 1 else VARIANT_CALIB_TOKENS  # the --variants / --options runs
     model, tokenizer = load_model("gemma3-270m")
     names = linear_names("gemma3-270m", model)
     val = token_stream(tokenizer, "train", args.val_tokens,
@@ -80,7 +84,7 @@ def main() -> int:
         start = time.perf_counter()
         if spec.sequential:
             replacements, layers = compress_sequentially("gemma3-270m", model, tokenizer, spec, names,
-                                                          Budget(calib_tokens=VARIANT_CALIB_TOKENS), block_started)
+                                                          Budget(calib_tokens=option_tokens), block_started)
         else:
             replacements, layers = compress_linears(model, spec, stats, names)
         with swapped(model, replacements):
@@ -97,11 +101,13 @@ def main() -> int:
     def variant_stats() -> CalibrationStats:
         if args.stats is not None and args.stats.exists():
             return CalibrationStats(**torch.load(args.stats))
-        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=VARIANT_CALIB_TOKENS), inputs=True)
+        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=option_tokens), inputs=True)
         if args.stats is not None:
             torch.save(dataclasses.asdict(stats), args.stats)
         return stats
 
+    if args.variants or args.options is not None:
+        print(f"{option_tokens} calibration tokens")
     print(f"| {args.method}, {args.bits} bits, group 64 | perplexity | vs reference | act. error (in-sample) | time (s) |")
     print("|---|---|---|---|---|")
     if args.options is not None:
@@ -121,7 +127,7 @@ def main() -> int:
                                    f"{'act' if act_order else 'column'} order")
         return 0
     score(MethodSpec(args.method, args.bits), None, "round to nearest")
-    for count in (int(c) for c in args.calib_tokens.split(",")):
+    for count in counts:
         stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=count), inputs=True)
         score(MethodSpec(args.method, args.bits, error_feedback=True), stats, f"error feedback, {count} calibration tokens")
     return 0
