@@ -1,0 +1,102 @@
+"""Does SRR's per-layer guard generalize? In-sample against validation output error, per layer, on Gemma-3-270M.
+
+    python benchmarks/gemma_srr_guard.py --blocks 0,4,8,12,16 --threads 1
+
+For each linear of the named blocks (3 bits, rank 32, k-means base with error feedback in act order,
+group 64, covariances of 16384 calibration tokens from the original model): scaled QER (k = 0) and
+SRR at the k its criterion picks, each layer's output error E[|x (W - Ŵ)ᵀ|²] relative to scaled's,
+in-sample (the calibration covariance the guard compares on) and on the validation slice (8192
+tokens of the last 400 train-split articles, never the held-out split). For q_proj and k_proj also
+the error after the per-head RMS norm Gemma-3 applies to queries and keys (q_norm, k_norm) before
+attention, on the validation inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import torch
+
+from codesign.compress.model import MethodSpec, collect_statistics
+from codesign.compress.pipeline import Budget, _calibration_run, linear_names, load_model
+from codesign.compress.qer import activation_scaling, choose_preserved_rank, quantize_qer
+from codesign.llm import token_stream, wiki_articles
+
+VALIDATION_ARTICLES = 400
+
+
+def output_error(weight: torch.Tensor, quantized, cov: torch.Tensor) -> float:
+    """E[|x (W - Ŵ)ᵀ|²] under the second moment cov."""
+    e = weight.double() - quantized.dequantize().double()
+    return float(torch.einsum("nk,kl,nl->", e, cov, e))
+
+
+def normed_error(weight: torch.Tensor, quantized, x: torch.Tensor, norm: torch.nn.Module, head_dim: int) -> float:
+    """Mean squared error of the per-head RMS-normed outputs x Wᵀ against x Ŵᵀ."""
+    with torch.no_grad():
+        ref = norm((x @ weight.T).unflatten(-1, (-1, head_dim)))
+        got = norm((x @ quantized.dequantize().float().T).unflatten(-1, (-1, head_dim)))
+    return float((got - ref).pow(2).mean())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", default="0,4,8,12,16")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    blocks = [int(b) for b in args.blocks.split(",")]
+    model, tokenizer = load_model("gemma3-270m")
+    names = [n for n in linear_names("gemma3-270m", model) if any(f".layers.{b}." in n for b in blocks)]
+    calibration = collect_statistics(model, _calibration_run("gemma3-270m", model, tokenizer, Budget(calib_tokens=16384)),
+                                     names).input_cov
+    val = token_stream(tokenizer, "train", 8192, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
+    modules = dict(model.named_modules())
+    inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.endswith(("q_proj", "k_proj"))}
+    hooks = [modules[n].register_forward_hook(lambda m, a, o, n=n: inputs[n].append(a[0].detach().reshape(-1, a[0].shape[-1])))
+             for n in inputs]
+
+    def run_validation() -> None:
+        for start in range(0, val.numel(), 512):
+            model.base_model(input_ids=val[start:start + 512][None])
+
+    validation = collect_statistics(model, run_validation, names).input_cov
+    for h in hooks:
+        h.remove()
+    config = MethodSpec("srr", 3, error_feedback=True, act_order=True).layer_config()
+    head_dim = model.config.head_dim
+    totals = dict.fromkeys(("scaled in", "scaled val", "guard in", "guard val"), 0.0)
+    print("| layer | SRR's k | SRR vs scaled, in-sample | on validation | after the head norm (validation) | guard keeps |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        weight = modules[name].weight.detach().float()
+        cov = calibration[name]
+        scaled = quantize_qer(weight, dataclasses.replace(config, method="scaled"), cov)
+        s, _ = activation_scaling(cov, config.scaling, config.damping)
+        spectrum_e = torch.linalg.svdvals((weight.double() - scaled.base.dequantize().double()) @ s)
+        k = choose_preserved_rank(torch.linalg.svdvals(weight.double() @ s), spectrum_e, config.rank)
+        srr = quantize_qer(weight, dataclasses.replace(config, preserved_rank=k), cov) if k else scaled
+        e_in = [output_error(weight, q, cov) for q in (scaled, srr)]
+        e_val = [output_error(weight, q, validation[name]) for q in (scaled, srr)]
+        keep_srr = e_in[1] < e_in[0]
+        totals["scaled in"] += e_in[0]
+        totals["scaled val"] += e_val[0]
+        totals["guard in"] += min(e_in)
+        totals["guard val"] += e_val[1] if keep_srr else e_val[0]
+        normed = "-"
+        if name in inputs:
+            norm = modules[name.rsplit(".", 1)[0] + (".q_norm" if name.endswith("q_proj") else ".k_norm")]
+            x = torch.cat(inputs[name]).float()
+            e_norm = [normed_error(weight, q, x, norm, head_dim) for q in (scaled, srr)]
+            normed = f"{100 * (e_norm[1] / e_norm[0] - 1):+.1f} %"
+        print(f"| {name.split('layers.')[1]} | {k} | {100 * (e_in[1] / e_in[0] - 1):+.1f} % | "
+              f"{100 * (e_val[1] / e_val[0] - 1):+.1f} % | {normed} | {'SRR' if keep_srr else 'scaled'} |", flush=True)
+    print(f"\nsum over these layers, guard against scaled: in-sample {100 * (totals['guard in'] / totals['scaled in'] - 1):+.2f} %, "
+          f"validation {100 * (totals['guard val'] / totals['scaled val'] - 1):+.2f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
