@@ -20,7 +20,7 @@ import sys
 import torch
 
 from codesign.compress.model import MethodSpec, collect_statistics
-from codesign.compress.pipeline import Budget, _calibration_run, linear_names, load_model
+from codesign.compress.pipeline import Budget, calibrate, linear_names, load_model
 from codesign.compress.qer import activation_scaling, choose_preserved_rank, quantize_qer
 from codesign.llm import token_stream, wiki_articles
 
@@ -50,8 +50,7 @@ def main() -> int:
     blocks = [int(b) for b in args.blocks.split(",")]
     model, tokenizer = load_model("gemma3-270m")
     names = [n for n in linear_names("gemma3-270m", model) if any(f".layers.{b}." in n for b in blocks)]
-    calibration = collect_statistics(model, _calibration_run("gemma3-270m", model, tokenizer, Budget(calib_tokens=16384)),
-                                     names).input_cov
+    calibration = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384)).input_cov
     val = token_stream(tokenizer, "train", 8192, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
     modules = dict(model.named_modules())
     inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.endswith(("q_proj", "k_proj"))}
