@@ -27,9 +27,15 @@ import torch
 from codesign.compress.formats import pack_codes, unpack_codes
 from codesign.compress.qtensor import ScalarQuantizedWeight
 
-__all__ = ["BlockTuneConfig", "OBJECTIVES", "tune_block"]
+__all__ = ["BlockTuneConfig", "OBJECTIVES", "check_objective", "tune_block"]
 
 OBJECTIVES = ("normalized", "mse")
+
+
+def check_objective(objective: str) -> None:
+    """ValueError (one line) unless objective names one of OBJECTIVES."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown block-tune objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
 
 Forward = Callable[[int], torch.Tensor]
 
@@ -52,8 +58,7 @@ class BlockTuneConfig:
             raise ValueError(f"block-tune learning rate must lie in (0, 1), got {self.lr!r}")
         if not 0 < self.holdout < 1:
             raise ValueError(f"block-tune holdout must lie in (0, 1), got {self.holdout!r}")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"unknown block-tune objective {self.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+        check_objective(self.objective)
 
 
 class _TunedLinear(torch.nn.Module):

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from codesign.compress.block_tune import OBJECTIVES
+from codesign.compress.block_tune import check_objective
 from codesign.compress.gptq import SCALE_SEARCH_FACTORS, ErrorFeedbackConfig
 from codesign.compress.linear import CompressConfig, QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear, swift_svd_compress
@@ -97,8 +97,7 @@ class MethodSpec:
         if self.block_tune and (not self.error_feedback or self.method not in ("int", "int-asym", "kmeans")):
             raise ValueError("--block-tune is an option of --error-feedback on the scalar grids (int, int-asym, kmeans), "
                              f"not {self.method!r}" + ("" if self.error_feedback else " without it"))
-        if self.block_objective not in OBJECTIVES:
-            raise ValueError(f"unknown block-tune objective {self.block_objective!r}: choose one of {', '.join(OBJECTIVES)}")
+        check_objective(self.block_objective)
         if self.block_tune:
             object.__setattr__(self, "sequential", True)  # the tuning runs inside the block-by-block pass
         if self.method not in METHODS:
