@@ -41,6 +41,11 @@ VALIDATION_ARTICLES = 400
 VARIANT_CALIB_TOKENS = 16384  # the calibration of the --variants runs (the tables' setting)
 
 
+def validation_tokens(tokenizer, count: int) -> torch.Tensor:
+    """The validation slice: the first `count` tokens of the last VALIDATION_ARTICLES train-split articles."""
+    return token_stream(tokenizer, "train", count, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
+
+
 def option_spec(method: str, bits: int, options: str) -> MethodSpec:
     """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none), read as the table's row flags."""
     return row_spec(f"{method}+ef" + ("" if options == "plain" else "-" + options.replace("+", "-")), bits, qat_steps=0)
@@ -69,8 +74,7 @@ def main() -> int:
     option_tokens = counts[0] if len(counts) == 1 else VARIANT_CALIB_TOKENS  # the --variants / --options runs
     model, tokenizer = load_model("gemma3-270m")
     names = linear_names("gemma3-270m", model)
-    val = token_stream(tokenizer, "train", args.val_tokens,
-                       skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
+    val = validation_tokens(tokenizer, args.val_tokens)
     reference = perplexity(model, val, context=512).perplexity
     print(f"reference perplexity on {args.val_tokens} validation tokens: {reference:.3f}", flush=True)
 

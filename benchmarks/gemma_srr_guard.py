@@ -16,15 +16,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 import torch
 
 from codesign.compress.model import MethodSpec, collect_statistics
 from codesign.compress.pipeline import Budget, calibrate, linear_names, load_model
 from codesign.compress.qer import activation_scaling, choose_preserved_rank, quantize_qer
-from codesign.llm import token_stream, wiki_articles
 
-VALIDATION_ARTICLES = 400
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemma_ef_calibration import validation_tokens  # noqa: E402  (one definition of the validation slice)
 
 
 def output_error(weight: torch.Tensor, quantized, cov: torch.Tensor) -> float:
@@ -51,7 +52,7 @@ def main() -> int:
     model, tokenizer = load_model("gemma3-270m")
     names = [n for n in linear_names("gemma3-270m", model) if any(f".layers.{b}." in n for b in blocks)]
     calibration = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384)).input_cov
-    val = token_stream(tokenizer, "train", 8192, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
+    val = validation_tokens(tokenizer, 8192)
     modules = dict(model.named_modules())
     inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.endswith(("q_proj", "k_proj"))}
     hooks = [modules[n].register_forward_hook(lambda m, a, o, n=n: inputs[n].append(a[0].detach().reshape(-1, a[0].shape[-1])))
