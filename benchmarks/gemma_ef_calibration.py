@@ -15,7 +15,7 @@ search before the feedback, refit: least-squares group scales after it, refitN: 
 and refit, wbook: Hessian-diagonal-weighted k-means levels, seq: sequential, tuneN: N epochs of
 block-wise tuning of the stored scales and levels, which runs sequentially, with mse: on the plain
 squared error of the block outputs rather than the RMS-normalized one; "plain": none),
-for each of the comma-listed --bits. --stats caches the 16384-token covariances in a file. The
+for each of the comma-listed --bits. --stats caches the covariances in a file (with their token count). The
 validation slice is the first 2048 tokens of the last 400 train-split articles (after any calibration
 text), so a choice made here never looks at the held-out tokens the tables report.
 """
@@ -61,12 +61,12 @@ def main() -> int:
     parser.add_argument("--method", default="int-asym", help="the grid (int-asym, int, kmeans); default int-asym")
     parser.add_argument("--variants", action="store_true",
                         help=f"compare one-pass / sequential error feedback, column / act order "
-                             f"({VARIANT_CALIB_TOKENS} calibration tokens)")
+                             f"(one --calib-tokens count, default {VARIANT_CALIB_TOKENS})")
     parser.add_argument("--options", default=None,
                         help=f"comma list of error-feedback option sets, each a '+'-joined subset of {', '.join(EF_FLAGS)} "
-                             f"or 'plain' ({VARIANT_CALIB_TOKENS} calibration tokens)")
+                             f"or 'plain' (one --calib-tokens count, default {VARIANT_CALIB_TOKENS})")
     parser.add_argument("--stats", type=Path, default=None,
-                        help=f"file caching the {VARIANT_CALIB_TOKENS}-token covariances (written if absent)")
+                        help="file caching the one-pass runs' covariances (written if absent; refused if of another token count)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -104,10 +104,14 @@ def main() -> int:
 
     def variant_stats() -> CalibrationStats:
         if args.stats is not None and args.stats.exists():
-            return CalibrationStats(**torch.load(args.stats))
+            cached = torch.load(args.stats)
+            count = cached.pop("calib_tokens", VARIANT_CALIB_TOKENS)  # files without it were all written at the default
+            if count != option_tokens:
+                raise SystemExit(f"{args.stats} holds covariances of {count} calibration tokens, not {option_tokens}")
+            return CalibrationStats(**cached)
         stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=option_tokens), inputs=True)
         if args.stats is not None:
-            torch.save(dataclasses.asdict(stats), args.stats)
+            torch.save({**dataclasses.asdict(stats), "calib_tokens": option_tokens}, args.stats)
         return stats
 
     if args.variants or args.options is not None:
