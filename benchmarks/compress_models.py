@@ -41,6 +41,7 @@ from codesign.compress import registry
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.model import MethodSpec
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names, load_model
+from codesign.llm.long_context import paired_ratio_interval
 
 # the rows that answer the targets first, so a partial run is still useful
 DEFAULT_ROWS = [
@@ -222,7 +223,11 @@ def table(rows: list[dict]) -> str:
             metric = f"cosine {m['cosine_mean']:.4f} (min {m['cosine_min']:.3f})"
         else:
             ratio = m["perplexity"] / m["reference_perplexity"]
-            metric = f"ppl {m['perplexity']:.3f} ({100 * (ratio - 1):+.1f}% vs {m['reference_perplexity']:.3f})"
+            interval = ""
+            if m.get("window_nll"):  # rows scored since per-window NLLs are kept: the paired 95 % interval too
+                low, high = paired_ratio_interval(m["window_nll"], m["reference_window_nll"], m["window_tokens"])
+                interval = f", 95 % CI {100 * (low - 1):+.1f} … {100 * (high - 1):+.1f}%"
+            metric = f"ppl {m['perplexity']:.3f} ({100 * (ratio - 1):+.1f}%{interval} vs {m['reference_perplexity']:.3f})"
         blocks = "all" if r.get("blocks") is None else ",".join(map(str, r["blocks"]))
         rank = _rank(r) if _rank(r) is not None else ""
         act = "" if r.get("mean_activation_error") is None else f"{r['mean_activation_error']:.4f}"
@@ -230,6 +235,18 @@ def table(rows: list[dict]) -> str:
                    f"{r['bytes'] / 1e6:.2f} | {r['fp16_bytes'] / r['bytes']:.2f}x | {metric} | {act} | "
                    f"{r['compression_seconds']:.0f} |")
     return "\n".join(out)
+
+
+def paired(a: dict, b: dict) -> str:
+    """Perplexity of row a over row b's on the same held-out tokens, with the 95 % interval over windows."""
+    ma, mb = a["metric"], b["metric"]
+    if not ma.get("window_nll") or ma.get("window_tokens") != mb.get("window_tokens"):
+        raise ValueError("the two rows were not scored window by window on the same tokens (rerun them)")
+    low, high = paired_ratio_interval(ma["window_nll"], mb["window_nll"], ma["window_tokens"])
+    ratio = ma["perplexity"] / mb["perplexity"]
+    return (f"{_label(a)}, {a['bits']} bits / {_label(b)}, {b['bits']} bits: {ma['perplexity']:.3f} / {mb['perplexity']:.3f} = "
+            f"{100 * (ratio - 1):+.1f}% (95 % CI {100 * (low - 1):+.1f} … {100 * (high - 1):+.1f}%, "
+            f"{len(ma['window_tokens'])} windows, {ma['n_tokens']} tokens)")
 
 
 def _parse_blocks(text: str | None):
@@ -255,6 +272,9 @@ def main() -> int:
     parser.add_argument("--group-size", type=int, default=64, help="weights per scale (default 64)")
     parser.add_argument("--hqq-axis", type=int, choices=(0, 1), default=1, help="grouping axis of the hqq rows (default 1)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
+    parser.add_argument("--paired", default=None,
+                        help="ROW,ROW (as --rows, e.g. srr+ef-act:3,qer-scaled+ef-act:3): after the run, the first row's "
+                             "perplexity over the second's on the same tokens, with its 95 %% interval over windows")
     args = parser.parse_args()
     done = json.loads(args.out.read_text()) if args.out.exists() else []
     if args.table:
@@ -266,13 +286,39 @@ def main() -> int:
     blocks = _parse_blocks(args.blocks)
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
+
+    def stored(method: str, bits: int) -> dict | None:
+        spec = row_spec(method, bits, args.qat_steps, args.qat_lr, args.group_size)
+        axis = args.hqq_axis if method == "hqq" else 1
+        return next((d for d in reversed(done) if _same_row(d, args.model, method, bits, blocks, budget, spec, axis)), None)
+
+    try:
+        pair = [] if not args.paired else [(m, int(b)) for m, b in (x.split(":") for x in args.paired.split(","))]
+        if pair and len(pair) != 2:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--paired {args.paired!r}: expected two rows METHOD:BITS,METHOD:BITS")
+
+    def report_pair() -> int:
+        if not pair:
+            return 0
+        found = [stored(m, b) for m, b in pair]
+        if None in found:
+            print(f"error: --paired {args.paired!r}: needs two rows of this budget in {args.out}", file=sys.stderr)
+            return 2
+        try:
+            print(paired(*found))
+        except ValueError as exc:
+            print(f"error: --paired {args.paired!r}: {exc}", file=sys.stderr)
+            return 2
+        return 0
     todo = [(m, b) for m, b in rows
             if not any(_same_row(d, args.model, m, b, blocks, budget, row_spec(m, b, args.qat_steps, args.qat_lr, args.group_size),
                                  args.hqq_axis if m == "hqq" else 1)
                        for d in done)]
     if not todo:
         print(table([d for d in done if d["model"] == args.model]))
-        return 0
+        return report_pair()
     model, tokenizer = load_model(args.model)
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
@@ -312,7 +358,7 @@ def main() -> int:
         args.out.write_text(json.dumps(done, indent=1))
         print(table([report]).splitlines()[-1], flush=True)
     print(table([d for d in done if d["model"] == args.model]))
-    return 0
+    return report_pair()
 
 
 if __name__ == "__main__":

@@ -39,7 +39,14 @@ def format_report(report: dict) -> str:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
                      f"over {metric['n_sentences']} held-out sentences")
     if "perplexity" in metric:
-        lines.append(f"  perplexity {metric['perplexity']:.3f} (original {metric['reference_perplexity']:.3f}) "
+        change = ""
+        if len(metric.get("window_nll", ())) > 1:  # the paired interval needs more than one window to resample
+            from codesign.llm.long_context import paired_ratio_interval
+
+            low, high = paired_ratio_interval(metric["window_nll"], metric["reference_window_nll"], metric["window_tokens"])
+            change = (f"; {metric['perplexity'] / metric['reference_perplexity'] - 1:+.1%}, 95 % CI {low - 1:+.1%} … "
+                      f"{high - 1:+.1%} over {len(metric['window_nll'])} windows")
+        lines.append(f"  perplexity {metric['perplexity']:.3f} (original {metric['reference_perplexity']:.3f}{change}) "
                      f"over {metric['n_tokens']} held-out tokens, context {metric['context']}")
     if "out" in report:
         lines.append(f"  saved to {report['out']}")

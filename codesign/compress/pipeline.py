@@ -216,6 +216,10 @@ def evaluate(name: str, model: torch.nn.Module, tokenizer, budget: Budget) -> di
         "reference_perplexity": reference.perplexity,
         "n_tokens": result.n_scored,
         "context": budget.context,
+        # per window of `context` tokens, for paired intervals between rows scored on the same tokens
+        "window_nll": list(result.window_nll),
+        "reference_window_nll": list(reference.window_nll),
+        "window_tokens": list(result.window_tokens),
     }
 
 

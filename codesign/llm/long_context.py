@@ -32,8 +32,8 @@ import torch
 from codesign.llm.perplexity import logit_chunks, next_token_nll
 
 __all__ = ["LongContext", "TailScores", "long_contexts", "prefix_length", "prefill", "reference_logprobs", "reference_tails",
-           "score_tail", "bootstrap_perplexity", "bootstrap_ratio", "bootstrap_mean", "report_cells", "report_numbers",
-           "concat", "evaluate"]
+           "score_tail", "bootstrap_perplexity", "bootstrap_ratio", "paired_ratio_interval", "bootstrap_mean",
+           "report_cells", "report_numbers", "concat", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,19 @@ def bootstrap_ratio(scores: TailScores, reference: TailScores, resamples: int = 
         raise ValueError("the two scores are not of the same tokens")
     sums, counts = _groups(scores.nll, scores.document)
     ref_sums, _ = _groups(reference.nll, reference.document)
+    return paired_ratio_interval(sums, ref_sums, counts, resamples, seed, level)
+
+
+def paired_ratio_interval(nll_sums: Sequence[float] | torch.Tensor, reference_sums: Sequence[float] | torch.Tensor,
+                          counts: Sequence[int] | torch.Tensor, resamples: int = 2000, seed: int = 0,
+                          level: float = 0.95) -> tuple[float, float]:
+    """(low, high) interval of exp((Σ nll - Σ reference nll) / Σ tokens), units (documents, windows) resampled together."""
+    sums, ref, n = (torch.as_tensor(v, dtype=torch.float64) for v in (nll_sums, reference_sums, counts))
+    if not sums.shape == ref.shape == n.shape or sums.dim() != 1 or sums.numel() == 0:
+        raise ValueError(f"need one NLL sum, reference sum and token count per unit, got shapes {tuple(sums.shape)}, "
+                         f"{tuple(ref.shape)}, {tuple(n.shape)}")
     pick = _draws(sums.numel(), resamples, seed)
-    return _percentiles(torch.exp((sums[pick].sum(1) - ref_sums[pick].sum(1)) / counts[pick].sum(1)), level)
+    return _percentiles(torch.exp((sums[pick].sum(1) - ref[pick].sum(1)) / n[pick].sum(1)), level)
 
 
 def report_cells(scores: TailScores, reference: TailScores, agree_interval: bool = True) -> list[str]:

@@ -22,13 +22,16 @@ __all__ = ["PerplexityResult", "perplexity", "next_token_nll", "logit_chunks"]
 
 @dataclass(frozen=True)
 class PerplexityResult:
-    """Perplexity = exp(mean negative log-likelihood, nats) over n_scored tokens."""
+    """Perplexity = exp(mean negative log-likelihood, nats) over n_scored tokens; per window, the summed NLL and the
+    tokens scored (what a bootstrap over windows resamples)."""
 
     perplexity: float
     mean_nll: float
     n_scored: int
     context: int
     stride: int
+    window_nll: tuple[float, ...] = ()
+    window_tokens: tuple[int, ...] = ()
 
 
 def logit_chunks(model: torch.nn.Module, hidden: torch.Tensor, logit_rows: int = 128) -> Iterator[tuple[int, torch.Tensor]]:
@@ -75,16 +78,18 @@ def perplexity(
         raise ValueError(f"stride must be in 1..context={context}, got {stride}")
     device = next(model.parameters()).device
     tokens = tokens.to(device)
-    total, count = 0.0, 0
+    sums: list[float] = []
+    counts: list[int] = []
     start = 0
     while True:
         window = tokens[start : start + context]
         first_scored = 1 if start == 0 or stride == context else context - stride
         if window.numel() > first_scored:
             nll, n = _window_nll(model, window, first_scored, logit_rows)
-            total, count = total + nll, count + n
+            sums.append(nll)
+            counts.append(n)
         if start + context >= tokens.numel():
             break
         start += stride
-    mean = total / count
-    return PerplexityResult(math.exp(mean), mean, count, context, stride)
+    mean = sum(sums) / sum(counts)
+    return PerplexityResult(math.exp(mean), mean, sum(counts), context, stride, tuple(sums), tuple(counts))

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from codesign.llm.long_context import TailScores, bootstrap_perplexity, bootstrap_ratio, concat
+from codesign.llm.long_context import TailScores, bootstrap_perplexity, bootstrap_ratio, concat, paired_ratio_interval
 
 
 def _scores(documents: int, per_document: int = 20, seed: int = 0, shift: float = 0.0) -> TailScores:
@@ -49,3 +49,16 @@ def test_scores_of_other_tokens_are_refused_and_contexts_concatenate():
     both = concat([a, TailScores(b.nll, b.document + 100)])
     assert both.nll.numel() == a.nll.numel() + b.nll.numel()
     assert torch.unique(both.document).numel() == 11
+
+
+def test_the_interval_of_summed_units_is_the_document_interval_and_refuses_mismatched_units():
+    base, shifted = _scores(30), _scores(30, shift=0.01)
+    noisy = TailScores(shifted.nll + 0.05 * torch.randn(base.nll.shape, generator=torch.Generator().manual_seed(2),
+                                                        dtype=torch.float64), base.document)
+    sums = [noisy.nll[base.document == d].sum() for d in range(30)]
+    ref = [base.nll[base.document == d].sum() for d in range(30)]
+    assert paired_ratio_interval(sums, ref, [20] * 30) == pytest.approx(bootstrap_ratio(noisy, base), rel=1e-12)
+    with pytest.raises(ValueError, match="one NLL sum, reference sum and token count per unit"):
+        paired_ratio_interval(sums, ref[:-1], [20] * 30)
+    with pytest.raises(ValueError, match="per unit"):
+        paired_ratio_interval([], [], [])

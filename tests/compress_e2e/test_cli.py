@@ -1,11 +1,13 @@
 """`codesign compress` bad input: one line on stderr naming the bad value, exit status 2, no file touched."""
 
 import json
+import math
 
 import pytest
 import torch
 
 from codesign.cli import main
+from codesign.compress.cli import format_report
 from tests.support import requires_llm
 
 pytestmark = requires_llm
@@ -119,6 +121,10 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["layers"] == 14 and report["metric"]["n_tokens"] > 0  # every linear but lm_head
+    metric = report["metric"]  # per-window NLLs of both models, and the paired interval they give
+    assert sum(metric["window_tokens"]) == metric["n_tokens"] and len(metric["reference_window_nll"]) == 2
+    assert math.isclose(math.exp(sum(metric["window_nll"]) / metric["n_tokens"]), metric["perplexity"], rel_tol=1e-9)
+    assert "95 % CI" in format_report(report) and "over 2 windows" in format_report(report)
     loaded = load_compressed(out)
     assert type(loaded).__name__ == "LlamaForCausalLM" and len(compressed_layers(loaded)) == 14
     tuned = tmp_path / "tuned"  # error feedback with block-wise tuning, on the user's own model

@@ -39,6 +39,10 @@ def test_windows_score_every_token_once(gemma):
     chunked = perplexity(model, tokens, context=60)
     sliding = perplexity(model, tokens, context=60, stride=30)
     assert chunked.n_scored == 118 and sliding.n_scored == 119
+    # per window: 59 + 59 chunked; 59 + 30 + 30 sliding; the sums are the total NLL
+    assert chunked.window_tokens == (59, 59) and sliding.window_tokens == (59, 30, 30)
+    for result in (chunked, sliding):
+        assert math.isclose(sum(result.window_nll) / result.n_scored, result.mean_nll, rel_tol=1e-12)
     assert sliding.mean_nll < chunked.mean_nll  # more context per token
     with pytest.raises(ValueError, match="stride must be in 1..context=60, got 61"):
         perplexity(model, tokens, context=60, stride=61)
