@@ -1,7 +1,7 @@
 """The whole KV cache of Gemma-3-270M within 1/6 of its fp16 bytes: low-rank latents on every layer, 4k and 8k context.
 
     python benchmarks/attention_whole_model.py [--lengths 4096,8192] [--contexts 3,2] [--budget-length 8192]
-        [--calib-tokens 4096] [--key-candidates 256x4,192x4,128x4] [--value-candidates 256x4,192x4]
+        [--calib-tokens 4096] [--key-candidates 256x4,32x8+192x4,...] [--value-candidates 256x4,192x4]
         [--mixed 32x8+64x4,...] [--scale-bits 16] [--out docs/attention_whole_model.md]
 
 docs/attention_accuracy.md compresses the three global layers only; the 15 sliding-window layers keep
@@ -9,7 +9,9 @@ their 512-position window in fp16, so at 8k the whole cache stays at 0.365 of fp
 compressed, and everything is chosen on the train split:
 1. Projections from the second moments of --calib-tokens train tokens (as attention_accuracy.py).
 2. The sliding-window layers take one setting for all 15 of them per side: keys from --key-candidates,
-   values from --value-candidates (RANKxBITS).
+   values from --value-candidates (RANKxBITS, or mixed WIDTHxBITS+WIDTHxBITS: int8 on the strongest latent
+   channels, int4 on the next). The KL of each side alone at each setting is reported too: on this model the
+   keys are the side that needs int8 on their strongest channels.
 3. For each such pair, the global layers get what is left of 1/6 of the whole fp16 cache at
    --budget-length positions, allocated by measured sensitivity (codesign.attention.kv_budget: the KL
    cost of each global layer's keys or values alone at rank {32, 64, 128, 192, 256} x latent
@@ -46,11 +48,12 @@ def main() -> int:
     parser.add_argument("--calib-tokens", type=int, default=4096, help="train tokens for the KV second moments")
     parser.add_argument("--choices-from", type=Path, default=Path("docs/attention_accuracy.json"),
                         help=f"the JSON of attention_accuracy.py whose {GLOBAL_ROW!r} row is shown for comparison")
-    parser.add_argument("--key-candidates", default="256x4,192x4,128x4", help="RANKxBITS of the sliding layers' keys")
-    parser.add_argument("--value-candidates", default="256x4,192x4", help="RANKxBITS of their values")
+    parser.add_argument("--key-candidates", default="256x4,32x8+224x4,32x8+192x4,32x8+160x4,16x8+176x4",
+                        help="RANKxBITS or WIDTHxBITS+WIDTHxBITS of the sliding layers' keys")
+    parser.add_argument("--value-candidates", default="256x4,192x4", help="the same for their values")
     parser.add_argument("--ranks", default="32,64,128,192", help="global ranks below full whose sensitivity is measured")
     parser.add_argument("--bits", default="16,8,4", help="global latent bits whose sensitivity is measured")
-    parser.add_argument("--mixed", default="32x8+64x4,32x8+96x4,64x8+64x4,32x8+160x4,64x8+128x4,32x8+224x4",
+    parser.add_argument("--mixed", default="32x8+64x4,32x8+96x4,64x8+64x4,32x8+128x4,32x8+160x4,64x8+128x4,32x8+192x4,32x8+224x4",
                         help="mixed-precision global choices whose sensitivity is measured too (WIDTHxBITS+...; '' for none)")
     parser.add_argument("--scale-bits", type=int, default=16, choices=(32, 16),
                         help="how each latent scale is stored: float16 (default) or float32 (as attention_accuracy.py)")
@@ -60,19 +63,16 @@ def main() -> int:
     if len(lengths) != len(counts):
         parser.error("--lengths and --contexts need as many entries")
 
-    def settings(text: str, name: str) -> list[tuple[int, int]]:
+    from codesign.attention.kv_budget import choice_text, parse_choice
+
+    def settings(text: str, name: str) -> list:
         try:
-            out = [tuple(int(x) for x in c.split("x")) for c in text.split(",")]
-            if any(len(c) != 2 for c in out):
-                raise ValueError
+            return [parse_choice(c) for c in text.split(",")]
         except ValueError:
-            parser.error(f"--{name} {text!r}: expected RANKxBITS,... (e.g. 256x8,256x4)")
-        return out  # type: ignore[return-value]
+            parser.error(f"--{name} {text!r}: expected RANKxBITS or WIDTHxBITS+WIDTHxBITS,... (e.g. 256x4,32x8+192x4)")
 
     keys, values = settings(args.key_candidates, "key-candidates"), settings(args.value_candidates, "value-candidates")
     scale_bits = args.scale_bits
-    from codesign.attention.kv_budget import parse_choice
-
     try:
         mixed = [parse_choice(text) for text in args.mixed.split(",") if text]
     except ValueError:
@@ -80,7 +80,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", message=".*deprecated.*")
 
     from codesign.attention.decode_cost import AttentionShape, dense_cost, lowrank_cost, sliding_bytes, sliding_lowrank_bytes
-    from codesign.attention.gemma import collect_kv_moments, gemma_attention_replacements, gemma_global_layers
+    from codesign.attention.gemma import ExactCore, collect_kv_moments, gemma_attention_replacements, gemma_global_layers
     from codesign.attention.kv_budget import (
         allocate_by_cost,
         format_choices,
@@ -113,13 +113,15 @@ def main() -> int:
         kept += sliding_bytes(n, shape) if sliding_choice is None else sliding_lowrank_bytes(n, sliding_choice, shape, scale_bits)
         return kept / fp16_bytes(n)
 
-    def uniform(key: tuple[int, int], value: tuple[int, int]) -> dict:
+    def uniform(key, value) -> dict:
         return {(layer, side): key if side == "key" else value for layer in sliding for side in ("key", "value")}
 
     def replacements(global_choice: dict, sliding_choice: dict | None):
+        """The attention of every layer the choices name, storing its cache at them; the other layers as loaded."""
         choices = global_choice | (sliding_choice or {})
         cores = latent_cores({layer: moments[layer] for layer in sorted({g[0] for g in choices})}, choices, scale_bits)
-        return lambda: gemma_attention_replacements(model, lambda i: cores[i], layers="all" if sliding_choice else "global")
+        return lambda: {name: m for name, m in gemma_attention_replacements(model, lambda i: cores.get(i, ExactCore())).items()
+                        if m.layer_idx in cores}
 
     ranks = [int(v) for v in args.ranks.split(",")] + [dim]
     kl = side_costs(model, calibration, WINDOW, {g: moments[g] for g in glob},
@@ -131,7 +133,7 @@ def main() -> int:
     left_out: dict[str, str] = {}
     for key in keys:
         for value in values:
-            label = f"keys {key[0]}x{key[1]}, values {value[0]}x{value[1]}"
+            label = f"keys {choice_text(key)}, values {choice_text(value)}"
             chosen_sliding = uniform(key, value)
             spare = fp16_bytes(n_budget) / 6 - sliding_lowrank_bytes(n_budget, chosen_sliding, shape, scale_bits)
             budget = int(spare * 8 / (shape.kv_heads * n_budget))  # latent bits per position over the global layers
@@ -141,8 +143,13 @@ def main() -> int:
                 left_out[label] = str(exc)
     if not pairs:
         parser.error(f"no sliding-layer setting leaves the global layers a budget at {n_budget} positions: {left_out}")
-    train = evaluate(model, calibration, WINDOW, {"dense": None} | {label: replacements(*pair) for label, pair in pairs.items()},
-                     fidelity=True)
+    # each sliding-layer setting of one side alone (the other side in fp16 latents at full rank, global layers exact)
+    full = (dim, 16)
+    alone = {f"keys {choice_text(k)}": uniform(k, full) for k in keys} | {f"values {choice_text(v)}": uniform(full, v)
+                                                                         for v in values}
+    train = evaluate(model, calibration, WINDOW, {"dense": None} | {label: replacements(*pair) for label, pair in pairs.items()}
+                     | {f"alone: {label}": replacements({}, choice) for label, choice in alone.items()}, fidelity=True)
+    alone_kl = {label: float(train.pop(f"alone: {label}").kl.mean()) for label in alone}
     train_kl = {label: float(s.kl.mean()) for label, s in train.items() if label != "dense"}
     best = min(pairs, key=train_kl.__getitem__)
     global_choice, sliding_choice = pairs[best]
@@ -165,6 +172,13 @@ def main() -> int:
         lines.append(f"| {label} | `{format_choices(g)}` | {fractions} | {train_kl[label]:.4f}"
                      + (" (chosen)" if label == best else "") + " |")
     lines += [f"| {label} | left out: {why} | | |" for label, why in left_out.items()]
+    lines += ["", "Each side of the sliding-window layers alone (the other side in fp16 latents at full rank, the global "
+              "layers exact), mean KL per token on the same train contexts:", "",
+              "| sliding-window layers | bits per position (scales included) | train KL, nats/token |", "|---|---|---|"]
+    for label, choice in alone.items():
+        side = "key" if label.startswith("keys") else "value"
+        lines.append(f"| {label} | {latent_bits(choice[(sliding[0], side)], scales=True, scale_bits=scale_bits)} | "
+                     f"{alone_kl[label]:.4f} |")
     bits_per_side = {side: latent_bits(sliding_choice[(sliding[0], side)], scales=True, scale_bits=scale_bits)
                      for side in ("key", "value")}
     lines += ["", f"Sliding-window layers: {bits_per_side['key']} bits per position for the keys and "
@@ -174,7 +188,7 @@ def main() -> int:
               f"every layer: sliding {best}; global {format_choices(global_choice)}": (global_choice, sliding_choice)}
     methods = {label: None if cache is None else replacements(*cache) for label, cache in caches.items()}
     record: dict = {"command": lines[0], "budget_length": n_budget, "chosen": best,
-                    "global_choice": format_choices(global_choice), "train_kl": train_kl,
+                    "global_choice": format_choices(global_choice), "train_kl": train_kl, "one_side_alone_train_kl": alone_kl,
                     "pairs": {label: format_choices(g) for label, (g, _) in pairs.items()}, "left_out": left_out,
                     "lengths": {}}
     for length, count in zip(lengths, counts):
