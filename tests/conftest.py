@@ -4,7 +4,6 @@ Triton decides interpreter-or-compiler when a kernel is defined, so the switch i
 before any test module imports codesign.kernels. CODESIGN_TEST_GPU=1 runs them compiled on a GPU.
 """
 
-import importlib
 import os
 import random
 import sys
@@ -16,25 +15,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-
-def _import_the_kernels_distribution() -> None:
-    """Import the `kernels` distribution (which transformers >= 5.25 imports) before the repository's own kernels/.
-
-    tests/ is a package, so pytest puts the repository root first on sys.path, where the folder kernels/ (installed
-    as codesign.kernels) would shadow the distribution of the same name and break every transformers model.
-    """
-    root = Path(__file__).resolve().parents[1]
-    saved = sys.path[:]
-    sys.path[:] = [p for p in saved if Path(p or os.getcwd()).resolve() != root]
-    try:
-        importlib.import_module("kernels")
-    except ImportError:  # not installed (the llm extra is optional): nothing to shadow
-        pass
-    finally:
-        sys.path[:] = saved
-
-
-_import_the_kernels_distribution()
+import codesign  # noqa: E402,F401  (imports the kernels distribution before the checkout's kernels/ can shadow it)
 
 _TESTS = Path(__file__).parent
 _LLM_FIXTURES = {"gemma", "minilm"}
