@@ -224,7 +224,7 @@ def table(rows: list[dict]) -> str:
         else:
             ratio = m["perplexity"] / m["reference_perplexity"]
             interval = ""
-            if m.get("window_nll"):  # rows scored since per-window NLLs are kept: the paired 95 % interval too
+            if len(m.get("window_nll", ())) > 1:  # rows scored since per-window NLLs are kept: the paired interval too
                 low, high = paired_ratio_interval(m["window_nll"], m["reference_window_nll"], m["window_tokens"])
                 interval = f", 95 % CI {100 * (low - 1):+.1f} … {100 * (high - 1):+.1f}%"
             metric = f"ppl {m['perplexity']:.3f} ({100 * (ratio - 1):+.1f}%{interval} vs {m['reference_perplexity']:.3f})"
@@ -240,8 +240,8 @@ def table(rows: list[dict]) -> str:
 def paired(a: dict, b: dict) -> str:
     """Perplexity of row a over row b's on the same held-out tokens, with the 95 % interval over windows."""
     ma, mb = a["metric"], b["metric"]
-    if not ma.get("window_nll") or ma.get("window_tokens") != mb.get("window_tokens"):
-        raise ValueError("the two rows were not scored window by window on the same tokens (rerun them)")
+    if len(ma.get("window_nll", ())) < 2 or ma.get("window_tokens") != mb.get("window_tokens"):
+        raise ValueError("the two rows were not scored window by window (2 or more) on the same tokens (rerun them)")
     low, high = paired_ratio_interval(ma["window_nll"], mb["window_nll"], ma["window_tokens"])
     ratio = ma["perplexity"] / mb["perplexity"]
     return (f"{_label(a)}, {a['bits']} bits / {_label(b)}, {b['bits']} bits: {ma['perplexity']:.3f} / {mb['perplexity']:.3f} = "
