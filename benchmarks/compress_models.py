@@ -274,7 +274,8 @@ def main() -> int:
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
     parser.add_argument("--paired", default=None,
                         help="ROW,ROW (as --rows, e.g. srr+ef-act:3,qer-scaled+ef-act:3): after the run, the first row's "
-                             "perplexity over the second's on the same tokens, with its 95 %% interval over windows")
+                             "perplexity over the second's on the same tokens, with its 95 %% interval over windows "
+                             "(without --rows, only these two rows are run where missing)")
     args = parser.parse_args()
     done = json.loads(args.out.read_text()) if args.out.exists() else []
     if args.table:
@@ -282,7 +283,16 @@ def main() -> int:
         return 0
     if args.threads:
         torch.set_num_threads(args.threads)
-    rows = DEFAULT_ROWS if args.rows is None else [(m, int(b)) for m, b in (x.split(":") for x in args.rows.split(","))]
+    try:
+        pair = [] if not args.paired else [(m, int(b)) for m, b in (x.split(":") for x in args.paired.split(","))]
+        if pair and len(pair) != 2:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--paired {args.paired!r}: expected two rows METHOD:BITS,METHOD:BITS")
+
+    # --paired alone runs (or finds) just its two rows, not the default table
+    rows_text = args.rows if args.rows is not None or args.paired is None else args.paired
+    rows = DEFAULT_ROWS if rows_text is None else [(m, int(b)) for m, b in (x.split(":") for x in rows_text.split(","))]
     blocks = _parse_blocks(args.blocks)
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
@@ -291,13 +301,6 @@ def main() -> int:
         spec = row_spec(method, bits, args.qat_steps, args.qat_lr, args.group_size)
         axis = args.hqq_axis if method == "hqq" else 1
         return next((d for d in reversed(done) if _same_row(d, args.model, method, bits, blocks, budget, spec, axis)), None)
-
-    try:
-        pair = [] if not args.paired else [(m, int(b)) for m, b in (x.split(":") for x in args.paired.split(","))]
-        if pair and len(pair) != 2:
-            raise ValueError
-    except ValueError:
-        parser.error(f"--paired {args.paired!r}: expected two rows METHOD:BITS,METHOD:BITS")
 
     def report_pair() -> int:
         if not pair:
