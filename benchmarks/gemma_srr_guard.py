@@ -6,9 +6,11 @@ For each linear of the named blocks (3 bits, rank 32, k-means base with error fe
 group 64, covariances of 16384 calibration tokens from the original model): scaled QER (k = 0) and
 SRR at the k its criterion picks, each layer's output error E[|x (W - Ŵ)ᵀ|²] relative to scaled's,
 in-sample (the calibration covariance the guard compares on) and on the validation slice (8192
-tokens of the last 400 train-split articles, never the held-out split). For q_proj and k_proj also
-the error after the per-head RMS norm Gemma-3 applies to queries and keys (q_norm, k_norm) before
-attention, on the validation inputs.
+tokens of the last 400 train-split articles, never the held-out split). Where Gemma-3 normalizes a
+layer's output before anything reads it, also the error after that RMS norm (with its learned gains)
+on the validation inputs: q_proj and k_proj per head (q_norm, k_norm), o_proj and down_proj over the
+whole output (post_attention_layernorm, post_feedforward_layernorm, before the residual add).
+--layers keeps only the linears whose names end so (e.g. o_proj,down_proj).
 """
 
 from __future__ import annotations
@@ -46,15 +48,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", default="0,4,8,12,16")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--layers", default=None, help="comma list of name endings to keep (default: every linear)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     blocks = [int(b) for b in args.blocks.split(",")]
     model, tokenizer = load_model("gemma3-270m")
     names = [n for n in linear_names("gemma3-270m", model) if any(f".layers.{b}." in n for b in blocks)]
+    if args.layers:
+        names = [n for n in names if n.endswith(tuple(args.layers.split(",")))]
+        if not names:
+            parser.error(f"--layers {args.layers!r} matches no linear of blocks {args.blocks}")
     calibration = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384)).input_cov
     val = validation_tokens(tokenizer, 8192)
     modules = dict(model.named_modules())
-    inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.endswith(("q_proj", "k_proj"))}
+    # the RMS norm that reads each layer's output, and whether it is per head
+    output_norms = {"q_proj": ("q_norm", True), "k_proj": ("k_norm", True),
+                    "o_proj": ("post_attention_layernorm", False), "down_proj": ("post_feedforward_layernorm", False)}
+    inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.rsplit(".", 1)[1] in output_norms}
     hooks = [modules[n].register_forward_hook(lambda m, a, o, n=n: inputs[n].append(a[0].detach().reshape(-1, a[0].shape[-1])))
              for n in inputs]
 
@@ -68,7 +78,7 @@ def main() -> int:
     config = MethodSpec("srr", 3, error_feedback=True, act_order=True).layer_config()
     head_dim = model.config.head_dim
     totals = dict.fromkeys(("scaled in", "scaled val", "guard in", "guard val"), 0.0)
-    print("| layer | SRR's k | SRR vs scaled, in-sample | on validation | after the head norm (validation) | guard keeps |")
+    print("| layer | SRR's k | SRR vs scaled, in-sample | on validation | after the output's norm (validation) | guard keeps |")
     print("|---|---|---|---|---|---|")
     for name in names:
         weight = modules[name].weight.detach().float()
@@ -87,9 +97,13 @@ def main() -> int:
         totals["guard val"] += e_val[1] if keep_srr else e_val[0]
         normed = "-"
         if name in inputs:
-            norm = modules[name.rsplit(".", 1)[0] + (".q_norm" if name.endswith("q_proj") else ".k_norm")]
+            parent, leaf = name.rsplit(".", 1)
+            norm_name, per_head = output_norms[leaf]
+            if leaf in ("o_proj", "down_proj"):
+                parent = parent.rsplit(".", 1)[0]  # the decoder layer holds the post-norms
             x = torch.cat(inputs[name]).float()
-            e_norm = [normed_error(weight, q, x, norm, head_dim) for q in (scaled, srr)]
+            width = head_dim if per_head else weight.shape[0]
+            e_norm = [normed_error(weight, q, x, modules[f"{parent}.{norm_name}"], width) for q in (scaled, srr)]
             normed = f"{100 * (e_norm[1] / e_norm[0] - 1):+.1f} %"
         print(f"| {name.split('layers.')[1]} | {k} | {100 * (e_in[1] / e_in[0] - 1):+.1f} % | "
               f"{100 * (e_val[1] / e_val[0] - 1):+.1f} % | {normed} | {'SRR' if keep_srr else 'scaled'} |", flush=True)
