@@ -249,6 +249,11 @@ def paired(a: dict, b: dict) -> str:
             f"{len(ma['window_tokens'])} windows, {ma['n_tokens']} tokens)")
 
 
+def _parse_rows(text: str) -> list[tuple[str, int]]:
+    """[(method, bits)] from "METHOD:BITS,METHOD:BITS" (ValueError if malformed)."""
+    return [(m, int(b)) for m, b in (x.split(":") for x in text.split(","))]
+
+
 def _parse_blocks(text: str | None):
     if text is None or text == "all":
         return None
@@ -284,15 +289,14 @@ def main() -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        pair = [] if not args.paired else [(m, int(b)) for m, b in (x.split(":") for x in args.paired.split(","))]
+        pair = [] if not args.paired else _parse_rows(args.paired)
         if pair and len(pair) != 2:
             raise ValueError
     except ValueError:
         parser.error(f"--paired {args.paired!r}: expected two rows METHOD:BITS,METHOD:BITS")
 
     # --paired alone runs (or finds) just its two rows, not the default table
-    rows_text = args.rows if args.rows is not None or args.paired is None else args.paired
-    rows = DEFAULT_ROWS if rows_text is None else [(m, int(b)) for m, b in (x.split(":") for x in rows_text.split(","))]
+    rows = _parse_rows(args.rows) if args.rows is not None else pair or DEFAULT_ROWS
     blocks = _parse_blocks(args.blocks)
     budget = Budget(calib_sentences=args.calib_sentences, eval_sentences=args.eval_sentences,
                     calib_tokens=args.calib_tokens, eval_tokens=args.eval_tokens, context=args.context)
@@ -315,10 +319,7 @@ def main() -> int:
             print(f"error: --paired {args.paired!r}: {exc}", file=sys.stderr)
             return 2
         return 0
-    todo = [(m, b) for m, b in rows
-            if not any(_same_row(d, args.model, m, b, blocks, budget, row_spec(m, b, args.qat_steps, args.qat_lr, args.group_size),
-                                 args.hqq_axis if m == "hqq" else 1)
-                       for d in done)]
+    todo = [(m, b) for m, b in rows if stored(m, b) is None]
     if not todo:
         print(table([d for d in done if d["model"] == args.model]))
         return report_pair()

@@ -61,8 +61,8 @@ def main() -> int:
     calibration = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=16384)).input_cov
     val = validation_tokens(tokenizer, 8192)
     modules = dict(model.named_modules())
-    # the RMS norm that reads each layer's output, and whether it is per head
-    output_norms = {"q_proj": ("q_norm", True), "k_proj": ("k_norm", True),
+    # the RMS norm that reads each layer's output (its path in the decoder layer), and whether it is per head
+    output_norms = {"q_proj": ("self_attn.q_norm", True), "k_proj": ("self_attn.k_norm", True),
                     "o_proj": ("post_attention_layernorm", False), "down_proj": ("post_feedforward_layernorm", False)}
     inputs: dict[str, list[torch.Tensor]] = {n: [] for n in names if n.rsplit(".", 1)[1] in output_norms}
     hooks = [modules[n].register_forward_hook(lambda m, a, o, n=n: inputs[n].append(a[0].detach().reshape(-1, a[0].shape[-1])))
@@ -97,13 +97,11 @@ def main() -> int:
         totals["guard val"] += e_val[1] if keep_srr else e_val[0]
         normed = "-"
         if name in inputs:
-            parent, leaf = name.rsplit(".", 1)
-            norm_name, per_head = output_norms[leaf]
-            if leaf in ("o_proj", "down_proj"):
-                parent = parent.rsplit(".", 1)[0]  # the decoder layer holds the post-norms
+            layer, _, leaf = name.rsplit(".", 2)  # model.layers.N, self_attn | mlp, the linear
+            norm_path, per_head = output_norms[leaf]
             x = torch.cat(inputs[name]).float()
             width = head_dim if per_head else weight.shape[0]
-            e_norm = [normed_error(weight, q, x, modules[f"{parent}.{norm_name}"], width) for q in (scaled, srr)]
+            e_norm = [normed_error(weight, q, x, modules[f"{layer}.{norm_path}"], width) for q in (scaled, srr)]
             normed = f"{100 * (e_norm[1] / e_norm[0] - 1):+.1f} %"
         print(f"| {name.split('layers.')[1]} | {k} | {100 * (e_in[1] / e_in[0] - 1):+.1f} % | "
               f"{100 * (e_val[1] / e_val[0] - 1):+.1f} % | {normed} | {'SRR' if keep_srr else 'scaled'} |", flush=True)
