@@ -15,6 +15,8 @@ from typing import Any
 _SOURCES = {
     "apply": ("quantize_", "select_linears"),
     "checkpoint": ("save_compressed", "load_compressed"),
+    "block_tune": ("BlockTuneConfig",),
+    "e2e_tune": ("EndToEndConfig", "tune_end_to_end"),
     "registry": ("register_quantizer", "needs_covariance", "config_to_dict", "config_from_dict"),
     "formats": ("PackingFormat", "format_for_bits", "pack_codes", "unpack_codes"),
     "gptq": ("ErrorFeedbackConfig", "quantize_error_feedback"),

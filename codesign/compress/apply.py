@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from codesign.compress.block_tune import BlockTuneConfig, tune_block
+from codesign.compress.e2e_tune import EndToEndConfig, tune_end_to_end
 from codesign.compress.gptq import ErrorFeedbackConfig
 from codesign.compress.integer import AsymIntConfig, IntConfig
 from codesign.compress.kmeans import KMeansConfig
@@ -109,6 +110,34 @@ def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linea
     return collect_statistics(model, _calibration_run(model, calibration), list(linears), inputs=True).input_cov
 
 
+def _token_windows(calibration: Any) -> list[torch.Tensor]:
+    """The calibration's token-id sequences (each row of a [B, T] batch, or a batch's input_ids), 1-D each."""
+    windows: list[torch.Tensor] = []
+    for batch in _batches(calibration):
+        ids = batch.get("input_ids") if isinstance(batch, dict) else batch
+        if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dim() not in (1, 2):
+            raise ValueError("e2e_tune distils on token ids: calibration must be [B, T] or [T] integer tensors "
+                             "(or dicts with input_ids)")
+        windows.extend(ids.reshape(-1, ids.shape[-1]))
+    return windows
+
+
+def _e2e_windows(model: torch.nn.Module, config: Any, calibration: Any) -> list[torch.Tensor]:
+    """The token windows end-to-end tuning distils on, after checking that the model and config allow it."""
+    grid = config.base if isinstance(config, ErrorFeedbackConfig) else config
+    if not isinstance(grid, (IntConfig, AsymIntConfig, KMeansConfig)):
+        raise ValueError(f"e2e_tune applies to the scalar grids (IntConfig, AsymIntConfig, KMeansConfig, with or "
+                         f"without error feedback), not {type(grid).__name__}")
+    if not hasattr(model, "base_model") or getattr(model, "get_output_embeddings", lambda: None)() is None:
+        raise ValueError("e2e_tune needs a transformers causal LM (a model with base_model and an output head)")
+    if calibration is None:
+        raise ValueError("e2e_tune distils on the calibration text: pass calibration= (token ids)")
+    windows = _token_windows(calibration)
+    if len(windows) < 2:
+        raise ValueError("e2e_tune needs at least 2 calibration sequences (one is held aside)")
+    return windows
+
+
 def quantize_(
     model: torch.nn.Module,
     config: Any,
@@ -118,6 +147,7 @@ def quantize_(
     kernel: str = "auto",
     sequential: bool = False,
     block_tune: BlockTuneConfig | None = None,
+    e2e_tune: EndToEndConfig | None = None,
 ) -> torch.nn.Module:
     """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
 
@@ -125,7 +155,9 @@ def quantize_(
     kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers;
     sequential: calibrate block by block under the quantized blocks' outputs (codesign.compress.sequential);
     block_tune: then tune each quantized block's group scales to the original block's outputs
-    (codesign.compress.block_tune; scalar grids with error feedback; implies sequential).
+    (codesign.compress.block_tune; scalar grids with error feedback; implies sequential);
+    e2e_tune: then tune every new layer's group scales to the original's next-token distribution on the
+    calibration token ids (codesign.compress.e2e_tune; a transformers causal LM, scalar grids).
     """
     quantizer_for(config)  # an unregistered config fails before any work
     linears = select_linears(model, filter)
@@ -137,6 +169,10 @@ def quantize_(
                                        and isinstance(config.base, (IntConfig, AsymIntConfig, KMeansConfig))):
         raise ValueError("block_tune applies to error feedback on a scalar grid (IntConfig, AsymIntConfig, KMeansConfig), "
                          f"not {type(config).__name__}")
+    windows: list[torch.Tensor] = []
+    if e2e_tune is not None:
+        calibration = list(_batches(calibration)) if calibration is not None else None  # read twice: a generator once
+        windows = _e2e_windows(model, config, calibration)
     sequential = sequential or block_tune is not None
     if sequential and not needs_covariance(config):
         raise ValueError(f"sequential=True applies to the methods that calibrate on inputs, not {type(config).__name__}")
@@ -153,6 +189,8 @@ def quantize_(
     else:
         covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
         built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
+    if e2e_tune is not None:  # the model still holds its original linears: the teacher
+        tune_end_to_end(model, built, windows, e2e_tune)
     from codesign.llm.swap import replace_modules  # noqa: PLC0415 - as checkpoint.py, on first use
 
     replace_modules(model, built)

@@ -27,7 +27,7 @@ import torch
 from codesign.compress.formats import pack_codes, unpack_codes
 from codesign.compress.qtensor import ScalarQuantizedWeight
 
-__all__ = ["BlockTuneConfig", "OBJECTIVES", "check_objective", "tune_block"]
+__all__ = ["BlockTuneConfig", "OBJECTIVES", "TunedLinear", "check_objective", "tune_block"]
 
 OBJECTIVES = ("normalized", "mse")
 
@@ -61,7 +61,7 @@ class BlockTuneConfig:
         check_objective(self.objective)
 
 
-class _TunedLinear(torch.nn.Module):
+class TunedLinear(torch.nn.Module):
     """A QuantizedLinear's weight as fixed codes times trainable group scales (and trainable per-layer levels)."""
 
     def __init__(self, module: torch.nn.Module) -> None:
@@ -132,14 +132,14 @@ def _stored(module: torch.nn.Module, name: str) -> torch.Tensor:
     return tensor
 
 
-def _swap(block: torch.nn.Module, modules: Sequence[torch.nn.Module]) -> dict[tuple[torch.nn.Module, str], _TunedLinear]:
-    """Replace each of `modules` inside block by a _TunedLinear; returns {(parent, attribute): tuned}."""
+def _swap(block: torch.nn.Module, modules: Sequence[torch.nn.Module]) -> dict[tuple[torch.nn.Module, str], TunedLinear]:
+    """Replace each of `modules` inside block by a TunedLinear; returns {(parent, attribute): tuned}."""
     wanted = {id(m) for m in modules}
-    swapped: dict[tuple[torch.nn.Module, str], _TunedLinear] = {}
+    swapped: dict[tuple[torch.nn.Module, str], TunedLinear] = {}
     for parent in list(block.modules()):
         for attribute, child in list(parent.named_children()):
             if id(child) in wanted:
-                tuned = _TunedLinear(child)
+                tuned = TunedLinear(child)
                 setattr(parent, attribute, tuned)
                 swapped[(parent, attribute)] = tuned
     return swapped

@@ -34,6 +34,9 @@ def format_report(report: dict) -> str:
     if losses:
         lines.append(f"  QAT {len(losses)} steps{' with WinQ' if report.get('winq') else ''}: distillation loss "
                      f"{losses[0]:.4f} -> {losses[-1]:.4f}")
+    if "e2e_holdout_kl_after" in report:
+        lines.append(f"  end-to-end tuning, {report['e2e_tune']} epochs: next-token KL to the original on held-aside "
+                     f"calibration text {report['e2e_holdout_kl_before']:.4f} -> {report['e2e_holdout_kl_after']:.4f}")
     metric = report.get("metric", {})
     if "cosine_mean" in metric:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
@@ -96,7 +99,8 @@ def _compress(args: argparse.Namespace) -> int:
                       winq=args.winq, error_feedback=args.error_feedback, act_order=args.act_order,
                       sequential=args.sequential, scale_search=args.scale_search,
                       refit_scales=args.refit_scales > 0, refit_rounds=max(args.refit_scales, 1),
-                      weighted_codebook=args.weighted_codebook, block_tune=args.block_tune)
+                      weighted_codebook=args.weighted_codebook, block_tune=args.block_tune,
+                      e2e_tune=args.e2e_tune)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -165,6 +169,10 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--block-tune", type=_positive, nargs="?", const=8, default=0, metavar="EPOCHS",
                    help="with --error-feedback on int, int-asym or kmeans: tune each block's group scales (and "
                         "k-means levels) to the original block's outputs for EPOCHS passes (default 8); implies --sequential")
+    p.add_argument("--e2e-tune", type=_positive, nargs="?", const=2, default=0, metavar="EPOCHS",
+                   help="int, int-asym or kmeans on a causal LM: then tune every layer's group scales (and k-means "
+                        "levels) together to the original's next-token distribution on the calibration text for "
+                        "EPOCHS passes (default 2)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")

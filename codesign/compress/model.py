@@ -72,6 +72,9 @@ class MethodSpec:
     block_tune: epochs of block-wise tuning of the stored group scales (and k-means levels) against the
     original block's outputs after error feedback (codesign.compress.block_tune; 0: off); implies sequential.
     block_objective: the tuning's objective, "normalized" (default) or "mse" (block_tune.OBJECTIVES).
+    e2e_tune: epochs of end-to-end distillation of every layer's stored group scales (and k-means levels) to
+    the original model's next-token distribution, after everything above (codesign.compress.e2e_tune; 0: off);
+    scalar grids (int, int-asym, kmeans) of a causal LM.
     """
 
     method: str
@@ -90,8 +93,13 @@ class MethodSpec:
     weighted_codebook: bool = False
     block_tune: int = 0
     block_objective: str = "normalized"
+    e2e_tune: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.e2e_tune, bool) or not isinstance(self.e2e_tune, int) or self.e2e_tune < 0:
+            raise ValueError(f"end-to-end tuning epochs must be a non-negative integer, got {self.e2e_tune!r}")
+        if self.e2e_tune and self.method not in ("int", "int-asym", "kmeans"):
+            raise ValueError(f"--e2e-tune applies to the scalar grids (int, int-asym, kmeans), not {self.method!r}")
         if isinstance(self.block_tune, bool) or not isinstance(self.block_tune, int) or self.block_tune < 0:
             raise ValueError(f"block-tune epochs must be a non-negative integer, got {self.block_tune!r}")
         if self.block_tune and (not self.error_feedback or self.method not in ("int", "int-asym", "kmeans")):

@@ -31,6 +31,7 @@ import torch
 
 from codesign.compress.block_tune import BlockTuneConfig, tune_block
 from codesign.compress.checkpoint import COMPRESSED_FILES, write_compressed
+from codesign.compress.e2e_tune import EndToEndConfig, tune_end_to_end
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.model import (
     CalibrationStats,
@@ -307,6 +308,23 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
     return replacements, layer_reports({n: modules[n] for n in names}, built, stats)
 
 
+def _tune_end_to_end(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec,
+                     replacements: dict[str, torch.nn.Module], budget: Budget, verbose: bool) -> dict:
+    """Distil the original's next-token distribution into the replacements' stored scales on the calibration text."""
+    from codesign.llm import token_stream
+
+    tokens = token_stream(tokenizer, "train", budget.calib_tokens)
+    windows = [tokens[s : s + budget.context] for s in range(0, tokens.numel() - 1, budget.context)]
+    start = time.perf_counter()
+
+    def say(line: str) -> None:
+        if verbose:
+            print(f"  end-to-end: {line} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    result = tune_end_to_end(model, replacements, windows, EndToEndConfig(epochs=spec.e2e_tune), say)
+    return {"e2e_holdout_kl_before": result["holdout_before"], "e2e_holdout_kl_after": result["holdout_after"]}
+
+
 def compress_model(
     name: str,
     spec: MethodSpec,
@@ -325,6 +343,8 @@ def compress_model(
     None and the method needs them.
     """
     check_model(name)
+    if spec.e2e_tune and is_encoder(name):
+        raise ValueError(f"--e2e-tune distils a causal LM's next-token distribution; {name} is a sentence encoder")
     folder = OutputFolder(out, "compress", force=force, expected=COMPRESSED_FILES) if out is not None else None
     model, tokenizer = load_model(name)
     names = linear_names(name, model, blocks, layers)
@@ -347,6 +367,10 @@ def compress_model(
         replacements, reports = compress_sequentially(name, model, tokenizer, spec, names, budget, progress)
     else:
         replacements, reports = compress_linears(model, spec, stats, names, progress)
+    if spec.e2e_tune:  # the model still holds its original linears: the teacher
+        training = _tune_end_to_end(name, model, tokenizer, spec, replacements, budget, verbose=progress is not None)
+        seconds = {r.name: r.seconds for r in reports}  # the errors are of the tuned weights (sequential: no covariances)
+        reports = layer_reports({n: modules[n] for n in names}, {n: (replacements[n], seconds[n]) for n in names}, stats)
     total_seconds = time.perf_counter() - start
     n_weights = sum(r.shape[0] * r.shape[1] for r in reports)
     size = sum(r.bytes for r in reports)

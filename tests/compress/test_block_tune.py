@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from codesign.compress import AsymIntConfig, ErrorFeedbackConfig, KMeansConfig, QuantizedLinear, quantize_
-from codesign.compress.block_tune import BlockTuneConfig, _TunedLinear, error_of, tune_block
+from codesign.compress.block_tune import BlockTuneConfig, TunedLinear, error_of, tune_block
 from codesign.compress.formats import unpack_codes
 from codesign.compress.model import MethodSpec
 
@@ -77,7 +77,7 @@ def test_write_back_gives_the_weight_that_was_trained():
     cov = torch.eye(64, dtype=torch.float64)
     module = QuantizedLinear.from_linear(linear, ErrorFeedbackConfig(base=KMeansConfig(bits=3, group_size=GROUP)), cov,
                                          kernel="torch")
-    tuned = _TunedLinear(module)
+    tuned = TunedLinear(module)
     with torch.no_grad():
         tuned.log_scale.add_(0.1 * torch.randn_like(tuned.log_scale))
         tuned.levels.copy_(tuned.levels.flip(0))  # reversed levels: write_back must re-sort them with their codes

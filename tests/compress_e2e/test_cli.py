@@ -33,6 +33,8 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "lcqat-vq", "--bits", "3"], "lcqat-vq is a 2-bit format"),
     (["minilm", "--method", "kmeans", "--bits", "4", "--group-size", "0"], "group size must be a positive multiple"),
     (["minilm", "--method", "kmeans", "--bits", "3", "--block-tune"], "--block-tune is an option of --error-feedback"),
+    (["minilm", "--method", "vq", "--bits", "2", "--e2e-tune"], "--e2e-tune applies to the scalar grids"),
+    (["minilm", "--method", "kmeans", "--bits", "3", "--e2e-tune", "1"], "minilm is a sentence encoder"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -132,6 +134,12 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
     report = json.loads(capsys.readouterr().out)
     assert report["block_tune"] == 2 and report["sequential"] and report["layers"] == 14
     assert len(compressed_layers(load_compressed(tuned))) == 14
+    distilled = tmp_path / "distilled"  # end-to-end tuning to the original's next-token distribution
+    assert main(argv[:-3] + ["--error-feedback", "--e2e-tune", "1", "--out", str(distilled), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["e2e_tune"] == 1 and report["e2e_holdout_kl_after"] <= report["e2e_holdout_kl_before"]
+    assert "end-to-end tuning, 1 epochs" in format_report(report)
+    assert len(compressed_layers(load_compressed(distilled))) == 14
     line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
                            str(tmp_path / "o2")])
     assert "a folder without config.json" in line
