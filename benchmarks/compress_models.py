@@ -148,7 +148,7 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
     refit or refitN (least-squares group scales after the feedback; N rounds of both), wbook (Hessian-diagonal-
     weighted k-means levels), tuneN (N epochs of block-wise scale tuning, sequential; with mse on the plain
-    squared error), e.g. "kmeans+ef-act-refit3".
+    squared error), e2eN (N epochs of end-to-end distillation of the scales, last), e.g. "kmeans+ef-act-refit3".
     """
     method, _, extra = row.partition("+")
     if method == "hqq":
@@ -160,12 +160,14 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
     flags = ["refit" if f[:5] == "refit" and f[5:].isdigit() and int(f[5:]) > 0 else f for f in flags]
     epochs = [int(f[4:]) for f in flags if f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0]
     flags = [f for f in flags if not (f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0)]
+    e2e = [int(f[3:]) for f in flags if f[:3] == "e2e" and f[3:].isdigit() and int(f[3:]) > 0]
+    flags = [f for f in flags if not (f[:3] == "e2e" and f[3:].isdigit() and int(f[3:]) > 0)]
     objective = "mse" if "mse" in flags else "normalized"
     flags = [f for f in flags if f != "mse"]
     if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in EF_FLAGS for f in flags) \
             or len(set(flags)) != len(flags):
         raise SystemExit(f"row {row!r}: the suffixes are +winq (QAT) and +ef (error feedback), the latter "
-                         f"optionally followed by -FLAG for each of {', '.join(EF_FLAGS)}, refitN or tuneN (e.g. +ef-act-seq)")
+                         f"optionally followed by -FLAG for each of {', '.join(EF_FLAGS)}, refitN, tuneN or e2eN (e.g. +ef-act-seq)")
     spec = MethodSpec(method, bits, group_size=group_size)
     if spec.is_qat:
         if head not in ("", "winq"):
@@ -175,6 +177,7 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
     return dataclasses.replace(spec, error_feedback=head == "ef", refit_rounds=rounds[0] if rounds else 1,
                                block_tune=epochs[0] if epochs else 0, block_objective=objective,
+                               e2e_tune=e2e[0] if e2e else 0,
                                **{EF_FLAGS[f]: True for f in flags})
 
 
@@ -189,6 +192,8 @@ def _label(r: dict) -> str:
     if r.get("block_tune"):
         tuned = f"block-tuned {r['block_tune']} epochs" + (", plain MSE" if r.get("block_objective") == "mse" else "")
         options = ", ".join(filter(None, (options, tuned)))
+    if r.get("e2e_tune"):
+        options = ", ".join(filter(None, (options, f"end-to-end tuned {r['e2e_tune']} epochs")))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -206,6 +211,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
+            and d.get("e2e_tune", 0) == spec.e2e_tune
             and d.get("block_objective", "normalized") == spec.block_objective
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks
