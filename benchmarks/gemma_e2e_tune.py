@@ -38,8 +38,8 @@ def main() -> int:
     parser.add_argument("--bits", type=int, default=3)
     parser.add_argument("--calib-tokens", type=int, default=16384)
     parser.add_argument("--tune-tokens", type=int, default=None, help="tuning text (default: the calibration tokens)")
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--epochs", type=int, default=EndToEndConfig().epochs)
+    parser.add_argument("--lr", type=float, default=EndToEndConfig().lr)
     parser.add_argument("--val-tokens", type=int, default=2048)
     parser.add_argument("--heldout-tokens", type=int, default=16384,
                         help="held-out tokens scored after the first 2048 (0: none, for runs that choose settings)")

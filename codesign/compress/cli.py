@@ -169,10 +169,10 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--block-tune", type=_positive, nargs="?", const=8, default=0, metavar="EPOCHS",
                    help="with --error-feedback on int, int-asym or kmeans: tune each block's group scales (and "
                         "k-means levels) to the original block's outputs for EPOCHS passes (default 8); implies --sequential")
-    p.add_argument("--e2e-tune", type=_positive, nargs="?", const=2, default=0, metavar="EPOCHS",
+    p.add_argument("--e2e-tune", type=_positive, nargs="?", const=4, default=0, metavar="EPOCHS",
                    help="int, int-asym or kmeans on a causal LM: then tune every layer's group scales (and k-means "
                         "levels) together to the original's next-token distribution on the calibration text for "
-                        "EPOCHS passes (default 2)")
+                        "EPOCHS passes (default 4)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")
