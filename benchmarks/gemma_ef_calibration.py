@@ -46,6 +46,27 @@ def validation_tokens(tokenizer, count: int) -> torch.Tensor:
     return token_stream(tokenizer, "train", count, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
 
 
+def gemma_with_stats(threads: int, calib_tokens: int, path: Path | None):
+    """Gemma, its tokenizer, its linears' names and their covariances: read from path when it holds them for
+    calib_tokens, else computed (and saved there)."""
+    torch.set_num_threads(threads)
+    model, tokenizer = load_model("gemma3-270m")
+    names = linear_names("gemma3-270m", model)
+    return model, tokenizer, names, _cached_stats(model, tokenizer, names, calib_tokens, path)
+
+
+def _cached_stats(model, tokenizer, names: list[str], calib_tokens: int, path: Path | None) -> CalibrationStats:
+    if path is not None and path.exists():
+        cached = torch.load(path)
+        if cached.pop("calib_tokens", 16384) != calib_tokens:
+            raise SystemExit(f"{path} holds covariances of another calibration token count")
+        return CalibrationStats(**cached)
+    stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=calib_tokens), inputs=True)
+    if path is not None:
+        torch.save({**dataclasses.asdict(stats), "calib_tokens": calib_tokens}, path)
+    return stats
+
+
 def option_spec(method: str, bits: int, options: str) -> MethodSpec:
     """The error-feedback MethodSpec of a '+'-joined option set ("plain" for none), read as the table's row flags."""
     return row_spec(f"{method}+ef" + ("" if options == "plain" else "-" + options.replace("+", "-")), bits, qat_steps=0)

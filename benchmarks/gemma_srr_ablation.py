@@ -19,21 +19,19 @@ norm sees it: block_tune's "normalized" objective), and keeps scaled otherwise.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-from codesign.compress.model import CalibrationStats, compress_linears
-from codesign.compress.pipeline import Budget, calibrate, linear_names, load_model
+from codesign.compress.model import compress_linears
 from codesign.llm import perplexity, swapped, token_stream
 from codesign.llm.long_context import paired_ratio_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compress_models import row_spec  # noqa: E402  (one parser of the row names)
-from gemma_ef_calibration import validation_tokens  # noqa: E402  (one definition of the validation slice)
+from gemma_ef_calibration import gemma_with_stats, validation_tokens  # noqa: E402  (one definition of the validation slice)
 
 KINDS = {"q, k": ("q_proj", "k_proj"), "v": ("v_proj",), "o": ("o_proj",), "gate, up": ("gate_proj", "up_proj"),
          "down": ("down_proj",)}
@@ -114,18 +112,7 @@ def main() -> int:
     parser.add_argument("--subsets", action="store_true", default=None,
                         help="score SRR on each layer kind and depth alone (the default without --block-guard)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    model, tokenizer = load_model("gemma3-270m")
-    names = linear_names("gemma3-270m", model)
-    if args.stats is not None and args.stats.exists():
-        cached = torch.load(args.stats)
-        if cached.pop("calib_tokens", 16384) != args.calib_tokens:
-            raise SystemExit(f"{args.stats} holds covariances of another calibration token count")
-        stats = CalibrationStats(**cached)
-    else:
-        stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=args.calib_tokens), inputs=True)
-        if args.stats is not None:
-            torch.save({**dataclasses.asdict(stats), "calib_tokens": args.calib_tokens}, args.stats)
+    model, tokenizer, names, stats = gemma_with_stats(args.threads, args.calib_tokens, args.stats)
     start = time.perf_counter()
     scaled, _ = compress_linears(model, row_spec(f"qer-scaled+{args.base}", args.bits, 0), stats, names)
     srr, _ = compress_linears(model, row_spec(f"srr+{args.base}", args.bits, 0), stats, names)
