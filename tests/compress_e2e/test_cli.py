@@ -150,3 +150,14 @@ def test_threads_must_be_positive(capsys):
         main(["compress", "minilm", "--method", "kmeans", "--bits", "4", "--threads", "0", "--out", "x"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert info.value.code == 2 and len(lines) == 1 and "--threads: must be a positive integer, got 0" in lines[0]
+
+
+def test_bare_tuning_flags_take_the_configs_default_epochs(tmp_path):
+    # The CLI keeps the epoch counts as literals so that building the parser does not import torch's modules.
+    from codesign.cli import build_parser
+    from codesign.compress.block_tune import BlockTuneConfig
+    from codesign.compress.e2e_tune import EndToEndConfig
+
+    args = build_parser().parse_args(["compress", "gemma3-270m", "--method", "kmeans", "--bits", "3", "--block-tune", "--e2e-tune",
+                                    "--out", str(tmp_path)])
+    assert args.block_tune == BlockTuneConfig().epochs and args.e2e_tune == EndToEndConfig().epochs
