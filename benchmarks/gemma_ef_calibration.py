@@ -46,7 +46,7 @@ def validation_tokens(tokenizer, count: int) -> torch.Tensor:
     return token_stream(tokenizer, "train", count, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
 
 
-def gemma_with_stats(threads: int, calib_tokens: int, path: Path | None):
+def gemma_with_stats(threads: int, calib_tokens: int, path: Path | None) -> tuple[torch.nn.Module, object, list[str], CalibrationStats]:
     """Gemma, its tokenizer, its linears' names and their covariances: read from path when it holds them for
     calib_tokens, else computed (and saved there)."""
     torch.set_num_threads(threads)
