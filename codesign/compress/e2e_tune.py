@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from codesign.compress.block_tune import TunedLinear
 from codesign.llm import swapped
-from codesign.llm.perplexity import logit_chunks
+from codesign.llm.perplexity import next_token_kl, next_token_log_probs
 
 __all__ = ["EndToEndConfig", "tune_end_to_end"]
 
@@ -46,19 +45,6 @@ class EndToEndConfig:
             raise ValueError(f"end-to-end learning rate must lie in (0, 1), got {self.lr!r}")
         if not 0 < self.holdout < 1:
             raise ValueError(f"end-to-end holdout must lie in (0, 1), got {self.holdout!r}")
-
-
-def _log_probs(model: torch.nn.Module, window: torch.Tensor) -> torch.Tensor:
-    """Next-token log-probabilities [T - 1, vocab] of the model on one window."""
-    body: Any = model.base_model  # a transformers model's decoder, without the head
-    hidden = body(input_ids=window[None]).last_hidden_state[0, :-1]
-    return torch.cat([logits.log_softmax(-1) for _, logits in logit_chunks(model, hidden)])
-
-
-def _kl(model: torch.nn.Module, window: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Mean over positions of KL(teacher ‖ model) on one window."""
-    student = _log_probs(model, window)
-    return (teacher.exp() * (teacher - student)).sum(-1).mean()
 
 
 def tune_end_to_end(
@@ -89,7 +75,7 @@ def tune_end_to_end(
 
         def holdout_kl() -> float:
             with torch.no_grad(), swapped(model, tuned):
-                return sum(float(_kl(model, w, t)) for w, t in zip(check, teacher_check)) / len(check)
+                return sum(float(next_token_kl(model, w, t)) for w, t in zip(check, teacher_check)) / len(check)
 
         before = best = holdout_kl()
         say(f"holdout KL before tuning {before:.4f}")
@@ -99,7 +85,7 @@ def tune_end_to_end(
                 teacher = _teacher(model, train[i])
                 optimizer.zero_grad(set_to_none=True)
                 with torch.enable_grad(), swapped(model, tuned):
-                    loss = _kl(model, train[i], teacher)
+                    loss = next_token_kl(model, train[i], teacher)
                     loss.backward()
                 optimizer.step()
                 if step % every == 0 or step == len(train):
@@ -118,4 +104,4 @@ def tune_end_to_end(
 
 @torch.no_grad()
 def _teacher(model: torch.nn.Module, window: torch.Tensor) -> torch.Tensor:
-    return _log_probs(model, window)
+    return next_token_log_probs(model, window)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerplexityResult", "perplexity", "next_token_nll", "logit_chunks"]
+__all__ = ["PerplexityResult", "perplexity", "next_token_nll", "next_token_log_probs", "next_token_kl", "logit_chunks"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,19 @@ def next_token_nll(model: torch.nn.Module, hidden: torch.Tensor, targets: torch.
     """Per-row NLL (nats, float32) of targets [R] under the model's head on hidden states [R, d], logit_rows rows at a time."""
     return torch.cat([torch.nn.functional.cross_entropy(logits, targets[start : start + logits.shape[0]], reduction="none")
                       for start, logits in logit_chunks(model, hidden, logit_rows)])
+
+
+def next_token_log_probs(model: torch.nn.Module, window: torch.Tensor) -> torch.Tensor:
+    """Next-token log-probabilities [T - 1, vocab] (float32) of a causal LM on one window of token ids [T]."""
+    hidden = model.base_model(input_ids=window[None]).last_hidden_state[0, :-1]
+    return torch.cat([logits.log_softmax(-1) for _, logits in logit_chunks(model, hidden)])
+
+
+def next_token_kl(model: torch.nn.Module, window: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Mean over positions of KL(teacher ‖ model), teacher: next_token_log_probs of the reference on the same window."""
+    student = next_token_log_probs(model, window)
+    teacher = teacher.float()
+    return (teacher.exp() * (teacher - student)).sum(-1).mean()
 
 
 def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:
