@@ -139,7 +139,7 @@ def _rank(r: dict):
 
 
 EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales",
-             "wbook": "weighted_codebook"}
+             "wbook": "weighted_codebook", "mguard": "model_guard"}
 
 
 def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
@@ -147,8 +147,9 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
     refit or refitN (least-squares group scales after the feedback; N rounds of both), wbook (Hessian-diagonal-
-    weighted k-means levels), tuneN (N epochs of block-wise scale tuning, sequential; with mse on the plain
-    squared error), e2eN (N epochs of end-to-end distillation of the scales, last), e.g. "kmeans+ef-act-refit3".
+    weighted k-means levels), mguard (srr: the whole-model guard), tuneN (N epochs of block-wise scale tuning,
+    sequential; with mse on the plain squared error), e2eN (N epochs of end-to-end distillation of the scales,
+    last), e.g. "kmeans+ef-act-refit3".
     """
     method, _, extra = row.partition("+")
     if method == "hqq":
@@ -186,7 +187,8 @@ def _label(r: dict) -> str:
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
     named = (("act_order", "act order"), ("sequential", "sequential"), ("scale_search", "scale search"),
-             ("refit_scales", "scales refitted"), ("weighted_codebook", "weighted codebook"))
+             ("refit_scales", "scales refitted"), ("weighted_codebook", "weighted codebook"),
+             ("model_guard", "model-guarded"))
     options = ", ".join(label + (f" in {r['refit_rounds']} rounds" if key == "refit_scales" and r.get("refit_rounds", 1) > 1
                                  else "") for key, label in named if r.get(key))
     if r.get("block_tune"):
@@ -211,7 +213,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
-            and d.get("e2e_tune", 0) == spec.e2e_tune
+            and d.get("e2e_tune", 0) == spec.e2e_tune and bool(d.get("model_guard")) == spec.model_guard
             and d.get("block_objective", "normalized") == spec.block_objective
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks

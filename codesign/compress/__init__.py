@@ -17,6 +17,7 @@ _SOURCES = {
     "checkpoint": ("save_compressed", "load_compressed"),
     "block_tune": ("BlockTuneConfig",),
     "e2e_tune": ("EndToEndConfig", "tune_end_to_end"),
+    "model_guard": ("ModelGuardConfig", "srr_model_guard"),
     "registry": ("register_quantizer", "needs_covariance", "config_to_dict", "config_from_dict"),
     "formats": ("PackingFormat", "format_for_bits", "pack_codes", "unpack_codes"),
     "gptq": ("ErrorFeedbackConfig", "quantize_error_feedback"),

@@ -25,6 +25,8 @@ from codesign.compress.gptq import ErrorFeedbackConfig
 from codesign.compress.integer import AsymIntConfig, IntConfig
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.linear import QuantizedLinear
+from codesign.compress.model_guard import ModelGuardConfig, srr_model_guard
+from codesign.compress.qer import QERConfig
 from codesign.compress.registry import needs_covariance, quantizer_for
 from codesign.compress.sequential import sequential_replacements
 
@@ -110,16 +112,25 @@ def _input_covariances(model: torch.nn.Module, linears: dict[str, torch.nn.Linea
     return collect_statistics(model, _calibration_run(model, calibration), list(linears), inputs=True).input_cov
 
 
-def _token_windows(calibration: Any) -> list[torch.Tensor]:
+def _token_windows(calibration: Any, what: str) -> list[torch.Tensor]:
     """The calibration's token-id sequences (each row of a [B, T] batch, or a batch's input_ids), 1-D each."""
     windows: list[torch.Tensor] = []
     for batch in _batches(calibration):
         ids = batch.get("input_ids") if isinstance(batch, dict) else batch
         if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dim() not in (1, 2):
-            raise ValueError("e2e_tune distils on token ids: calibration must be [B, T] or [T] integer tensors "
+            raise ValueError(f"{what} scores next tokens: calibration must be [B, T] or [T] integer tensors "
                              "(or dicts with input_ids)")
         windows.extend(ids.reshape(-1, ids.shape[-1]))
     return windows
+
+
+def _lm_windows(model: torch.nn.Module, calibration: Any, what: str) -> list[torch.Tensor]:
+    """The calibration token windows `what` scores the model's next-token distribution on; a causal LM only."""
+    if not hasattr(model, "base_model") or getattr(model, "get_output_embeddings", lambda: None)() is None:
+        raise ValueError(f"{what} needs a transformers causal LM (a model with base_model and an output head)")
+    if calibration is None:
+        raise ValueError(f"{what} scores the model on the calibration text: pass calibration= (token ids)")
+    return _token_windows(calibration, what)
 
 
 def _e2e_windows(model: torch.nn.Module, config: Any, calibration: Any) -> list[torch.Tensor]:
@@ -128,11 +139,7 @@ def _e2e_windows(model: torch.nn.Module, config: Any, calibration: Any) -> list[
     if not isinstance(grid, (IntConfig, AsymIntConfig, KMeansConfig)):
         raise ValueError(f"e2e_tune applies to the scalar grids (IntConfig, AsymIntConfig, KMeansConfig, with or "
                          f"without error feedback), not {type(grid).__name__}")
-    if not hasattr(model, "base_model") or getattr(model, "get_output_embeddings", lambda: None)() is None:
-        raise ValueError("e2e_tune needs a transformers causal LM (a model with base_model and an output head)")
-    if calibration is None:
-        raise ValueError("e2e_tune distils on the calibration text: pass calibration= (token ids)")
-    windows = _token_windows(calibration)
+    windows = _lm_windows(model, calibration, "e2e_tune")
     if len(windows) < 2:
         raise ValueError("e2e_tune needs at least 2 calibration sequences (one is held aside)")
     return windows
@@ -148,6 +155,7 @@ def quantize_(
     sequential: bool = False,
     block_tune: BlockTuneConfig | None = None,
     e2e_tune: EndToEndConfig | None = None,
+    model_guard: ModelGuardConfig | None = None,
 ) -> torch.nn.Module:
     """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
 
@@ -157,7 +165,9 @@ def quantize_(
     block_tune: then tune each quantized block's group scales to the original block's outputs
     (codesign.compress.block_tune; scalar grids with error feedback; implies sequential);
     e2e_tune: then tune every new layer's group scales to the original's next-token distribution on the
-    calibration token ids (codesign.compress.e2e_tune; a transformers causal LM, scalar grids).
+    calibration token ids (codesign.compress.e2e_tune; a transformers causal LM, scalar grids);
+    model_guard: SRR (QERConfig('srr')) on a causal LM: keep its preserved subspaces only in the groups of layers
+    where the model's next-token KL to the original falls on the calibration token ids (codesign.compress.model_guard).
     """
     quantizer_for(config)  # an unregistered config fails before any work
     linears = select_linears(model, filter)
@@ -170,9 +180,14 @@ def quantize_(
         raise ValueError("block_tune applies to error feedback on a scalar grid (IntConfig, AsymIntConfig, KMeansConfig), "
                          f"not {type(config).__name__}")
     windows: list[torch.Tensor] = []
-    if e2e_tune is not None:
+    if model_guard is not None and not (isinstance(config, QERConfig) and config.method == "srr"
+                                        and config.preserved_rank is None and not sequential):
+        raise ValueError("model_guard chooses SRR's preserved subspaces: it applies to QERConfig('srr') with "
+                         "preserved_rank=None, not sequential")
+    if e2e_tune is not None or model_guard is not None:
         calibration = list(_batches(calibration)) if calibration is not None else None  # read twice: a generator once
-        windows = _e2e_windows(model, config, calibration)
+        windows = (_e2e_windows(model, config, calibration) if e2e_tune is not None
+                   else _lm_windows(model, calibration, "model_guard"))
     sequential = sequential or block_tune is not None
     if sequential and not needs_covariance(config):
         raise ValueError(f"sequential=True applies to the methods that calibrate on inputs, not {type(config).__name__}")
@@ -189,6 +204,8 @@ def quantize_(
     else:
         covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
         built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
+        if model_guard is not None:  # the model still holds its original linears: the reference
+            built, _ = srr_model_guard(model, built, covariances, config, windows, model_guard)
     if e2e_tune is not None:  # the model still holds its original linears: the teacher
         tune_end_to_end(model, built, windows, e2e_tune)
     from codesign.llm.swap import replace_modules  # noqa: PLC0415 - as checkpoint.py, on first use

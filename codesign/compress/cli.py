@@ -37,6 +37,12 @@ def format_report(report: dict) -> str:
     if "e2e_holdout_kl_after" in report:
         lines.append(f"  end-to-end tuning, {report['e2e_tune']} epochs: next-token KL to the original on held-aside "
                      f"calibration text {report['e2e_holdout_kl_before']:.4f} -> {report['e2e_holdout_kl_after']:.4f}")
+    if report.get("guard_layers") == 0:
+        lines.append("  model guard: SRR's criterion kept no preserved subspace (k = 0 on every layer): nothing to choose")
+    elif "guard_kl_chosen" in report:
+        lines.append(f"  model guard: SRR's preserved subspace kept on {report['guard_chosen']:.0f} of the "
+                     f"{report['guard_layers']:.0f} layers that had one; next-token KL to the original on calibration "
+                     f"text {report['guard_kl_fallback']:.4f} (scaled QER there) -> {report['guard_kl_chosen']:.4f}")
     metric = report.get("metric", {})
     if "cosine_mean" in metric:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
@@ -100,7 +106,7 @@ def _compress(args: argparse.Namespace) -> int:
                       sequential=args.sequential, scale_search=args.scale_search,
                       refit_scales=args.refit_scales > 0, refit_rounds=max(args.refit_scales, 1),
                       weighted_codebook=args.weighted_codebook, block_tune=args.block_tune,
-                      e2e_tune=args.e2e_tune)
+                      e2e_tune=args.e2e_tune, model_guard=args.model_guard)
     budget = Budget(calib_sentences=args.calib, eval_sentences=args.eval, calib_tokens=args.calib_tokens,
                     eval_tokens=args.eval_tokens, context=args.context)
     from codesign.llm import missing_llm_packages
@@ -173,6 +179,9 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                    help="int, int-asym or kmeans on a causal LM: then tune every layer's group scales (and k-means "
                         "levels) together to the original's next-token distribution on the calibration text for "
                         "EPOCHS passes (default 4)")
+    p.add_argument("--model-guard", action="store_true",
+                   help="srr on a causal LM: keep SRR's preserved subspaces only in the groups of layers where the "
+                        "whole model's next-token KL to the original falls on calibration text (scaled QER elsewhere)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")

@@ -75,6 +75,8 @@ class MethodSpec:
     e2e_tune: epochs of end-to-end distillation of every layer's stored group scales (and k-means levels) to
     the original model's next-token distribution, after everything above (codesign.compress.e2e_tune; 0: off);
     scalar grids (int, int-asym, kmeans) of a causal LM.
+    model_guard: srr on a causal LM: keep SRR's preserved subspaces only in the units of layers where the whole
+    model's next-token KL to the original gains on calibration windows (codesign.compress.model_guard).
     """
 
     method: str
@@ -94,8 +96,12 @@ class MethodSpec:
     block_tune: int = 0
     block_objective: str = "normalized"
     e2e_tune: int = 0
+    model_guard: bool = False
 
     def __post_init__(self) -> None:
+        if self.model_guard and (self.method != "srr" or self.sequential or self.block_tune):
+            raise ValueError("--model-guard chooses SRR's preserved subspaces: it applies to srr without --sequential"
+                             + ("" if self.method == "srr" else f", not {self.method!r}"))
         if isinstance(self.e2e_tune, bool) or not isinstance(self.e2e_tune, int) or self.e2e_tune < 0:
             raise ValueError(f"end-to-end tuning epochs must be a non-negative integer, got {self.e2e_tune!r}")
         if self.e2e_tune and self.method not in ("int", "int-asym", "kmeans"):

@@ -41,6 +41,7 @@ from codesign.compress.model import (
     layer_reports,
     spec_dict,
 )
+from codesign.compress.model_guard import ModelGuardConfig, srr_model_guard
 from codesign.compress.qat import distillation_loss, qat_model, train_qat
 from codesign.compress.sequential import sequential_replacements
 from codesign.outputs import OutputFolder
@@ -311,10 +312,7 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
 def _tune_end_to_end(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec,
                      replacements: dict[str, torch.nn.Module], budget: Budget, verbose: bool) -> dict:
     """Distil the original's next-token distribution into the replacements' stored scales on the calibration text."""
-    from codesign.llm import token_stream
-
-    tokens = token_stream(tokenizer, "train", budget.calib_tokens)
-    windows = [tokens[s : s + budget.context] for s in range(0, tokens.numel() - 1, budget.context)]
+    windows = _calibration_windows(tokenizer, budget)
     start = time.perf_counter()
 
     def say(line: str) -> None:
@@ -323,6 +321,28 @@ def _tune_end_to_end(name: str, model: torch.nn.Module, tokenizer, spec: MethodS
 
     result = tune_end_to_end(model, replacements, windows, EndToEndConfig(epochs=spec.e2e_tune), say)
     return {"e2e_holdout_kl_before": result["holdout_before"], "e2e_holdout_kl_after": result["holdout_after"]}
+
+
+def _calibration_windows(tokenizer, budget: Budget) -> list:
+    """The calibration text as windows of budget.context token ids (what end-to-end tuning and the model guard see)."""
+    from codesign.llm import token_stream
+
+    tokens = token_stream(tokenizer, "train", budget.calib_tokens)
+    return [tokens[s : s + budget.context] for s in range(0, tokens.numel() - 1, budget.context)]
+
+
+def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements: dict[str, torch.nn.Module],
+               stats: CalibrationStats, budget: Budget, verbose: bool) -> tuple[dict[str, torch.nn.Module], dict]:
+    """SRR's replacements after the whole-model guard (codesign.compress.model_guard), and its summary."""
+    start = time.perf_counter()
+
+    def say(line: str) -> None:
+        if verbose:
+            print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    guarded, summary = srr_model_guard(model, replacements, stats.input_cov, spec.layer_config(),
+                                       _calibration_windows(tokenizer, budget), ModelGuardConfig(), say)
+    return guarded, summary
 
 
 def compress_model(
@@ -345,6 +365,8 @@ def compress_model(
     check_model(name)
     if spec.e2e_tune and is_encoder(name):
         raise ValueError(f"--e2e-tune distils a causal LM's next-token distribution; {name} is a sentence encoder")
+    if spec.model_guard and is_encoder(name):
+        raise ValueError(f"--model-guard scores a causal LM's next-token distribution; {name} is a sentence encoder")
     folder = OutputFolder(out, "compress", force=force, expected=COMPRESSED_FILES) if out is not None else None
     model, tokenizer = load_model(name)
     names = linear_names(name, model, blocks, layers)
@@ -367,6 +389,11 @@ def compress_model(
         replacements, reports = compress_sequentially(name, model, tokenizer, spec, names, budget, progress)
     else:
         replacements, reports = compress_linears(model, spec, stats, names, progress)
+    if spec.model_guard:  # the model still holds its original linears: the reference
+        replacements, training = _guard_srr(model, tokenizer, spec, replacements, stats, budget,
+                                            verbose=progress is not None)
+        seconds = {r.name: r.seconds for r in reports}
+        reports = layer_reports({n: modules[n] for n in names}, {n: (replacements[n], seconds[n]) for n in names}, stats)
     if spec.e2e_tune:  # the model still holds its original linears: the teacher
         training = _tune_end_to_end(name, model, tokenizer, spec, replacements, budget, verbose=progress is not None)
         seconds = {r.name: r.seconds for r in reports}  # the errors are of the tuned weights (sequential: no covariances)

@@ -35,6 +35,8 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "kmeans", "--bits", "3", "--block-tune"], "--block-tune is an option of --error-feedback"),
     (["minilm", "--method", "vq", "--bits", "2", "--e2e-tune"], "--e2e-tune applies to the scalar grids"),
     (["minilm", "--method", "kmeans", "--bits", "3", "--e2e-tune", "1"], "minilm is a sentence encoder"),
+    (["minilm", "--method", "qer-scaled", "--bits", "3", "--model-guard"], "it applies to srr"),
+    (["minilm", "--method", "srr", "--bits", "3", "--model-guard"], "minilm is a sentence encoder"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -140,6 +142,13 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
     assert report["e2e_tune"] == 1 and report["e2e_holdout_kl_after"] <= report["e2e_holdout_kl_before"]
     assert "end-to-end tuning, 1 epochs" in format_report(report)
     assert len(compressed_layers(load_compressed(distilled))) == 14
+    guarded = tmp_path / "guarded"  # SRR with the whole-model guard
+    srr = ["--method", "srr", "--bits", "2", "--rank", "8"]
+    assert main(argv[:2] + srr + argv[6:-3] + ["--model-guard", "--out", str(guarded), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model_guard"] and report["guard_chosen"] <= report["guard_layers"] and report["layers"] == 14
+    assert "model guard: " in format_report(report)
+    assert len(compressed_layers(load_compressed(guarded))) == 14
     line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
                            str(tmp_path / "o2")])
     assert "a folder without config.json" in line

@@ -1,0 +1,137 @@
+"""A whole-model guard for SRR: keep a layer's preserved subspace only where the model's next-token distribution gains.
+
+SRR's own guard compares one layer's output error with and without the preserved subspace. On
+Gemma-3-270M with error feedback, every layer- and block-level measure favours SRR where the whole
+model does not (docs/compress_models.md: the errors compound across blocks). This guard scores the
+whole model: the mean KL(original ‖ quantized) of the next-token distribution on calibration windows.
+The layers where SRR kept k > 0 are grouped into units (one kind of layer, the last part of its name,
+within one of `depth_groups` equal spans of the depth); each unit is scored alone on the scaled-QER
+fallback (SRR's own k = 0 candidate), then the units that gained are added greedily, largest gain first,
+each kept only when the combined model gains. When none gains, the model is scaled QER everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from codesign.compress.linear import QuantizedLinear
+from codesign.compress.qer import QERConfig
+from codesign.compress.qtensor import LowRankQuantizedWeight
+from codesign.llm import swapped
+from codesign.llm.perplexity import next_token_kl, next_token_log_probs
+
+__all__ = ["ModelGuardConfig", "guard_units", "choose_by_model", "srr_model_guard"]
+
+
+@dataclass(frozen=True)
+class ModelGuardConfig:
+    """windows: calibration windows the KL is measured on; depth_groups: spans of the depth a unit covers."""
+
+    windows: int = 8
+    depth_groups: int = 3
+
+    def __post_init__(self) -> None:
+        for field_name in ("windows", "depth_groups"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"model guard {field_name} must be a positive integer, got {value!r}")
+
+
+def _depth_index(name: str) -> int:
+    """The last integer in a module path (the decoder block of 'model.layers.12.mlp.up_proj'); 0 without one."""
+    numbers = re.findall(r"(?:^|\.)(\d+)(?=\.|$)", name)
+    return int(numbers[-1]) if numbers else 0
+
+
+def guard_units(names: Sequence[str], depth_groups: int) -> dict[str, list[str]]:
+    """Unit label -> layer names: layers of one kind (last name part) within one of depth_groups spans of the depth."""
+    depth = max((_depth_index(n) for n in names), default=0) + 1
+    groups = min(depth_groups, depth)
+    units: dict[str, list[str]] = {}
+    for name in names:
+        span = _depth_index(name) * groups // depth
+        first, last = -(-span * depth // groups), -(-(span + 1) * depth // groups) - 1
+        units.setdefault(f"{name.rsplit('.', 1)[-1]} in blocks {first}-{last}", []).append(name)
+    return units
+
+
+def choose_by_model(
+    model: torch.nn.Module,
+    fallback: Mapping[str, torch.nn.Module],
+    alternative: Mapping[str, torch.nn.Module],
+    windows: Sequence[torch.Tensor],
+    depth_groups: int = 3,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[str], dict[str, float]]:
+    """The layers of `alternative` to take instead of `fallback` by the whole model's KL to the original on windows.
+
+    model holds its original modules (the teacher); returns the chosen names and the mean KL of the
+    fallback everywhere and of the choice.
+    """
+    say = progress or (lambda _: None)
+    with torch.no_grad():
+        teacher = [next_token_log_probs(model, w).half() for w in windows]  # half: the vocabulary makes these large
+
+    def score(chosen: Sequence[str]) -> float:
+        with torch.no_grad(), swapped(model, {**fallback, **{n: alternative[n] for n in chosen}}):
+            return sum(float(next_token_kl(model, w, t)) for w, t in zip(windows, teacher)) / len(windows)
+
+    best = base = score([])
+    say(f"KL with the fallback everywhere {base:.4f}")
+    units = guard_units(list(alternative), depth_groups)
+    alone = {}
+    for label, layers in units.items():
+        alone[label] = score(layers)
+        say(f"{label}: KL {alone[label]:.4f} alone ({alone[label] / base - 1:+.2%})")
+    chosen: list[str] = []
+    for label in sorted((u for u in units if alone[u] < base), key=alone.__getitem__):
+        trial = score(chosen + units[label]) if chosen else alone[label]
+        gains = trial < best
+        if gains:
+            best, chosen = trial, chosen + units[label]
+        say(f"adding {label}: KL {trial:.4f} ({'kept' if gains else 'dropped'})")
+    return chosen, {"kl_fallback": base, "kl_chosen": best}
+
+
+def srr_model_guard(
+    model: torch.nn.Module,
+    replacements: Mapping[str, torch.nn.Module],
+    covariances: Mapping[str, torch.Tensor],
+    config: QERConfig,
+    windows: Sequence[torch.Tensor],
+    guard: ModelGuardConfig = ModelGuardConfig(),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, torch.nn.Module], dict[str, float]]:
+    """SRR's replacements with the whole-model guard applied: where it does not gain, a layer takes SRR's k = 0 result.
+
+    replacements: QuantizedLinears built with `config` (SRR, preserved_rank None) from model's linears, which
+    model still holds; covariances: their input second moments. Returns the guarded replacements and a summary
+    (guard_layers: layers where SRR kept k > 0; guard_chosen: those that keep it; guard_kl_*: the mean KLs).
+    """
+    if not (isinstance(config, QERConfig) and config.method == "srr" and config.preserved_rank is None):
+        raise ValueError("the model guard chooses SRR's preserved rank: it applies to QERConfig('srr') "
+                         "with preserved_rank=None")
+    if len(windows) < 1:
+        raise ValueError("the model guard needs at least one calibration window")
+    kept = [n for n, m in replacements.items()
+            if isinstance(m, QuantizedLinear) and isinstance(m.qweight, LowRankQuantizedWeight) and m.qweight.preserved_rank > 0]
+    summary = {"guard_layers": float(len(kept)), "guard_chosen": 0.0}
+    if not kept:
+        return dict(replacements), summary
+    modules = dict(model.named_modules())
+    zero_config = dataclasses.replace(config, preserved_rank=0)
+    fallback = {}
+    for n in kept:
+        linear = modules[n]
+        kernel = getattr(replacements[n], "kernel", "auto")
+        fallback[n] = QuantizedLinear.from_linear(linear, zero_config, covariances[n], kernel=kernel).to(linear.weight.device)
+    chosen, kl = choose_by_model(model, fallback, {n: replacements[n] for n in kept}, windows[:guard.windows],
+                                 guard.depth_groups, progress)
+    guarded = {**replacements, **{n: fallback[n] for n in kept if n not in chosen}}
+    return guarded, {**summary, "guard_chosen": float(len(chosen)), "guard_kl_fallback": kl["kl_fallback"],
+                     "guard_kl_chosen": kl["kl_chosen"]}
