@@ -14,6 +14,10 @@ from scaled QER everywhere, each kind of layer (q and k, v, o, gate and up, down
 when that lowers the block's output error on --guard-windows calibration windows (the block run on
 the original model's hidden states, each token's output divided by its RMS, as the next block's input
 norm sees it: block_tune's "normalized" objective), and keeps scaled otherwise.
+
+--model-guard adds SRR with its choices made on the whole model (codesign.compress.model_guard): units of
+one layer kind in one third of the depth take SRR's result when that lowers the mean next-token KL to the
+original model on --guard-windows calibration windows.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import torch
 
 from codesign.compress.model import compress_linears
+from codesign.compress.model_guard import choose_by_model
 from codesign.llm import perplexity, swapped, token_stream
 from codesign.llm.long_context import paired_ratio_interval
 
@@ -108,7 +113,8 @@ def main() -> int:
     parser.add_argument("--stats", type=Path, default=None, help="file caching the covariances (written if absent)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--block-guard", action="store_true", help="also SRR with its choices made per block")
-    parser.add_argument("--guard-windows", type=int, default=8, help="calibration windows of 512 tokens the block guard uses")
+    parser.add_argument("--model-guard", action="store_true", help="also SRR with its choices made on the whole model")
+    parser.add_argument("--guard-windows", type=int, default=8, help="calibration windows of 512 tokens the guards use")
     parser.add_argument("--subsets", action="store_true", default=None,
                         help="score SRR on each layer kind and depth alone (the default without --block-guard)")
     args = parser.parse_args()
@@ -128,13 +134,19 @@ def main() -> int:
     depth = max(block_of(n) for n in names) + 1
     thirds = [range(i * depth // 3, (i + 1) * depth // 3) for i in range(3)]
     subsets = {"every layer SRR kept": kept}
-    if args.subsets or (args.subsets is None and not args.block_guard):
+    if args.subsets or (args.subsets is None and not (args.block_guard or args.model_guard)):
         subsets |= {f"{label} only": [n for n in kept if n.endswith(kinds)] for label, kinds in KINDS.items()}
         subsets |= {f"blocks {r.start}-{r.stop - 1} only": [n for n in kept if block_of(n) in r] for r in thirds}
+    tokens = token_stream(tokenizer, "train", 512 * args.guard_windows)
+    windows = [tokens[s:s + 512] for s in range(0, tokens.numel(), 512)]
     if args.block_guard:
-        tokens = token_stream(tokenizer, "train", 512 * args.guard_windows)
-        windows = [tokens[s:s + 512] for s in range(0, tokens.numel(), 512)]
         subsets["the block guard's choices"] = block_guard(model, names, scaled, srr, kept, windows)
+    if args.model_guard:
+        start = time.perf_counter()
+        chosen, _ = choose_by_model(model, {n: scaled[n] for n in kept}, {n: srr[n] for n in kept}, windows,
+                                    progress=lambda line: print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)",
+                                                                flush=True))
+        subsets["the model guard's choices"] = chosen
     print("| SRR on | layers | perplexity | vs all scaled (95 % CI, paired over windows) |")
     print("|---|---|---|---|")
     for label, chosen in subsets.items():
