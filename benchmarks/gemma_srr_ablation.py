@@ -143,7 +143,7 @@ def main() -> int:
         subsets["the block guard's choices"] = block_guard(model, names, scaled, srr, kept, windows)
     if args.model_guard:
         start = time.perf_counter()
-        chosen, _ = choose_by_model(model, {n: scaled[n] for n in kept}, {n: srr[n] for n in kept}, windows,
+        chosen, _ = choose_by_model(model, scaled, {n: srr[n] for n in kept}, windows,
                                     progress=lambda line: print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)",
                                                                 flush=True))
         subsets["the model guard's choices"] = chosen

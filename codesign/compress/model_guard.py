@@ -70,9 +70,12 @@ def choose_by_model(
 ) -> tuple[list[str], dict[str, float]]:
     """The layers of `alternative` to take instead of `fallback` by the whole model's KL to the original on windows.
 
-    model holds its original modules (the teacher); returns the chosen names and the mean KL of the
-    fallback everywhere and of the choice.
+    model holds its original modules (the teacher); fallback: every replaced layer (the model is scored with
+    all of them swapped in); alternative: the layers with a second choice. Returns the chosen names and the
+    mean KL of the fallback everywhere and of the choice.
     """
+    if not set(alternative) <= set(fallback):
+        raise ValueError("every layer with an alternative needs a fallback")
     say = progress or (lambda _: None)
     with torch.no_grad():
         teacher = [next_token_log_probs(model, w).half() for w in windows]  # half: the vocabulary makes these large
@@ -125,7 +128,7 @@ def srr_model_guard(
         return dict(replacements), summary
     modules = dict(model.named_modules())
     zero_config = dataclasses.replace(config, preserved_rank=0)
-    fallback = {}
+    fallback = dict(replacements)  # every layer quantized while the guard scores: the layers without a choice too
     for n in kept:
         linear = modules[n]
         kernel = getattr(replacements[n], "kernel", "auto")
