@@ -284,6 +284,9 @@ def main() -> int:
     parser.add_argument("--qat-lr", type=float, default=None, help="Adam learning rate of the QAT rows (default 1e-4)")
     parser.add_argument("--group-size", type=int, default=64, help="weights per scale (default 64)")
     parser.add_argument("--hqq-axis", type=int, choices=(0, 1), default=1, help="grouping axis of the hqq rows (default 1)")
+    parser.add_argument("--stats", type=Path, default=None,
+                        help="gemma3-270m: file caching the input covariances of --calib-tokens (read if present, "
+                             "else computed and written; as benchmarks/gemma_ef_calibration.py --stats)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
     parser.add_argument("--paired", default=None,
                         help="ROW,ROW (as --rows, e.g. srr+ef-act:3,qer-scaled+ef-act:3): after the run, the first row's "
@@ -339,12 +342,20 @@ def main() -> int:
     if any((s.needs_input_covariance or s.needs_output_covariance) and m != "hqq" and not s.sequential
            for (m, _), s in specs.items()):
         start = time.perf_counter()
-        # output covariances (and block importance) only for the rows that use them: they double the cost
-        stats = calibrate(args.model, model, tokenizer, names, budget,
-                          inputs=any(s.needs_input_covariance for s in specs.values()),
-                          outputs=any(s.needs_output_covariance for s in specs.values()))
+        outputs = any(s.needs_output_covariance for s in specs.values())
+        if args.stats is not None:
+            if args.model != "gemma3-270m" or outputs or blocks is not None:
+                raise SystemExit("--stats caches the input covariances of every Gemma linear only")
+            from gemma_ef_calibration import cached_stats  # noqa: PLC0415 - it imports this module
+
+            stats = cached_stats(model, tokenizer, names, budget.calib_tokens, args.stats)
+        else:
+            # output covariances (and block importance) only for the rows that use them: they double the cost
+            stats = calibrate(args.model, model, tokenizer, names, budget,
+                              inputs=any(s.needs_input_covariance for s in specs.values()), outputs=outputs)
         calib_seconds = time.perf_counter() - start
-        print(f"calibration of {len(names)} layers: {calib_seconds:.0f} s", flush=True)
+        print(f"calibration of {len(names)} layers: {calib_seconds:.0f} s" + (f" (from {args.stats})" if args.stats else ""),
+              flush=True)
     memo = KMeansMemo()
     memo.install()
     for method, bits in todo:

@@ -52,10 +52,12 @@ def gemma_with_stats(threads: int, calib_tokens: int, path: Path | None) -> tupl
     torch.set_num_threads(threads)
     model, tokenizer = load_model("gemma3-270m")
     names = linear_names("gemma3-270m", model)
-    return model, tokenizer, names, _cached_stats(model, tokenizer, names, calib_tokens, path)
+    return model, tokenizer, names, cached_stats(model, tokenizer, names, calib_tokens, path)
 
 
-def _cached_stats(model, tokenizer, names: list[str], calib_tokens: int, path: Path | None) -> CalibrationStats:
+def cached_stats(model, tokenizer, names: list[str], calib_tokens: int, path: Path | None) -> CalibrationStats:
+    """Input covariances of Gemma's linears over the first calib_tokens train tokens: read from path, else computed
+    (and written there when path is given)."""
     if path is not None and path.exists():
         cached = torch.load(path)
         if cached.pop("calib_tokens", 16384) != calib_tokens:
