@@ -220,6 +220,12 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and d.get("calib_tokens", budget.calib_tokens) == budget.calib_tokens and same_data)
 
 
+def append_row(path: Path, row: dict) -> None:
+    """Add a row to the JSON file as it is now (another run may have added rows since this one read it)."""
+    rows = json.loads(path.read_text()) if path.exists() else []
+    path.write_text(json.dumps([*rows, row], indent=1))
+
+
 def table(rows: list[dict]) -> str:
     """Markdown table of benchmark rows."""
     out = [("| model | blocks | method | bits | rank | bits/weight | size (MB) | vs fp16 | metric | act. error | "
@@ -363,7 +369,7 @@ def main() -> int:
             report = peer_row(args.model, model, tokenizer, names, bits, args.group_size, budget, args.hqq_axis)
             report["calib_tokens"], report["threads"] = budget.calib_tokens, torch.get_num_threads()
             done.append(report)
-            args.out.write_text(json.dumps(done, indent=1))
+            append_row(args.out, report)
             print(table([report]).splitlines()[-1], flush=True)
             continue
         memo.reused_seconds = 0.0
@@ -378,7 +384,7 @@ def main() -> int:
         report["calib_tokens"] = budget.calib_tokens
         report["threads"] = torch.get_num_threads()
         done.append(report)
-        args.out.write_text(json.dumps(done, indent=1))
+        append_row(args.out, report)
         print(table([report]).splitlines()[-1], flush=True)
     print(table([d for d in done if d["model"] == args.model]))
     return report_pair()
