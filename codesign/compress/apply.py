@@ -167,7 +167,8 @@ def quantize_(
     e2e_tune: then tune every new layer's group scales to the original's next-token distribution on the
     calibration token ids (codesign.compress.e2e_tune; a transformers causal LM, scalar grids);
     model_guard: SRR (QERConfig('srr')) on a causal LM: keep its preserved subspaces only in the groups of layers
-    where the model's next-token KL to the original falls on the calibration token ids (codesign.compress.model_guard).
+    where the model's next-token KL to the original falls on the last calibration sequences (up to
+    model_guard.windows, at most half), which are then held aside from the covariances (codesign.compress.model_guard).
     """
     quantizer_for(config)  # an unregistered config fails before any work
     linears = select_linears(model, filter)
@@ -188,6 +189,11 @@ def quantize_(
         calibration = list(_batches(calibration)) if calibration is not None else None  # read twice: a generator once
         windows = (_e2e_windows(model, config, calibration) if e2e_tune is not None
                    else _lm_windows(model, calibration, "model_guard"))
+    if model_guard is not None:  # its windows are held aside: scored on its own calibration text SRR looks too good
+        held = min(model_guard.windows, len(windows) // 2)
+        if held < 1:
+            raise ValueError("model_guard needs at least 2 calibration sequences (it holds some aside to score on)")
+        calibration, windows = [w[None] for w in windows[:-held]], windows[-held:]
     sequential = sequential or block_tune is not None
     if sequential and not needs_covariance(config):
         raise ValueError(f"sequential=True applies to the methods that calibrate on inputs, not {type(config).__name__}")

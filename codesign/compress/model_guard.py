@@ -3,11 +3,14 @@
 SRR's own guard compares one layer's output error with and without the preserved subspace. On
 Gemma-3-270M with error feedback, every layer- and block-level measure favours SRR where the whole
 model does not (docs/compress_models.md: the errors compound across blocks). This guard scores the
-whole model: the mean KL(original ‖ quantized) of the next-token distribution on calibration windows.
-The layers where SRR kept k > 0 are grouped into units (one kind of layer, the last part of its name,
-within one of `depth_groups` equal spans of the depth); each unit is scored alone on the scaled-QER
-fallback (SRR's own k = 0 candidate), then the units that gained are added greedily, largest gain first,
-each kept only when the combined model gains. When none gains, the model is scaled QER everywhere.
+whole model: the mean KL(original ‖ quantized) of the next-token distribution on windows of text the
+quantizers did not calibrate on (scored on their own calibration text, SRR's choices look better than
+they are: docs/compress_models.md). The layers where SRR kept k > 0 are grouped into units (one kind of
+layer, the last part of its name, within one of `depth_groups` equal spans of the depth); each unit is
+scored alone on the scaled-QER fallback (SRR's own k = 0 candidate), then the units that gained are added
+greedily, largest gain first. A unit counts as a gain only when the per-window KL differences, paired,
+fall by more than `confidence` standard errors: with a few windows a small mean gain is as likely noise.
+When none gains, the model is scaled QER everywhere.
 """
 
 from __future__ import annotations
@@ -30,16 +33,20 @@ __all__ = ["ModelGuardConfig", "guard_units", "choose_by_model", "srr_model_guar
 
 @dataclass(frozen=True)
 class ModelGuardConfig:
-    """windows: calibration windows the KL is measured on; depth_groups: spans of the depth a unit covers."""
+    """windows: token windows the KL is measured on, held aside from calibration; depth_groups: spans of the depth
+    a unit covers; confidence: standard errors of the paired per-window KL difference a gain must exceed."""
 
     windows: int = 8
     depth_groups: int = 3
+    confidence: float = 2.0
 
     def __post_init__(self) -> None:
         for field_name in ("windows", "depth_groups"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"model guard {field_name} must be a positive integer, got {value!r}")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) or self.confidence < 0:
+            raise ValueError(f"model guard confidence must be a number >= 0, got {self.confidence!r}")
 
 
 def _depth_index(name: str) -> int:
@@ -67,6 +74,7 @@ def choose_by_model(
     windows: Sequence[torch.Tensor],
     depth_groups: int = 3,
     progress: Callable[[str], None] | None = None,
+    confidence: float = 2.0,
 ) -> tuple[list[str], dict[str, float]]:
     """The layers of `alternative` to take instead of `fallback` by the whole model's KL to the original on windows.
 
@@ -80,25 +88,31 @@ def choose_by_model(
     with torch.no_grad():
         teacher = [next_token_log_probs(model, w).half() for w in windows]  # half: the vocabulary makes these large
 
-    def score(chosen: Sequence[str]) -> float:
+    def score(chosen: Sequence[str]) -> torch.Tensor:
         with torch.no_grad(), swapped(model, {**fallback, **{n: alternative[n] for n in chosen}}):
-            return sum(float(next_token_kl(model, w, t)) for w, t in zip(windows, teacher)) / len(windows)
+            return torch.tensor([float(next_token_kl(model, w, t)) for w, t in zip(windows, teacher)], dtype=torch.float64)
+
+    def gains(trial: torch.Tensor, against: torch.Tensor) -> bool:
+        diff = trial - against
+        spread = float(diff.std()) / len(diff) ** 0.5 if len(diff) > 1 else 0.0
+        return float(diff.mean()) < -confidence * spread and float(diff.mean()) < 0
 
     best = base = score([])
-    say(f"KL with the fallback everywhere {base:.4f}")
+    say(f"KL with the fallback everywhere {float(base.mean()):.4f}")
     units = guard_units(list(alternative), depth_groups)
     alone = {}
     for label, layers in units.items():
         alone[label] = score(layers)
-        say(f"{label}: KL {alone[label]:.4f} alone ({alone[label] / base - 1:+.2%})")
+        say(f"{label}: KL {float(alone[label].mean()):.4f} alone ({float(alone[label].mean() / base.mean()) - 1:+.2%}, "
+            f"{'a gain' if gains(alone[label], base) else 'no gain'})")
     chosen: list[str] = []
-    for label in sorted((u for u in units if alone[u] < base), key=alone.__getitem__):
+    for label in sorted((u for u in units if gains(alone[u], base)), key=lambda u: float(alone[u].mean())):
         trial = score(chosen + units[label]) if chosen else alone[label]
-        gains = trial < best
-        if gains:
+        kept = gains(trial, best)
+        if kept:
             best, chosen = trial, chosen + units[label]
-        say(f"adding {label}: KL {trial:.4f} ({'kept' if gains else 'dropped'})")
-    return chosen, {"kl_fallback": base, "kl_chosen": best}
+        say(f"adding {label}: KL {float(trial.mean()):.4f} ({'kept' if kept else 'dropped'})")
+    return chosen, {"kl_fallback": float(base.mean()), "kl_chosen": float(best.mean())}
 
 
 def srr_model_guard(
@@ -134,7 +148,7 @@ def srr_model_guard(
         kernel = getattr(replacements[n], "kernel", "auto")
         fallback[n] = QuantizedLinear.from_linear(linear, zero_config, covariances[n], kernel=kernel).to(linear.weight.device)
     chosen, kl = choose_by_model(model, fallback, {n: replacements[n] for n in kept}, windows[:guard.windows],
-                                 guard.depth_groups, progress)
+                                 guard.depth_groups, progress, guard.confidence)
     guarded = {**replacements, **{n: fallback[n] for n in kept if n not in chosen}}
     return guarded, {**summary, "guard_chosen": float(len(chosen)), "guard_kl_fallback": kl["kl_fallback"],
                      "guard_kl_chosen": kl["kl_chosen"]}

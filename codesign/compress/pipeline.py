@@ -340,8 +340,13 @@ def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements
         if verbose:
             print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
 
-    guarded, summary = srr_model_guard(model, replacements, stats.input_cov, spec.layer_config(),
-                                       _calibration_windows(tokenizer, budget), ModelGuardConfig(), say)
+    from codesign.llm import token_stream
+
+    guard = ModelGuardConfig()
+    # the train text right after the calibration tokens: no quantizer calibrated on it
+    after = token_stream(tokenizer, "train", budget.calib_tokens + guard.windows * budget.context)[budget.calib_tokens:]
+    windows = [after[s : s + budget.context] for s in range(0, after.numel() - 1, budget.context)]
+    guarded, summary = srr_model_guard(model, replacements, stats.input_cov, spec.layer_config(), windows, guard, say)
     return guarded, summary
 
 

@@ -156,6 +156,35 @@ def test_quantize_with_the_model_guard_replaces_every_linear():
     assert all(ranks[n] in (0, before[n]) for n in ranks) and ranks != before
 
 
+def test_a_gain_within_the_noise_is_not_taken():
+    model = low_rank_llama()
+    layers = linears(model)
+    fallback = {n: noisy(m, 0.3, i) for i, (n, m) in enumerate(layers.items())}
+    hurt = "model.layers.0.mlp.up_proj"
+    # the alternative differs from the fallback by a perturbation far smaller than the fallback's own noise
+    alternative = {hurt: noisy(fallback[hurt], 0.01, 7)}
+    data = windows(6)
+    strict, kl = choose_by_model(model, fallback, alternative, data, confidence=1e6)
+    assert strict == [] and kl["kl_chosen"] == kl["kl_fallback"]
+    loose, kl = choose_by_model(model, fallback, alternative, data, confidence=0.0)
+    assert (loose == [hurt]) == (kl["kl_chosen"] < kl["kl_fallback"])
+
+
+def test_quantize_holds_the_guard_windows_aside_from_calibration():
+    model = low_rank_llama()
+    calibration = torch.stack(windows(4))
+    config = QERConfig("srr", rank=8, base=KMeansConfig(bits=2, group_size=32))
+    guarded = quantize_(copy.deepcopy(model), config, calibration=calibration, model_guard=ModelGuardConfig(windows=2))
+    on_first_two = quantize_(copy.deepcopy(model), config, calibration=[w[None] for w in calibration[:2]])
+    on_all = quantize_(copy.deepcopy(model), config, calibration=[w[None] for w in calibration])
+    # the head keeps k = 0 in both: it is built from the covariances of the first two sequences only
+    assert guarded.lm_head.qweight.preserved_rank == 0
+    assert torch.equal(guarded.lm_head.qweight.dequantize(), on_first_two.lm_head.qweight.dequantize())
+    assert not torch.equal(guarded.lm_head.qweight.dequantize(), on_all.lm_head.qweight.dequantize())
+    with pytest.raises(ValueError, match="at least 2 calibration sequences"):
+        quantize_(copy.deepcopy(model), config, calibration=calibration[:1], model_guard=ModelGuardConfig())
+
+
 @pytest.mark.parametrize(("config", "kwargs", "message"), [
     (KMeansConfig(bits=2, group_size=32), {}, "applies to QERConfig('srr')"),
     (QERConfig("scaled", rank=8, base=KMeansConfig(bits=2, group_size=32)), {}, "applies to QERConfig('srr')"),
@@ -182,6 +211,9 @@ def test_the_model_guard_needs_a_causal_lm_and_sane_settings():
     for bad in ({"windows": 0}, {"depth_groups": 0}, {"windows": 1.5}, {"windows": True}):
         with pytest.raises(ValueError, match="must be a positive integer"):
             ModelGuardConfig(**bad)
+    for bad in (-1.0, "2", True):
+        with pytest.raises(ValueError, match="confidence must be a number"):
+            ModelGuardConfig(confidence=bad)
     with pytest.raises(ValueError, match="--model-guard chooses SRR's preserved subspaces.*not 'kmeans'"):
         MethodSpec("kmeans", 3, model_guard=True)
     with pytest.raises(ValueError, match="without --sequential"):
