@@ -6,11 +6,11 @@ model does not (docs/compress_models.md: the errors compound across blocks). Thi
 whole model: the mean KL(original ‖ quantized) of the next-token distribution on windows of text the
 quantizers did not calibrate on (scored on their own calibration text, SRR's choices look better than
 they are: docs/compress_models.md). The layers where SRR kept k > 0 are grouped into units (one kind of
-layer, the last part of its name, within one of `depth_groups` equal spans of the depth); each unit is
-scored alone on the scaled-QER fallback (SRR's own k = 0 candidate), then the units that gained are added
-greedily, largest gain first. A unit counts as a gain only when the per-window KL differences, paired,
-fall by more than `confidence` standard errors: with a few windows a small mean gain is as likely noise.
-When none gains, the model is scaled QER everywhere.
+layer, the last part of its name, within one of `depth_groups` equal spans of the blocks from 0 to the
+deepest of those layers); each unit is scored alone on the scaled-QER fallback (SRR's own k = 0
+candidate), then the units that gained are added greedily, largest gain first. A unit counts as a gain
+only when the per-window KL differences, paired, fall by more than `confidence` standard errors: with a
+few windows a small mean gain is as likely noise. When none gains, the model is scaled QER everywhere.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _depth_index(name: str) -> int:
 
 
 def guard_units(names: Sequence[str], depth_groups: int) -> dict[str, list[str]]:
-    """Unit label -> layer names: layers of one kind (last name part) within one of depth_groups spans of the depth."""
+    """Unit label -> layer names: one kind of layer (last name part) in one of depth_groups spans of blocks 0..deepest."""
     depth = max((_depth_index(n) for n in names), default=0) + 1
     groups = min(depth_groups, depth)
     units: dict[str, list[str]] = {}
