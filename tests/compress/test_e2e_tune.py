@@ -8,7 +8,7 @@ import torch
 from codesign.compress.e2e_tune import EndToEndConfig, tune_end_to_end
 from codesign.compress.formats import unpack_codes
 from codesign.compress.model import MethodSpec, compress_linears
-from codesign.llm import swapped
+from tests.compress.next_token import mean_kl, windows
 
 transformers = pytest.importorskip("transformers")
 
@@ -18,23 +18,6 @@ def tiny_llama():
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     return transformers.LlamaForCausalLM(config).eval()
-
-
-def windows(count=8, seed=1):
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randint(0, 128, (24,), generator=generator) for _ in range(count)]
-
-
-def mean_kl(model, replacements, data):
-    """Mean next-token KL(original ‖ quantized) over the windows, computed here independently of the module."""
-    total = 0.0
-    with torch.no_grad():
-        for window in data:
-            teacher = model(input_ids=window[None]).logits[0, :-1].log_softmax(-1)
-            with swapped(model, replacements):
-                student = model(input_ids=window[None]).logits[0, :-1].log_softmax(-1)
-            total += float((teacher.exp() * (teacher - student)).sum(-1).mean())
-    return total / len(data)
 
 
 def quantized(model, method="kmeans"):

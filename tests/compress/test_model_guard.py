@@ -10,7 +10,7 @@ from codesign.compress import KMeansConfig, QERConfig, quantize_
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.model import MethodSpec, collect_statistics
 from codesign.compress.model_guard import ModelGuardConfig, choose_by_model, guard_units, srr_model_guard
-from codesign.llm import swapped
+from tests.compress.next_token import mean_kl, windows
 
 transformers = pytest.importorskip("transformers")
 
@@ -28,23 +28,6 @@ def low_rank_llama(layers=2):
                 module.weight += 0.5 * torch.randn(n_out, 2) @ torch.randn(2, n_in) / n_in**0.5
         model.lm_head.weight *= 8  # peaked next-token distributions, as a trained model's, so that KLs are not tiny
     return model
-
-
-def windows(count=4, seed=1):
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randint(0, 128, (24,), generator=generator) for _ in range(count)]
-
-
-def mean_kl(model, replacements, data):
-    """Mean next-token KL(original ‖ replaced) over the windows, computed here from the model's own logits."""
-    total = 0.0
-    with torch.no_grad():
-        for window in data:
-            teacher = model(input_ids=window[None]).logits[0, :-1].log_softmax(-1)
-            with swapped(model, replacements):
-                student = model(input_ids=window[None]).logits[0, :-1].log_softmax(-1)
-            total += float((teacher.exp() * (teacher - student)).sum(-1).mean())
-    return total / len(data)
 
 
 def linears(model):
@@ -77,7 +60,7 @@ def test_only_the_units_that_lower_the_model_kl_are_kept():
     # the fallback is exact but for one layer; the alternative repairs that layer and is much noisier elsewhere
     fallback = {n: noisy(m, 0.5, 0) if n == hurt else copy.deepcopy(m) for n, m in layers.items()}
     alternative = {n: copy.deepcopy(m) if n == hurt else noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
-    data = windows()
+    data = windows(4)
     chosen, kl = choose_by_model(model, fallback, alternative, data)
     assert chosen == [hurt]
     assert kl["kl_chosen"] < 1e-3 * kl["kl_fallback"]  # the original model again, up to float16 rounding of the teacher
@@ -90,7 +73,7 @@ def test_a_unit_is_kept_only_when_it_gains_alone_and_together():
     # noise everywhere: in a tiny random model, repairing one layer can raise the KL (noise partly cancels)
     fallback = {n: noisy(m, 0.3, i) for i, (n, m) in enumerate(layers.items())}
     alternative = {n: copy.deepcopy(m) if ".mlp." in n else noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
-    data = windows()
+    data = windows(4)
     chosen, kl = choose_by_model(model, fallback, alternative, data)
     base = mean_kl(model, fallback, data)
     assert chosen and kl["kl_chosen"] < kl["kl_fallback"]
@@ -109,7 +92,7 @@ def test_the_fallback_stays_when_no_unit_gains():
     layers = linears(model)
     fallback = {n: noisy(m, 0.1, i) for i, (n, m) in enumerate(layers.items())}
     alternative = {n: noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
-    chosen, kl = choose_by_model(model, fallback, alternative, windows())
+    chosen, kl = choose_by_model(model, fallback, alternative, windows(4))
     assert chosen == [] and kl["kl_chosen"] == kl["kl_fallback"]
 
 
