@@ -16,8 +16,8 @@ the original model's hidden states, each token's output divided by its RMS, as t
 norm sees it: block_tune's "normalized" objective), and keeps scaled otherwise.
 
 --model-guard adds SRR with its choices made on the whole model (codesign.compress.model_guard): units of
-one layer kind in one third of the depth take SRR's result when that lowers the mean next-token KL to the
-original model on --guard-windows windows of the train text after the calibration tokens (which no quantizer
+one layer kind in one third of the depth take SRR's result when that lowers the mean next-token NLL (--objective
+nll) or KL to the original model (kl) on --guard-windows windows of the train text after the calibration tokens (which no quantizer
 calibrated on) by more than --confidence standard errors of the paired per-window difference.
 """
 
@@ -115,6 +115,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--block-guard", action="store_true", help="also SRR with its choices made per block")
     parser.add_argument("--model-guard", action="store_true", help="also SRR with its choices made on the whole model")
+    parser.add_argument("--objective", default="nll", help="the model guard's objective, nll or kl (default nll)")
     parser.add_argument("--confidence", type=float, default=2.0, help="the model guard's standard errors (default 2)")
     parser.add_argument("--guard-windows", type=int, default=8, help="calibration windows of 512 tokens the guards use")
     parser.add_argument("--subsets", action="store_true", default=None,
@@ -147,7 +148,7 @@ def main() -> int:
         start = time.perf_counter()
         after = token_stream(tokenizer, "train", args.calib_tokens + 512 * args.guard_windows)[args.calib_tokens:]
         unseen = [after[s:s + 512] for s in range(0, after.numel(), 512)]
-        chosen, _ = choose_by_model(model, scaled, {n: srr[n] for n in kept}, unseen, confidence=args.confidence,
+        chosen, _ = choose_by_model(model, scaled, {n: srr[n] for n in kept}, unseen, confidence=args.confidence, objective=args.objective,
                                     progress=lambda line: print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)",
                                                                 flush=True))
         subsets["the model guard's choices"] = chosen

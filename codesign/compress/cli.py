@@ -39,10 +39,10 @@ def format_report(report: dict) -> str:
                      f"calibration text {report['e2e_holdout_kl_before']:.4f} -> {report['e2e_holdout_kl_after']:.4f}")
     if report.get("guard_layers") == 0:
         lines.append("  model guard: SRR's criterion kept no preserved subspace (k = 0 on every layer): nothing to choose")
-    elif "guard_kl_chosen" in report:
+    elif "guard_score_chosen" in report:
         lines.append(f"  model guard: SRR's preserved subspace kept on {report['guard_chosen']:.0f} of the "
-                     f"{report['guard_layers']:.0f} layers that had one; next-token KL to the original on calibration "
-                     f"text {report['guard_kl_fallback']:.4f} (scaled QER there) -> {report['guard_kl_chosen']:.4f}")
+                     f"{report['guard_layers']:.0f} layers that had one; {report['guard_objective']} on text held aside from "
+                     f"calibration {report['guard_score_fallback']:.4f} (scaled QER there) -> {report['guard_score_chosen']:.4f}")
     metric = report.get("metric", {})
     if "cosine_mean" in metric:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "

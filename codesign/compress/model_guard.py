@@ -19,6 +19,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -26,19 +27,24 @@ from codesign.compress.linear import QuantizedLinear
 from codesign.compress.qer import QERConfig
 from codesign.compress.qtensor import LowRankQuantizedWeight
 from codesign.llm import swapped
-from codesign.llm.perplexity import next_token_kl, next_token_log_probs
+from codesign.llm.perplexity import next_token_kl, next_token_log_probs, next_token_nll
 
-__all__ = ["ModelGuardConfig", "guard_units", "choose_by_model", "srr_model_guard"]
+OBJECTIVES = ("nll", "kl")
+
+__all__ = ["OBJECTIVES", "ModelGuardConfig", "guard_units", "choose_by_model", "srr_model_guard"]
 
 
 @dataclass(frozen=True)
 class ModelGuardConfig:
     """windows: token windows the KL is measured on, held aside from calibration; depth_groups: spans of the depth
-    a unit covers; confidence: standard errors of the paired per-window KL difference a gain must exceed."""
+    a unit covers; confidence: standard errors of the paired per-window difference a gain must exceed;
+    objective: "nll", the windows' own next-token negative log-likelihood (what perplexity measures), or "kl",
+    KL(original ‖ quantized) of the next-token distribution."""
 
     windows: int = 8
     depth_groups: int = 3
     confidence: float = 2.0
+    objective: str = "nll"
 
     def __post_init__(self) -> None:
         for field_name in ("windows", "depth_groups"):
@@ -47,6 +53,8 @@ class ModelGuardConfig:
                 raise ValueError(f"model guard {field_name} must be a positive integer, got {value!r}")
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) or self.confidence < 0:
             raise ValueError(f"model guard confidence must be a number >= 0, got {self.confidence!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"model guard objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
 
 
 def _depth_index(name: str) -> int:
@@ -75,22 +83,34 @@ def choose_by_model(
     depth_groups: int = 3,
     progress: Callable[[str], None] | None = None,
     confidence: float = 2.0,
+    objective: str = "nll",
 ) -> tuple[list[str], dict[str, float]]:
     """The layers of `alternative` to take instead of `fallback` by the whole model's KL to the original on windows.
 
     model holds its original modules (the teacher); fallback: every replaced layer (the model is scored with
     all of them swapped in); alternative: the layers with a second choice. Returns the chosen names and the
-    mean KL of the fallback everywhere and of the choice.
+    mean objective (per window, then over windows) of the fallback everywhere and of the choice.
     """
     if not set(alternative) <= set(fallback):
         raise ValueError("every layer with an alternative needs a fallback")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"model guard objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     say = progress or (lambda _: None)
-    with torch.no_grad():
-        teacher = [next_token_log_probs(model, w).half() for w in windows]  # half: the vocabulary makes these large
+    teacher: list[torch.Tensor] = []
+    if objective == "kl":
+        with torch.no_grad():
+            teacher = [next_token_log_probs(model, w).half() for w in windows]  # half: the vocabulary makes these large
+
+    def window_score(window: torch.Tensor, i: int) -> float:
+        if objective == "kl":
+            return float(next_token_kl(model, window, teacher[i]))
+        body: Any = model.base_model  # a transformers model's decoder, without the head
+        hidden = body(input_ids=window[None]).last_hidden_state[0, :-1]
+        return float(next_token_nll(model, hidden, window[1:]).mean())
 
     def score(chosen: Sequence[str]) -> torch.Tensor:
         with torch.no_grad(), swapped(model, {**fallback, **{n: alternative[n] for n in chosen}}):
-            return torch.tensor([float(next_token_kl(model, w, t)) for w, t in zip(windows, teacher)], dtype=torch.float64)
+            return torch.tensor([window_score(w, i) for i, w in enumerate(windows)], dtype=torch.float64)
 
     def gains(trial: torch.Tensor, against: torch.Tensor) -> bool:
         diff = trial - against
@@ -98,12 +118,12 @@ def choose_by_model(
         return float(diff.mean()) < -confidence * spread and float(diff.mean()) < 0
 
     best = base = score([])
-    say(f"KL with the fallback everywhere {float(base.mean()):.4f}")
+    say(f"{objective} with the fallback everywhere {float(base.mean()):.4f}")
     units = guard_units(list(alternative), depth_groups)
     alone = {}
     for label, layers in units.items():
         alone[label] = score(layers)
-        say(f"{label}: KL {float(alone[label].mean()):.4f} alone ({float(alone[label].mean() / base.mean()) - 1:+.2%}, "
+        say(f"{label}: {objective} {float(alone[label].mean()):.4f} alone ({float(alone[label].mean() / base.mean()) - 1:+.2%}, "
             f"{'a gain' if gains(alone[label], base) else 'no gain'})")
     chosen: list[str] = []
     for label in sorted((u for u in units if gains(alone[u], base)), key=lambda u: float(alone[u].mean())):
@@ -111,8 +131,8 @@ def choose_by_model(
         kept = gains(trial, best)
         if kept:
             best, chosen = trial, chosen + units[label]
-        say(f"adding {label}: KL {float(trial.mean()):.4f} ({'kept' if kept else 'dropped'})")
-    return chosen, {"kl_fallback": float(base.mean()), "kl_chosen": float(best.mean())}
+        say(f"adding {label}: {objective} {float(trial.mean()):.4f} ({'kept' if kept else 'dropped'})")
+    return chosen, {"fallback": float(base.mean()), "chosen": float(best.mean())}
 
 
 def srr_model_guard(
@@ -128,7 +148,8 @@ def srr_model_guard(
 
     replacements: QuantizedLinears built with `config` (SRR, preserved_rank None) from model's linears, which
     model still holds; covariances: their input second moments. Returns the guarded replacements and a summary
-    (guard_layers: layers where SRR kept k > 0; guard_chosen: those that keep it; guard_kl_*: the mean KLs).
+    (guard_layers: layers where SRR kept k > 0; guard_chosen: those that keep it; guard_score_*: the objective's
+    mean with scaled QER in all of them and with the choice).
     """
     if not (isinstance(config, QERConfig) and config.method == "srr" and config.preserved_rank is None):
         raise ValueError("the model guard chooses SRR's preserved rank: it applies to QERConfig('srr') "
@@ -147,8 +168,8 @@ def srr_model_guard(
         linear = modules[n]
         kernel = getattr(replacements[n], "kernel", "auto")
         fallback[n] = QuantizedLinear.from_linear(linear, zero_config, covariances[n], kernel=kernel).to(linear.weight.device)
-    chosen, kl = choose_by_model(model, fallback, {n: replacements[n] for n in kept}, windows[:guard.windows],
-                                 guard.depth_groups, progress, guard.confidence)
+    chosen, scores = choose_by_model(model, fallback, {n: replacements[n] for n in kept}, windows[:guard.windows],
+                                 guard.depth_groups, progress, guard.confidence, guard.objective)
     guarded = {**replacements, **{n: fallback[n] for n in kept if n not in chosen}}
-    return guarded, {**summary, "guard_chosen": float(len(chosen)), "guard_kl_fallback": kl["kl_fallback"],
-                     "guard_kl_chosen": kl["kl_chosen"]}
+    return guarded, {**summary, "guard_chosen": float(len(chosen)), "guard_score_fallback": scores["fallback"],
+                     "guard_score_chosen": scores["chosen"]}

@@ -347,7 +347,7 @@ def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements
     after = token_stream(tokenizer, "train", budget.calib_tokens + guard.windows * budget.context)[budget.calib_tokens:]
     windows = [after[s : s + budget.context] for s in range(0, after.numel() - 1, budget.context)]
     guarded, summary = srr_model_guard(model, replacements, stats.input_cov, spec.layer_config(), windows, guard, say)
-    return guarded, summary
+    return guarded, {**summary, "guard_objective": guard.objective}
 
 
 def compress_model(
