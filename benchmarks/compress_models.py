@@ -40,6 +40,7 @@ import torch
 from codesign.compress import registry
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.model import MethodSpec
+from codesign.compress.model_guard import ModelGuardConfig
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names, load_model
 from codesign.llm.long_context import paired_ratio_interval
 
@@ -196,6 +197,8 @@ def _label(r: dict) -> str:
         options = ", ".join(filter(None, (options, tuned)))
     if r.get("e2e_tune"):
         options = ", ".join(filter(None, (options, f"end-to-end tuned {r['e2e_tune']} epochs")))
+    if r.get("guard_objective"):
+        options = options.replace("model-guarded", f"model-guarded on {r['guard_objective'].upper()}")
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -214,6 +217,7 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
             and d.get("e2e_tune", 0) == spec.e2e_tune and bool(d.get("model_guard")) == spec.model_guard
+            and d.get("guard_objective") == (ModelGuardConfig().objective if spec.model_guard else None)
             and d.get("block_objective", "normalized") == spec.block_objective
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks

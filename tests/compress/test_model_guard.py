@@ -10,6 +10,7 @@ from codesign.compress import KMeansConfig, QERConfig, quantize_
 from codesign.compress.linear import QuantizedLinear
 from codesign.compress.model import MethodSpec, collect_statistics
 from codesign.compress.model_guard import ModelGuardConfig, choose_by_model, guard_units, srr_model_guard
+from codesign.llm import swapped
 from tests.compress.next_token import mean_kl, windows
 
 transformers = pytest.importorskip("transformers")
@@ -61,10 +62,45 @@ def test_only_the_units_that_lower_the_model_kl_are_kept():
     fallback = {n: noisy(m, 0.5, 0) if n == hurt else copy.deepcopy(m) for n, m in layers.items()}
     alternative = {n: copy.deepcopy(m) if n == hurt else noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
     data = windows(4)
-    chosen, kl = choose_by_model(model, fallback, alternative, data)
+    chosen, kl = choose_by_model(model, fallback, alternative, data, objective="kl")
     assert chosen == [hurt]
-    assert kl["kl_chosen"] < 1e-3 * kl["kl_fallback"]  # the original model again, up to float16 rounding of the teacher
-    assert kl["kl_fallback"] == pytest.approx(mean_kl(model, fallback, data), rel=1e-2, abs=1e-5)
+    assert kl["chosen"] < 1e-3 * kl["fallback"]  # the original model again, up to float16 rounding of the teacher
+    assert kl["fallback"] == pytest.approx(mean_kl(model, fallback, data), rel=1e-2, abs=1e-5)
+
+
+def sampled_text(model, count=6, length=24, seed=3):
+    """Windows sampled from the model itself: text it predicts well, as a trained model does its training text."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    with torch.no_grad():
+        for _ in range(count):
+            ids = torch.randint(0, 128, (1,), generator=generator)
+            while ids.numel() < length:
+                probs = model(input_ids=ids[None]).logits[0, -1].softmax(-1)
+                ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)])
+            out.append(ids)
+    return out
+
+
+def mean_nll(model, replacements, data):
+    """Mean over windows of the per-token next-token NLL of the window's own text, from the model's logits."""
+    with torch.no_grad(), swapped(model, replacements):
+        return sum(float(torch.nn.functional.cross_entropy(model(input_ids=w[None]).logits[0, :-1], w[1:]))
+                   for w in data) / len(data)
+
+
+def test_the_nll_objective_scores_the_text_itself():
+    model = low_rank_llama()
+    layers = linears(model)
+    hurt = "model.layers.0.mlp.up_proj"
+    fallback = {n: noisy(m, 3.0, 0) if n == hurt else copy.deepcopy(m) for n, m in layers.items()}
+    alternative = {n: copy.deepcopy(m) if n == hurt else noisy(m, 3.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
+    data = sampled_text(model, count=8)
+    chosen, scores = choose_by_model(model, fallback, alternative, data)  # nll, the default
+    assert chosen == [hurt]
+    assert scores["fallback"] == pytest.approx(mean_nll(model, fallback, data), rel=1e-5)
+    assert scores["chosen"] == pytest.approx(mean_nll(model, {}, data), rel=1e-5)  # the original model again
+    assert scores["chosen"] < scores["fallback"]
 
 
 def test_a_unit_is_kept_only_when_it_gains_alone_and_together():
@@ -74,10 +110,10 @@ def test_a_unit_is_kept_only_when_it_gains_alone_and_together():
     fallback = {n: noisy(m, 0.3, i) for i, (n, m) in enumerate(layers.items())}
     alternative = {n: copy.deepcopy(m) if ".mlp." in n else noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
     data = windows(4)
-    chosen, kl = choose_by_model(model, fallback, alternative, data)
+    chosen, kl = choose_by_model(model, fallback, alternative, data, objective="kl")
     base = mean_kl(model, fallback, data)
-    assert chosen and kl["kl_chosen"] < kl["kl_fallback"]
-    assert kl["kl_chosen"] == pytest.approx(mean_kl(model, {**fallback, **{n: alternative[n] for n in chosen}}, data),
+    assert chosen and kl["chosen"] < kl["fallback"]
+    assert kl["chosen"] == pytest.approx(mean_kl(model, {**fallback, **{n: alternative[n] for n in chosen}}, data),
                                             rel=1e-2, abs=1e-5)  # the teacher is kept in float16
     for label, unit in guard_units(list(layers), 3).items():
         alone = mean_kl(model, {**fallback, **{n: alternative[n] for n in unit}}, data)
@@ -92,8 +128,8 @@ def test_the_fallback_stays_when_no_unit_gains():
     layers = linears(model)
     fallback = {n: noisy(m, 0.1, i) for i, (n, m) in enumerate(layers.items())}
     alternative = {n: noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
-    chosen, kl = choose_by_model(model, fallback, alternative, windows(4))
-    assert chosen == [] and kl["kl_chosen"] == kl["kl_fallback"]
+    chosen, kl = choose_by_model(model, fallback, alternative, windows(4), objective="kl")
+    assert chosen == [] and kl["chosen"] == kl["fallback"]
 
 
 def test_srr_model_guard_keeps_srr_only_where_the_model_gains():
@@ -106,7 +142,7 @@ def test_srr_model_guard_keeps_srr_only_where_the_model_gains():
     built = {n: QuantizedLinear.from_linear(m, config, cov[n], kernel="torch") for n, m in layers.items()}
     kept = [n for n, m in built.items() if m.qweight.preserved_rank > 0]
     assert 10 <= len(kept) < len(layers) and "lm_head" not in kept  # the rank-2 parts make SRR keep subspaces
-    guarded, summary = srr_model_guard(model, built, cov, config, data, ModelGuardConfig(windows=8))
+    guarded, summary = srr_model_guard(model, built, cov, config, data, ModelGuardConfig(windows=8, objective="kl"))
     assert summary["guard_layers"] == len(kept)
     chosen = [n for n in kept if guarded[n] is built[n]]
     assert summary["guard_chosen"] == len(chosen) and 0 < len(chosen) < len(kept)  # this model: some, not all
@@ -120,10 +156,10 @@ def test_srr_model_guard_keeps_srr_only_where_the_model_gains():
     everywhere_zero = {**built, **{n: guarded[n] if n not in chosen else
                                    QuantizedLinear.from_linear(layers[n], zero, cov[n], kernel="torch") for n in kept}}
     assert mean_kl(model, guarded, data) < mean_kl(model, everywhere_zero, data)
-    assert summary["guard_kl_chosen"] < summary["guard_kl_fallback"]
+    assert summary["guard_score_chosen"] < summary["guard_score_fallback"]
     # the guard scored the whole quantized model, every layer replaced
-    assert summary["guard_kl_chosen"] == pytest.approx(mean_kl(model, guarded, data), rel=1e-2, abs=1e-5)
-    assert summary["guard_kl_fallback"] == pytest.approx(mean_kl(model, everywhere_zero, data), rel=1e-2, abs=1e-5)
+    assert summary["guard_score_chosen"] == pytest.approx(mean_kl(model, guarded, data), rel=1e-2, abs=1e-5)
+    assert summary["guard_score_fallback"] == pytest.approx(mean_kl(model, everywhere_zero, data), rel=1e-2, abs=1e-5)
 
 
 def test_quantize_with_the_model_guard_replaces_every_linear():
@@ -147,10 +183,10 @@ def test_a_gain_within_the_noise_is_not_taken():
     # the alternative differs from the fallback by a perturbation far smaller than the fallback's own noise
     alternative = {hurt: noisy(fallback[hurt], 0.01, 7)}
     data = windows(6)
-    strict, kl = choose_by_model(model, fallback, alternative, data, confidence=1e6)
-    assert strict == [] and kl["kl_chosen"] == kl["kl_fallback"]
-    loose, kl = choose_by_model(model, fallback, alternative, data, confidence=0.0)
-    assert (loose == [hurt]) == (kl["kl_chosen"] < kl["kl_fallback"])
+    strict, kl = choose_by_model(model, fallback, alternative, data, confidence=1e6, objective="kl")
+    assert strict == [] and kl["chosen"] == kl["fallback"]
+    loose, kl = choose_by_model(model, fallback, alternative, data, confidence=0.0, objective="kl")
+    assert (loose == [hurt]) == (kl["chosen"] < kl["fallback"])
 
 
 def test_quantize_holds_the_guard_windows_aside_from_calibration():
@@ -197,6 +233,8 @@ def test_the_model_guard_needs_a_causal_lm_and_sane_settings():
     for bad in (-1.0, "2", True):
         with pytest.raises(ValueError, match="confidence must be a number"):
             ModelGuardConfig(confidence=bad)
+    with pytest.raises(ValueError, match="objective must be one of nll, kl"):
+        ModelGuardConfig(objective="mse")
     with pytest.raises(ValueError, match="--model-guard chooses SRR's preserved subspaces.*not 'kmeans'"):
         MethodSpec("kmeans", 3, model_guard=True)
     with pytest.raises(ValueError, match="without --sequential"):
