@@ -40,7 +40,6 @@ import torch
 from codesign.compress import registry
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.model import MethodSpec
-from codesign.compress.model_guard import ModelGuardConfig
 from codesign.compress.pipeline import Budget, calibrate, compress_model, linear_names, load_model
 from codesign.llm.long_context import paired_ratio_interval
 
@@ -140,7 +139,7 @@ def _rank(r: dict):
 
 
 EF_FLAGS = {"act": "act_order", "seq": "sequential", "search": "scale_search", "refit": "refit_scales",
-             "wbook": "weighted_codebook", "mguard": "model_guard"}
+             "wbook": "weighted_codebook"}
 
 
 def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, group_size: int = 64) -> MethodSpec:
@@ -148,7 +147,7 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
 
     The error-feedback flags: act (act order), seq (sequential calibration), search (group scale search),
     refit or refitN (least-squares group scales after the feedback; N rounds of both), wbook (Hessian-diagonal-
-    weighted k-means levels), mguard (srr: the whole-model guard), tuneN (N epochs of block-wise scale tuning,
+    weighted k-means levels), mguard or mguardkl (srr: the whole-model guard on NLL or KL), tuneN (N epochs of block-wise scale tuning,
     sequential; with mse on the plain squared error), e2eN (N epochs of end-to-end distillation of the scales,
     last), e.g. "kmeans+ef-act-refit3".
     """
@@ -164,6 +163,8 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
     flags = [f for f in flags if not (f[:4] == "tune" and f[4:].isdigit() and int(f[4:]) > 0)]
     e2e = [int(f[3:]) for f in flags if f[:3] == "e2e" and f[3:].isdigit() and int(f[3:]) > 0]
     flags = [f for f in flags if not (f[:3] == "e2e" and f[3:].isdigit() and int(f[3:]) > 0)]
+    guard = "kl" if "mguardkl" in flags else "nll" if "mguard" in flags else ""
+    flags = [f for f in flags if f not in ("mguard", "mguardkl")]
     objective = "mse" if "mse" in flags else "normalized"
     flags = [f for f in flags if f != "mse"]
     if head not in ("", "winq", "ef") or (flags and head != "ef") or any(f not in EF_FLAGS for f in flags) \
@@ -179,7 +180,7 @@ def row_spec(row: str, bits: int, qat_steps: int, qat_lr: float | None = None, g
         raise SystemExit(f"row {row!r}: +winq applies to the QAT methods")
     return dataclasses.replace(spec, error_feedback=head == "ef", refit_rounds=rounds[0] if rounds else 1,
                                block_tune=epochs[0] if epochs else 0, block_objective=objective,
-                               e2e_tune=e2e[0] if e2e else 0,
+                               e2e_tune=e2e[0] if e2e else 0, model_guard=guard,
                                **{EF_FLAGS[f]: True for f in flags})
 
 
@@ -188,8 +189,7 @@ def _label(r: dict) -> str:
     group = f", group {r['group_size']}" if r.get("group_size", 64) != 64 else ""
     group += ", axis 0" if r.get("hqq_axis") == 0 else ""
     named = (("act_order", "act order"), ("sequential", "sequential"), ("scale_search", "scale search"),
-             ("refit_scales", "scales refitted"), ("weighted_codebook", "weighted codebook"),
-             ("model_guard", "model-guarded"))
+             ("refit_scales", "scales refitted"), ("weighted_codebook", "weighted codebook"))
     options = ", ".join(label + (f" in {r['refit_rounds']} rounds" if key == "refit_scales" and r.get("refit_rounds", 1) > 1
                                  else "") for key, label in named if r.get(key))
     if r.get("block_tune"):
@@ -197,8 +197,9 @@ def _label(r: dict) -> str:
         options = ", ".join(filter(None, (options, tuned)))
     if r.get("e2e_tune"):
         options = ", ".join(filter(None, (options, f"end-to-end tuned {r['e2e_tune']} epochs")))
-    if r.get("guard_objective"):
-        options = options.replace("model-guarded", f"model-guarded on {r['guard_objective'].upper()}")
+    if r.get("model_guard"):
+        guard = r.get("guard_objective", r["model_guard"])  # (rows of the first runs stored True and the objective apart)
+        options = ", ".join(filter(None, (options, f"model-guarded on {guard.upper()}")))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
     return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
@@ -216,8 +217,8 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
             and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
             and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
             and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
-            and d.get("e2e_tune", 0) == spec.e2e_tune and bool(d.get("model_guard")) == spec.model_guard
-            and d.get("guard_objective") == (ModelGuardConfig().objective if spec.model_guard else None)
+            and d.get("e2e_tune", 0) == spec.e2e_tune
+            and (d.get("guard_objective", "") if d.get("model_guard") else "") == spec.model_guard
             and d.get("block_objective", "normalized") == spec.block_objective
             and d.get("steps") == spec.steps and d.get("lr") == spec.lr and d.get("group_size", 64) == spec.group_size
             and d["bits"] == bits and d.get("blocks") == blocks

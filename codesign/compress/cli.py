@@ -179,9 +179,10 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
                    help="int, int-asym or kmeans on a causal LM: then tune every layer's group scales (and k-means "
                         "levels) together to the original's next-token distribution on the calibration text for "
                         "EPOCHS passes (default 4)")
-    p.add_argument("--model-guard", action="store_true",
+    p.add_argument("--model-guard", nargs="?", const="nll", default="", metavar="OBJECTIVE",
                    help="srr on a causal LM: keep SRR's preserved subspaces only in the groups of layers where the "
-                        "whole model's next-token KL to the original falls on calibration text (scaled QER elsewhere)")
+                        "whole model gains on text held aside from calibration, in next-token NLL (default) or KL "
+                        "to the original (scaled QER elsewhere)")
     p.add_argument("--out", required=True, help="output folder (refused if it holds anything codesign did not write; see --force)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier `codesign compress` result in --out (only what codesign wrote there)")

@@ -75,8 +75,9 @@ class MethodSpec:
     e2e_tune: epochs of end-to-end distillation of every layer's stored group scales (and k-means levels) to
     the original model's next-token distribution, after everything above (codesign.compress.e2e_tune; 0: off);
     scalar grids (int, int-asym, kmeans) of a causal LM.
-    model_guard: srr on a causal LM: keep SRR's preserved subspaces only in the units of layers where the whole
-    model's next-token KL to the original gains on calibration windows (codesign.compress.model_guard).
+    model_guard: srr on a causal LM: "" (off), or the objective ("nll" or "kl") on which the whole model must gain,
+    on text held aside from calibration, for a unit of layers to keep SRR's preserved subspaces
+    (codesign.compress.model_guard).
     """
 
     method: str
@@ -96,9 +97,11 @@ class MethodSpec:
     block_tune: int = 0
     block_objective: str = "normalized"
     e2e_tune: int = 0
-    model_guard: bool = False
+    model_guard: str = ""
 
     def __post_init__(self) -> None:
+        if self.model_guard not in ("", "nll", "kl"):
+            raise ValueError(f"--model-guard takes nll or kl, got {self.model_guard!r}")
         if self.model_guard and (self.method != "srr" or self.sequential or self.block_tune):
             raise ValueError("--model-guard chooses SRR's preserved subspaces: it applies to srr without --sequential"
                              + ("" if self.method == "srr" else f", not {self.method!r}"))

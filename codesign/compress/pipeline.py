@@ -342,7 +342,7 @@ def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements
 
     from codesign.llm import token_stream
 
-    guard = ModelGuardConfig()
+    guard = ModelGuardConfig(objective=spec.model_guard)
     # the train text right after the calibration tokens: no quantizer calibrated on it
     after = token_stream(tokenizer, "train", budget.calib_tokens + guard.windows * budget.context)[budget.calib_tokens:]
     windows = [after[s : s + budget.context] for s in range(0, after.numel() - 1, budget.context)]

@@ -236,6 +236,8 @@ def test_the_model_guard_needs_a_causal_lm_and_sane_settings():
     with pytest.raises(ValueError, match="objective must be one of nll, kl"):
         ModelGuardConfig(objective="mse")
     with pytest.raises(ValueError, match="--model-guard chooses SRR's preserved subspaces.*not 'kmeans'"):
-        MethodSpec("kmeans", 3, model_guard=True)
+        MethodSpec("kmeans", 3, model_guard="nll")
     with pytest.raises(ValueError, match="without --sequential"):
-        MethodSpec("srr", 3, model_guard=True, sequential=True)
+        MethodSpec("srr", 3, model_guard="kl", sequential=True)
+    with pytest.raises(ValueError, match="--model-guard takes nll or kl"):
+        MethodSpec("srr", 3, model_guard="mse")

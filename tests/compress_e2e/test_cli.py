@@ -37,6 +37,7 @@ def _error(capsys, argv) -> str:
     (["minilm", "--method", "kmeans", "--bits", "3", "--e2e-tune", "1"], "minilm is a sentence encoder"),
     (["minilm", "--method", "qer-scaled", "--bits", "3", "--model-guard"], "it applies to srr"),
     (["minilm", "--method", "srr", "--bits", "3", "--model-guard"], "minilm is a sentence encoder"),
+    (["minilm", "--method", "srr", "--bits", "3", "--model-guard", "mse"], "--model-guard takes nll or kl"),
 ])
 def test_bad_model_method_bits(capsys, tmp_path, args, message):
     out = tmp_path / "out"
@@ -146,7 +147,8 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
     srr = ["--method", "srr", "--bits", "2", "--rank", "8"]
     assert main(argv[:2] + srr + argv[6:-3] + ["--model-guard", "--out", str(guarded), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["model_guard"] and report["guard_chosen"] <= report["guard_layers"] and report["layers"] == 14
+    assert report["model_guard"] == report["guard_objective"] == "nll" and report["layers"] == 14
+    assert report["guard_chosen"] <= report["guard_layers"]
     assert "model guard: " in format_report(report)
     assert len(compressed_layers(load_compressed(guarded))) == 14
     line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
