@@ -54,13 +54,22 @@ def test_units_group_one_kind_within_a_span_of_the_depth():
     assert list(guard_units(names[:2], depth_groups=5)) == ["q_proj in blocks 0-0", "o_proj in blocks 0-0"]
 
 
+HURT = "model.layers.0.mlp.up_proj"
+
+
+def one_repair(model, hurt_noise, other_noise):
+    """Fallback exact but for HURT; the alternative repairs HURT and is noisy everywhere else."""
+    layers = linears(model)
+    fallback = {n: noisy(m, hurt_noise, 0) if n == HURT else copy.deepcopy(m) for n, m in layers.items()}
+    alternative = {n: copy.deepcopy(m) if n == HURT else noisy(m, other_noise, 100 + i)
+                   for i, (n, m) in enumerate(layers.items())}
+    return fallback, alternative
+
+
 def test_only_the_units_that_lower_the_model_kl_are_kept():
     model = low_rank_llama()
-    layers = linears(model)
-    hurt = "model.layers.0.mlp.up_proj"
-    # the fallback is exact but for one layer; the alternative repairs that layer and is much noisier elsewhere
-    fallback = {n: noisy(m, 0.5, 0) if n == hurt else copy.deepcopy(m) for n, m in layers.items()}
-    alternative = {n: copy.deepcopy(m) if n == hurt else noisy(m, 1.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
+    hurt = HURT
+    fallback, alternative = one_repair(model, 0.5, 1.0)
     data = windows(4)
     chosen, kl = choose_by_model(model, fallback, alternative, data, objective="kl")
     assert chosen == [hurt]
@@ -91,10 +100,8 @@ def mean_nll(model, replacements, data):
 
 def test_the_nll_objective_scores_the_text_itself():
     model = low_rank_llama()
-    layers = linears(model)
-    hurt = "model.layers.0.mlp.up_proj"
-    fallback = {n: noisy(m, 3.0, 0) if n == hurt else copy.deepcopy(m) for n, m in layers.items()}
-    alternative = {n: copy.deepcopy(m) if n == hurt else noisy(m, 3.0, 100 + i) for i, (n, m) in enumerate(layers.items())}
+    hurt = HURT
+    fallback, alternative = one_repair(model, 3.0, 3.0)
     data = sampled_text(model, count=8)
     chosen, scores = choose_by_model(model, fallback, alternative, data)  # nll, the default
     assert chosen == [hurt]
