@@ -25,8 +25,7 @@ from codesign.compress.gptq import ErrorFeedbackConfig
 from codesign.compress.integer import AsymIntConfig, IntConfig
 from codesign.compress.kmeans import KMeansConfig
 from codesign.compress.linear import QuantizedLinear
-from codesign.compress.model_guard import ModelGuardConfig, srr_model_guard
-from codesign.compress.qer import QERConfig
+from codesign.compress.model_guard import ModelGuardConfig, check_guarded_config, srr_model_guard
 from codesign.compress.registry import needs_covariance, quantizer_for
 from codesign.compress.sequential import sequential_replacements
 
@@ -167,7 +166,7 @@ def quantize_(
     e2e_tune: then tune every new layer's group scales to the original's next-token distribution on the
     calibration token ids (codesign.compress.e2e_tune; a transformers causal LM, scalar grids);
     model_guard: SRR (QERConfig('srr')) on a causal LM: keep its preserved subspaces only in the groups of layers
-    where the model's next-token KL to the original falls on the last calibration sequences (up to
+    where the model gains (next-token NLL or KL to the original) on the last calibration sequences (up to
     model_guard.windows, at most half), which are then held aside from the covariances (codesign.compress.model_guard).
     """
     quantizer_for(config)  # an unregistered config fails before any work
@@ -181,10 +180,10 @@ def quantize_(
         raise ValueError("block_tune applies to error feedback on a scalar grid (IntConfig, AsymIntConfig, KMeansConfig), "
                          f"not {type(config).__name__}")
     windows: list[torch.Tensor] = []
-    if model_guard is not None and not (isinstance(config, QERConfig) and config.method == "srr"
-                                        and config.preserved_rank is None and not sequential):
-        raise ValueError("model_guard chooses SRR's preserved subspaces: it applies to QERConfig('srr') with "
-                         "preserved_rank=None, not sequential")
+    if model_guard is not None:
+        check_guarded_config(config)
+        if sequential:
+            raise ValueError("model_guard chooses between layers built from one set of covariances: not sequential")
     if e2e_tune is not None or model_guard is not None:
         calibration = list(_batches(calibration)) if calibration is not None else None  # read twice: a generator once
         windows = (_e2e_windows(model, config, calibration) if e2e_tune is not None

@@ -19,7 +19,6 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -27,16 +26,16 @@ from codesign.compress.linear import QuantizedLinear
 from codesign.compress.qer import QERConfig
 from codesign.compress.qtensor import LowRankQuantizedWeight
 from codesign.llm import swapped
-from codesign.llm.perplexity import next_token_kl, next_token_log_probs, next_token_nll
+from codesign.llm.perplexity import next_token_kl, next_token_log_probs, window_mean_nll
 
 OBJECTIVES = ("nll", "kl")
 
-__all__ = ["OBJECTIVES", "ModelGuardConfig", "guard_units", "choose_by_model", "srr_model_guard"]
+__all__ = ["OBJECTIVES", "ModelGuardConfig", "check_guarded_config", "guard_units", "choose_by_model", "srr_model_guard"]
 
 
 @dataclass(frozen=True)
 class ModelGuardConfig:
-    """windows: token windows the KL is measured on, held aside from calibration; depth_groups: spans of the depth
+    """windows: token windows the objective is measured on, held aside from calibration; depth_groups: spans of the depth
     a unit covers; confidence: standard errors of the paired per-window difference a gain must exceed;
     objective: "nll", the windows' own next-token negative log-likelihood (what perplexity measures), or "kl",
     KL(original ‖ quantized) of the next-token distribution."""
@@ -55,6 +54,13 @@ class ModelGuardConfig:
             raise ValueError(f"model guard confidence must be a number >= 0, got {self.confidence!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"model guard objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+
+
+def check_guarded_config(config: object) -> None:
+    """ValueError unless config is SRR choosing its own preserved rank (what the guard chooses between)."""
+    if not (isinstance(config, QERConfig) and config.method == "srr" and config.preserved_rank is None):
+        raise ValueError("the model guard chooses SRR's preserved rank: it applies to QERConfig('srr') "
+                         "with preserved_rank=None")
 
 
 def _depth_index(name: str) -> int:
@@ -85,9 +91,9 @@ def choose_by_model(
     confidence: float = 2.0,
     objective: str = "nll",
 ) -> tuple[list[str], dict[str, float]]:
-    """The layers of `alternative` to take instead of `fallback` by the whole model's KL to the original on windows.
+    """The layers of `alternative` to take instead of `fallback` by the whole model's objective on windows.
 
-    model holds its original modules (the teacher); fallback: every replaced layer (the model is scored with
+    model holds its original modules (the teacher of "kl"); fallback: every replaced layer (the model is scored with
     all of them swapped in); alternative: the layers with a second choice. Returns the chosen names and the
     mean objective (per window, then over windows) of the fallback everywhere and of the choice.
     """
@@ -104,9 +110,7 @@ def choose_by_model(
     def window_score(window: torch.Tensor, i: int) -> float:
         if objective == "kl":
             return float(next_token_kl(model, window, teacher[i]))
-        body: Any = model.base_model  # a transformers model's decoder, without the head
-        hidden = body(input_ids=window[None]).last_hidden_state[0, :-1]
-        return float(next_token_nll(model, hidden, window[1:]).mean())
+        return window_mean_nll(model, window)
 
     def score(chosen: Sequence[str]) -> torch.Tensor:
         with torch.no_grad(), swapped(model, {**fallback, **{n: alternative[n] for n in chosen}}):
@@ -115,7 +119,7 @@ def choose_by_model(
     def gains(trial: torch.Tensor, against: torch.Tensor) -> bool:
         diff = trial - against
         spread = float(diff.std()) / len(diff) ** 0.5 if len(diff) > 1 else 0.0
-        return float(diff.mean()) < -confidence * spread and float(diff.mean()) < 0
+        return float(diff.mean()) < -confidence * spread  # confidence and spread >= 0: a gain is a fall
 
     best = base = score([])
     say(f"{objective} with the fallback everywhere {float(base.mean()):.4f}")
@@ -151,11 +155,9 @@ def srr_model_guard(
     (guard_layers: layers where SRR kept k > 0; guard_chosen: those that keep it; guard_score_*: the objective's
     mean with scaled QER in all of them and with the choice).
     """
-    if not (isinstance(config, QERConfig) and config.method == "srr" and config.preserved_rank is None):
-        raise ValueError("the model guard chooses SRR's preserved rank: it applies to QERConfig('srr') "
-                         "with preserved_rank=None")
+    check_guarded_config(config)
     if len(windows) < 1:
-        raise ValueError("the model guard needs at least one calibration window")
+        raise ValueError("the model guard needs at least one window to score on")
     kept = [n for n, m in replacements.items()
             if isinstance(m, QuantizedLinear) and isinstance(m.qweight, LowRankQuantizedWeight) and m.qweight.preserved_rank > 0]
     summary = {"guard_layers": float(len(kept)), "guard_chosen": 0.0}

@@ -312,7 +312,7 @@ def compress_sequentially(name: str, model: torch.nn.Module, tokenizer, spec: Me
 def _tune_end_to_end(name: str, model: torch.nn.Module, tokenizer, spec: MethodSpec,
                      replacements: dict[str, torch.nn.Module], budget: Budget, verbose: bool) -> dict:
     """Distil the original's next-token distribution into the replacements' stored scales on the calibration text."""
-    windows = _calibration_windows(tokenizer, budget)
+    windows = _train_windows(tokenizer, 0, budget.calib_tokens, budget.context)
     start = time.perf_counter()
 
     def say(line: str) -> None:
@@ -323,12 +323,12 @@ def _tune_end_to_end(name: str, model: torch.nn.Module, tokenizer, spec: MethodS
     return {"e2e_holdout_kl_before": result["holdout_before"], "e2e_holdout_kl_after": result["holdout_after"]}
 
 
-def _calibration_windows(tokenizer, budget: Budget) -> list:
-    """The calibration text as windows of budget.context token ids (what end-to-end tuning and the model guard see)."""
+def _train_windows(tokenizer, first: int, count: int, context: int) -> list:
+    """Train-split tokens first .. first + count as windows of `context` token ids (a last one of 1 token dropped)."""
     from codesign.llm import token_stream
 
-    tokens = token_stream(tokenizer, "train", budget.calib_tokens)
-    return [tokens[s : s + budget.context] for s in range(0, tokens.numel() - 1, budget.context)]
+    tokens = token_stream(tokenizer, "train", first + count)[first:]
+    return [tokens[s : s + context] for s in range(0, tokens.numel() - 1, context)]
 
 
 def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements: dict[str, torch.nn.Module],
@@ -340,12 +340,9 @@ def _guard_srr(model: torch.nn.Module, tokenizer, spec: MethodSpec, replacements
         if verbose:
             print(f"  model guard: {line} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
 
-    from codesign.llm import token_stream
-
     guard = ModelGuardConfig(objective=spec.model_guard)
     # the train text right after the calibration tokens: no quantizer calibrated on it
-    after = token_stream(tokenizer, "train", budget.calib_tokens + guard.windows * budget.context)[budget.calib_tokens:]
-    windows = [after[s : s + budget.context] for s in range(0, after.numel() - 1, budget.context)]
+    windows = _train_windows(tokenizer, budget.calib_tokens, guard.windows * budget.context, budget.context)
     guarded, summary = srr_model_guard(model, replacements, stats.input_cov, spec.layer_config(), windows, guard, say)
     return guarded, {**summary, "guard_objective": guard.objective}
 
@@ -397,11 +394,10 @@ def compress_model(
     if spec.model_guard:  # the model still holds its original linears: the reference
         replacements, training = _guard_srr(model, tokenizer, spec, replacements, stats, budget,
                                             verbose=progress is not None)
-        seconds = {r.name: r.seconds for r in reports}
-        reports = layer_reports({n: modules[n] for n in names}, {n: (replacements[n], seconds[n]) for n in names}, stats)
     if spec.e2e_tune:  # the model still holds its original linears: the teacher
         training = _tune_end_to_end(name, model, tokenizer, spec, replacements, budget, verbose=progress is not None)
-        seconds = {r.name: r.seconds for r in reports}  # the errors are of the tuned weights (sequential: no covariances)
+    if spec.model_guard or spec.e2e_tune:
+        seconds = {r.name: r.seconds for r in reports}  # the errors are of the final weights (sequential: no covariances)
         reports = layer_reports({n: modules[n] for n in names}, {n: (replacements[n], seconds[n]) for n in names}, stats)
     total_seconds = time.perf_counter() - start
     n_weights = sum(r.shape[0] * r.shape[1] for r in reports)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PerplexityResult", "perplexity", "next_token_nll", "next_token_log_probs", "next_token_kl", "logit_chunks"]
+__all__ = ["PerplexityResult", "perplexity", "next_token_nll", "next_token_log_probs", "next_token_kl", "window_mean_nll",
+           "logit_chunks"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,12 @@ def next_token_kl(model: torch.nn.Module, window: torch.Tensor, teacher: torch.T
     student = next_token_log_probs(model, window)
     teacher = teacher.float()
     return (teacher.exp() * (teacher - student)).sum(-1).mean()
+
+
+def window_mean_nll(model: torch.nn.Module, window: torch.Tensor, logit_rows: int = 128) -> float:
+    """Mean next-token NLL (nats) of a window's tokens 1..T-1 given the tokens before them in the window."""
+    total, count = _window_nll(model, window, 0, logit_rows)
+    return total / count
 
 
 def _window_nll(model: torch.nn.Module, window: torch.Tensor, first_scored: int, logit_rows: int) -> tuple[float, int]:
