@@ -4,8 +4,10 @@ A command never writes straight into its output folder. It checks the folder bef
 starts, writes into a partial sibling (``.<name>.codesign-partial``) and moves the result into
 place only when it succeeds, with a manifest (``codesign-output.json``) listing what it wrote.
 So an interrupted or failed run leaves the previous result as it was, and ``--force`` can
-replace exactly what codesign wrote there before: never a file or folder it did not write, never
-the working directory, never a plain file given as ``--out``.
+replace exactly what codesign wrote there before: never a file or folder it did not write (also
+not one the user added inside a folder codesign made, such as a constraints file in ``rtl/``),
+never the working directory, never a plain file given as ``--out``. The manifest lists every
+file of the result, so what the user added is told apart from what codesign wrote file by file.
 """
 
 from __future__ import annotations
@@ -40,9 +42,14 @@ def read_manifest(folder: Path) -> dict | None:
     return data
 
 
-def _write_manifest(folder: Path, command: str | None, entries: dict[str, str], derived: Iterable[str] = ()) -> None:
-    data = {"format": _FORMAT, "command": command, "entries": dict(sorted(entries.items())),
-            "derived": sorted(set(derived)), "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+def _write_manifest(folder: Path, command: str | None, entries: dict[str, str], derived: Iterable[str] = (),
+                    files: Iterable[str] | None = ()) -> None:
+    """Write the manifest atomically; ``files`` None keeps an older manifest's form (no file list)."""
+    data: dict[str, Any] = {"format": _FORMAT, "command": command, "entries": dict(sorted(entries.items())),
+                            "derived": sorted(set(derived))}
+    if files is not None:
+        data["files"] = sorted(set(files))
+    data["written"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     tmp = folder / f".{MANIFEST_NAME}.tmp"
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, folder / MANIFEST_NAME)
@@ -67,6 +74,110 @@ def _probe_writable(folder: Path, option: str) -> None:
         probe.unlink()
     except OSError as exc:
         raise PermissionError(f"{option} {folder}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _leaves(root: Path) -> list[str]:
+    """Relative POSIX paths of every file, link and empty folder under root (links are leaves, never followed)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath)
+        rel = base.relative_to(root)
+        links = [d for d in dirnames if (base / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if d not in links]
+        names = filenames + links
+        if base != root and not dirnames and not names:
+            found.append(rel.as_posix())
+        found.extend((rel / name).as_posix() for name in names)
+    return found
+
+
+def _ancestors(rel: str) -> list[str]:
+    """'a/b/c' -> ['a', 'a/b']."""
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _under(rel: str, folders: Iterable[str]) -> bool:
+    return any(rel == f or rel.startswith(f + "/") for f in folders)
+
+
+class _Ownership:
+    """Which paths of a result folder codesign wrote, read from its manifest once.
+
+    A path is codesign's when the manifest lists it, when it lies under a derived folder (one that
+    tools run on the output fill later, e.g. ``rtl/cosim``), or, for a manifest written before
+    files were listed, when it lies in a top-level entry and is not newer than the manifest.
+    Everything else is the user's and is never removed or replaced.
+    """
+
+    def __init__(self, folder: Path, manifest: dict, derived: Iterable[str]):
+        self.folder = folder
+        self.entries = set(manifest.get("entries", {}))
+        self.derived = set(manifest.get("derived", [])) | set(derived)
+        listed = manifest.get("files")
+        self.files = set(listed) if isinstance(listed, list) else None
+        try:
+            self.since = (folder / MANIFEST_NAME).stat().st_mtime + 2.0
+        except OSError:
+            self.since = 0.0
+
+    def __call__(self, rel: str) -> bool:
+        top = rel.split("/", 1)[0]
+        if rel == MANIFEST_NAME or _under(rel, self.derived) or rel in self.entries:
+            return True
+        if self.files is not None:
+            return rel in self.files
+        if top not in self.entries:
+            return False
+        try:
+            return (self.folder / rel).lstat().st_mtime <= self.since
+        except OSError:
+            return True
+
+
+def _clash(written: Iterable[str], user: Iterable[str], folder: Path) -> str | None:
+    """The first user path that the new result would replace (same path, or a file where a folder goes)."""
+    user_set = set(user)
+    written_set = set(written)
+    for rel in sorted(written_set):
+        if rel in user_set:
+            return rel
+        for above in _ancestors(rel):
+            if above in user_set and not (folder / above).is_dir():
+                return above
+    for rel in sorted(user_set):
+        for above in _ancestors(rel):
+            if above in written_set:
+                return rel
+    return None
+
+
+def _remove_leaves(folder: Path, leaves: Iterable[str]) -> None:
+    """Remove the given leaves under folder, then every folder they leave empty (never one holding other files)."""
+    parents: set[str] = set()
+    for rel in leaves:
+        path = folder / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        parents.update(_ancestors(rel))
+    for rel in sorted(parents, key=lambda r: r.count("/"), reverse=True):
+        try:
+            (folder / rel).rmdir()
+        except OSError:
+            pass  # still holds the user's files
+
+
+def _merge(source: Path, destination: Path) -> None:
+    """Move every leaf of source into destination, making the folders between; nothing there is replaced."""
+    for rel in _leaves(source):
+        src, dst = source / rel, destination / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir() and not src.is_symlink():
+            dst.mkdir(exist_ok=True)
+        else:
+            os.replace(src, dst)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -103,7 +214,9 @@ class OutputFolder:
         self.target = Path(target)
         self.command, self.force, self.resumable, self.option = command, force, resumable, option
         self.expected, self.derived = tuple(expected), tuple(derived)
-        self.partial = self.target.parent / f".{self.target.name}{_PARTIAL_SUFFIX}"
+        # a link to a folder is written through: the partial folder goes beside the real one (one file system)
+        self._place = self.target.resolve() if self.target.is_symlink() and self.target.is_dir() else self.target
+        self.partial = self._place.parent / f".{self._place.name}{_PARTIAL_SUFFIX}"
         self.previous: dict | None = None  # the manifest of the result this run replaces
         self._check()
 
@@ -111,6 +224,9 @@ class OutputFolder:
     def _check(self) -> None:
         target, option = self.target, self.option
         _refuse_special(target, option)
+        if target.is_symlink() and not target.exists():
+            raise FileExistsError(f"{option} {target} is a broken link (to {os.readlink(target)}); "
+                                  "remove it or give another folder")
         if target.exists() and not target.is_dir():
             raise FileExistsError(f"{option} {target} is a file, not a folder; give a folder "
                                   "(codesign never replaces a file given as an output folder)")
@@ -170,31 +286,47 @@ class OutputFolder:
 
     def commit(self) -> Path:
         """Put the result in place (replacing only what codesign wrote there before); returns the target."""
-        partial, target = self.partial, self.target
-        (partial / _OWNER_FILE).unlink(missing_ok=True)
-        written = {p.name: self.command for p in partial.iterdir() if p.name != MANIFEST_NAME}
+        partial, target, owner = self.partial, self._place, self.partial / _OWNER_FILE
+        written = [r for r in _leaves(partial) if r not in (_OWNER_FILE, MANIFEST_NAME)]
+        entries = {r.split("/", 1)[0]: self.command for r in written}
         if not target.exists():
-            _write_manifest(partial, self.command, written, self.derived)
-            os.replace(partial, target)
-            return target
+            _write_manifest(partial, self.command, entries, self.derived, written)
+            owner.unlink(missing_ok=True)
+            try:
+                os.replace(partial, target)
+            except OSError:
+                owner.write_text(f"{os.getpid()}\n")  # still ours: the next run may clear it
+                raise
+            return self.target
         previous = read_manifest(target) or {"entries": {}, "derived": []}
-        ours = set(previous["entries"]) | set(previous.get("derived", []))
-        clash = sorted(n for n in written if (target / n).exists() and n not in ours)
-        if clash:
-            (partial / _OWNER_FILE).write_text(f"{os.getpid()}\n")
-            raise FileExistsError(f"{target / clash[0]} was not written by codesign; the new result is left in {partial}")
+        ours = _Ownership(target, previous, self.derived)
+        present = _leaves(target)
+        replaced = [r for r in present if ours(r)]
+        user = [r for r in present if not ours(r)]
+        clash = _clash(written, user, target)
+        if clash is not None:
+            raise FileExistsError(f"{target / clash} was not written by codesign; the new result is left in {partial}")
+        # Name both results first, so that an interruption below never makes codesign's files look like the user's.
+        _write_manifest(target, self.command, {**previous["entries"], **entries},
+                        [*previous.get("derived", []), *self.derived], [*replaced, *written])
+        user_tops = {r.split("/", 1)[0] for r in user}
         old = target.parent / f".{target.name}{_OLD_SUFFIX}"
         shutil.rmtree(old, ignore_errors=True)
         old.mkdir()
-        for name in sorted(ours | {MANIFEST_NAME}):
-            if (target / name).exists() or (target / name).is_symlink():
+        for name in sorted({r.split("/", 1)[0] for r in replaced} - {MANIFEST_NAME}):
+            if name in user_tops:  # a folder that also holds the user's files: only codesign's leave it
+                _remove_leaves(target, [r for r in replaced if r.split("/", 1)[0] == name])
+            elif (target / name).exists() or (target / name).is_symlink():
                 os.replace(target / name, old / name)
-        for name in written:
-            os.replace(partial / name, target / name)
-        _write_manifest(target, self.command, written, self.derived)
+        for name in sorted(entries):
+            if (target / name).is_dir() and not (target / name).is_symlink():
+                _merge(partial / name, target / name)
+            else:
+                os.replace(partial / name, target / name)
+        _write_manifest(target, self.command, entries, self.derived, written)
         shutil.rmtree(old, ignore_errors=True)
         shutil.rmtree(partial, ignore_errors=True)
-        return target
+        return self.target
 
     def discard(self) -> None:
         """Remove the partial result (the previous result, if any, is untouched)."""
@@ -248,8 +380,10 @@ class OutputFile:
         manifest = read_manifest(folder)
         entries = dict(manifest["entries"]) if manifest else {}
         entries[self.path.name] = self.command
+        listed = manifest.get("files") if manifest else []
+        files = [*listed, self.path.name] if isinstance(listed, list) else None
         _write_manifest(folder, manifest.get("command") if manifest else None, entries,
-                        manifest.get("derived", []) if manifest else ())
+                        manifest.get("derived", []) if manifest else (), files)
         return self.path
 
     @contextmanager

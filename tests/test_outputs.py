@@ -44,6 +44,105 @@ def test_force_replaces_only_what_codesign_wrote(tmp_path):
     assert (out / "a.txt").read_text() == "new" and (out / "notes.txt").read_text() == "mine"
 
 
+def _write_tree(folder: OutputFolder, files: dict[str, str]) -> Path:
+    with folder.writing() as work:
+        for rel, text in files.items():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+    return folder.target
+
+
+def test_force_keeps_files_the_user_added_inside_generated_folders(tmp_path):
+    out = _write_tree(OutputFolder(tmp_path / "o", "build"),
+                      {"rtl/top.sv": "old", "rtl/old_only.sv": "old", "firmware/a.cpp": "old", "gone/x.txt": "old"})
+    (out / "rtl" / "my_pins.xdc").write_text("pins")
+    (out / "firmware" / "extra").mkdir()
+    (out / "firmware" / "extra" / "my_extra.cpp").write_text("mine")
+    (out / "rtl" / "constraints").mkdir()  # an empty folder of the user's
+    _write_tree(OutputFolder(out, "build", force=True), {"rtl/top.sv": "new", "firmware/a.cpp": "new"})
+    assert (out / "rtl" / "my_pins.xdc").read_text() == "pins"
+    assert (out / "firmware" / "extra" / "my_extra.cpp").read_text() == "mine"
+    assert (out / "rtl" / "constraints").is_dir()
+    assert (out / "rtl" / "top.sv").read_text() == "new" and (out / "firmware" / "a.cpp").read_text() == "new"
+    assert not (out / "rtl" / "old_only.sv").exists() and not (out / "gone").exists()  # codesign's own stale files go
+    assert read_manifest(out)["files"] == ["firmware/a.cpp", "rtl/top.sv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]  # nothing left beside it
+    _write_tree(OutputFolder(out, "build", force=True), {"rtl/top.sv": "newer"})  # and again: still the user's
+    assert (out / "rtl" / "my_pins.xdc").read_text() == "pins" and not (out / "firmware" / "a.cpp").exists()
+    assert (out / "firmware" / "extra" / "my_extra.cpp").read_text() == "mine"
+
+
+def test_a_user_file_where_the_new_result_writes_is_refused_and_kept(tmp_path):
+    out = _write_tree(OutputFolder(tmp_path / "o", "build"), {"rtl/top.sv": "old"})
+    (out / "rtl" / "new.sv").write_text("mine")  # the next result writes rtl/new.sv
+    (out / "firmware").write_text("a file where the new result makes a folder")
+    for files in ({"rtl/top.sv": "new", "rtl/new.sv": "new"}, {"rtl/top.sv": "new", "firmware/a.cpp": "new"}):
+        folder = OutputFolder(out, "build", force=True)
+        with pytest.raises(FileExistsError, match="not written by codesign"):
+            _write_tree(folder, files)
+        folder.discard()
+    assert (out / "rtl" / "new.sv").read_text() == "mine" and (out / "rtl" / "top.sv").read_text() == "old"
+    assert (out / "firmware").read_text().startswith("a file")
+
+
+def test_derived_folders_inside_the_result_are_codesigns(tmp_path):
+    out = _write_tree(OutputFolder(tmp_path / "o", "build", derived=("rtl/cosim",)), {"rtl/top.sv": "old"})
+    (out / "rtl" / "cosim" / "sim_build").mkdir(parents=True)  # written later by `codesign sim`
+    (out / "rtl" / "cosim" / "sim_build" / "Vtop").write_text("binary")
+    (out / "rtl" / "my_pins.xdc").write_text("pins")
+    _write_tree(OutputFolder(out, "build", force=True, derived=("rtl/cosim",)), {"rtl/top.sv": "new"})
+    assert not (out / "rtl" / "cosim").exists() and (out / "rtl" / "my_pins.xdc").read_text() == "pins"
+
+
+def test_a_result_from_before_the_file_list_keeps_files_added_after_it(tmp_path):
+    out = _write_tree(OutputFolder(tmp_path / "o", "build"), {"rtl/top.sv": "old", "report.json": "{}"})
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    del manifest["files"]  # as written by an earlier codesign
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    past = time.time() - 3600
+    for path in (out / "rtl" / "top.sv", out / "report.json", out / MANIFEST_NAME):
+        os.utime(path, (past, past))
+    (out / "rtl" / "my_pins.xdc").write_text("pins")  # added after that build
+    _write_tree(OutputFolder(out, "build", force=True), {"rtl/top.sv": "new", "report.json": "{}"})
+    assert (out / "rtl" / "my_pins.xdc").read_text() == "pins" and (out / "rtl" / "top.sv").read_text() == "new"
+
+
+def test_a_broken_link_as_out_is_refused_before_any_work(tmp_path):
+    link = tmp_path / "o"
+    link.symlink_to(tmp_path / "missing" / "target")
+    with pytest.raises(FileExistsError, match="broken link"):
+        OutputFolder(link, "build")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"] and link.is_symlink()
+
+
+def test_a_link_to_a_folder_is_written_through(tmp_path):
+    real = _write_tree(OutputFolder(tmp_path / "real", "build"), {"rtl/top.sv": "old"})
+    (real / "rtl" / "my_pins.xdc").write_text("pins")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    _write_tree(OutputFolder(link, "build", force=True), {"rtl/top.sv": "new"})
+    assert link.is_symlink() and (real / "rtl" / "top.sv").read_text() == "new"
+    assert (real / "rtl" / "my_pins.xdc").read_text() == "pins"
+
+
+def test_a_result_that_cannot_be_moved_in_place_leaves_a_partial_folder_the_next_run_clears(tmp_path, monkeypatch):
+    folder = OutputFolder(tmp_path / "o", "build")
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if Path(src) == folder.partial:
+            raise OSError(18, "Invalid cross-device link")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        _write_tree(folder, {"rtl/top.sv": "x"})
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert folder.partial.is_dir()
+    _write_tree(OutputFolder(tmp_path / "o", "build"), {"rtl/top.sv": "y"})  # not refused as someone else's folder
+    assert (tmp_path / "o" / "rtl" / "top.sv").read_text() == "y" and not folder.partial.exists()
+
+
 def test_a_user_file_in_the_way_is_never_replaced(tmp_path):
     out = _write(OutputFolder(tmp_path / "o", "demo"), **{"a.txt": "old"})
     (out / "b.txt").write_text("mine")

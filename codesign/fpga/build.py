@@ -111,7 +111,9 @@ def build(
     if strict and fit["note"]:
         raise FitError(fit["note"])
     target_dir = Path(out) if out is not None else default_output(learner, board)
-    folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED, derived=(project_name(learner),))
+    # derived: what tools run on the build fill in later (a Vitis project, `codesign sim`'s Verilator work folder)
+    folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED,
+                          derived=(project_name(learner), "rtl/cosim", "cosim_hls_rtl"))
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
                              pnr, analytic, choice, compiler, ap_types, stream, initial)
