@@ -66,6 +66,15 @@ def _refuse_special(target: Path, option: str) -> None:
         raise ValueError(f"{option} {target}: refusing to write into the home or root folder; give a folder of its own")
 
 
+def _refuse_broken_link(target: Path, option: str) -> None:
+    """A link that points nowhere, as the folder or one above it, is refused now rather than after the work."""
+    for path in (target, *target.parents):
+        if path.is_symlink() and not path.exists():
+            where = "" if path == target else f" ({path} is)"
+            raise FileExistsError(f"{option} {target}: a broken link{where}, to {os.readlink(path)}; "
+                                  "remove it or give another folder")
+
+
 def _probe_writable(folder: Path, option: str) -> None:
     """Fail now, not after the work, when a folder cannot be written (read-only, no permission, full)."""
     probe = folder / f".codesign-write-probe-{os.getpid()}"
@@ -224,9 +233,7 @@ class OutputFolder:
     def _check(self) -> None:
         target, option = self.target, self.option
         _refuse_special(target, option)
-        if target.is_symlink() and not target.exists():
-            raise FileExistsError(f"{option} {target} is a broken link (to {os.readlink(target)}); "
-                                  "remove it or give another folder")
+        _refuse_broken_link(target, option)
         if target.exists() and not target.is_dir():
             raise FileExistsError(f"{option} {target} is a file, not a folder; give a folder "
                                   "(codesign never replaces a file given as an output folder)")
@@ -359,6 +366,7 @@ class OutputFile:
     def __init__(self, path: str | Path, command: str, *, force: bool = False, option: str = "--out"):
         self.path, self.command = Path(path), command
         folder = self.path.parent
+        _refuse_broken_link(self.path, option)
         if folder.exists() and not folder.is_dir():
             raise FileExistsError(f"{option} {folder} is a file, not a folder")
         if self.path.exists() or self.path.is_symlink():

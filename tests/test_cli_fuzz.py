@@ -8,6 +8,7 @@ they were. The cases come from a seeded generator (the same every run), so a fai
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from pathlib import Path
 
@@ -127,3 +128,51 @@ def test_no_bad_input_gives_a_traceback_or_touches_a_file_outside_out(tmp_path):
         assert all(written in (tmp_path / k).parents and written != tmp_path for k in new), (argv, new)
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert leftovers == [], leftovers  # no partial folder of a refused run
+
+
+# Files a user adds to an earlier result: beside the generated RTL and firmware, deeper down, and at the top.
+USER_FILES = {"rtl/my_pins.xdc": "set_property PACKAGE_PIN E3 [get_ports clk]\n",
+              "firmware/my_extra.cpp": "// the user's own code\n",
+              "firmware/mine/notes.txt": "a folder of the user's inside a generated one\n",
+              "tb_data/my_trace.txt": "1 2 3\n", "my_notes.md": "at the top\n"}
+
+
+def test_forced_rewrites_keep_the_users_files_inside_generated_folders(tmp_path):
+    tmp_path = tmp_path.resolve()
+    small = ["--samples", "5"]
+    first = run_many([["build", "kan_online", *small, "--out", "prev"],
+                      ["profile", "kan_online", "--samples", "40", "--out", "prof"]], tmp_path)
+    assert [d.returncode for d in first] == [0, 0], [d.stderr for d in first]
+    for rel, text in USER_FILES.items():
+        (tmp_path / "prev" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "prev" / rel).write_text(text)
+    (tmp_path / "prof" / "my_profile_notes.txt").write_text("mine\n")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "at-all")
+    rng = random.Random(20261204)
+    _, options = COMMANDS["build"]
+    bad = [["build", "kan_online", *small, "--out", "prev", "--force", option, rng.choice(values)]
+           for option, values in sorted(options.items()) if option != "--out"]
+    cases = [["build", "kan_online", *small, "--out", "prev", "--force"],  # the exact command
+             ["build", "kan_online", *small, "--out", "prev", "--force", "--pipeline", "deep"],  # a result of another shape
+             *bad,
+             ["profile", "kan_online", "--samples", "40", "--out", "prev", "--force"],  # another command's folder
+             ["build", "kan_online", *small, "--out", "prof", "--force"],
+             ["profile", "kan_online", "--samples", "40", "--out", "prof", "--force"],
+             ["build", "kan_online", *small, "--out", "dangling"],
+             ["build", "kan_online", *small, "--out", "dangling/inside"],
+             ["build", "kan_online", *small, "--out", "my build with spaces"]]
+    done = run_many(cases, tmp_path)
+    for argv, result in zip(cases, done):
+        err = result.stderr.strip()
+        assert result.returncode in (0, 2, 3), (argv, result.returncode, err)
+        assert "Traceback" not in err and len(err.splitlines()) <= 2, (argv, err)
+    assert done[0].returncode == 0 and done[1].returncode == 0, (done[0].stderr, done[1].stderr)
+    for rel, text in USER_FILES.items():
+        assert (tmp_path / "prev" / rel).read_text() == text, rel
+    assert all("broken link" in d.stderr and d.returncode == 2 for d in done[-3:-1]), [d.stderr for d in done[-3:-1]]
+    assert done[-1].returncode == 0 and (tmp_path / "my build with spaces" / "report.json").is_file()
+    assert (tmp_path / "prof" / "my_profile_notes.txt").read_text() == "mine\n"
+    assert (tmp_path / "dangling").is_symlink() and not (tmp_path / "nowhere").exists()
+    assert json.loads((tmp_path / "prev" / "report.json").read_text())["learner"] == "kan_online"
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert leftovers == [], leftovers

@@ -110,8 +110,11 @@ def test_a_result_from_before_the_file_list_keeps_files_added_after_it(tmp_path)
 def test_a_broken_link_as_out_is_refused_before_any_work(tmp_path):
     link = tmp_path / "o"
     link.symlink_to(tmp_path / "missing" / "target")
+    for target in (link, link / "inside"):
+        with pytest.raises(FileExistsError, match="broken link"):
+            OutputFolder(target, "build")
     with pytest.raises(FileExistsError, match="broken link"):
-        OutputFolder(link, "build")
+        OutputFile(link / "plot.png", "cim eval")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"] and link.is_symlink()
 
 
