@@ -16,6 +16,7 @@ from codesign.processes import install_interrupt_handlers
 
 if TYPE_CHECKING:
     from codesign.kan.spec import KANSpec, MLPSpec
+    from codesign.tasks import DataStream
 
 __all__ = ["main", "build_parser"]
 
@@ -36,20 +37,59 @@ def _print_config(spec: KANSpec | MLPSpec, command: str) -> int:
     return 0
 
 
+DEFAULT_TASK = "function_tracking"
+
+
+def _add_stream_options(p: argparse.ArgumentParser, samples: int, what: str = "of the stream") -> None:
+    """--task, --data, --samples and --seed: where a command's stream comes from (resolved by _stream_source)."""
+    p.add_argument("--task", help=f"task name (see `codesign tasks`; default {DEFAULT_TASK})")
+    p.add_argument("--data", metavar="FILE",
+                   help="your own stream instead of a task: .npz with arrays x, y and optional train, or .csv with "
+                        "columns x0.., y0.. and optional train (docs/data.md); the learner's input and output widths "
+                        "come from it unless --config sets widths (default: none, a task's stream)")
+    p.add_argument("--samples", type=int,
+                   help=f"samples {what} (default {samples}; with --data: every sample of the file, or its first N)")
+    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed (default 0)")
+    p.set_defaults(default_samples=samples)
+
+
+def _stream_source(args: argparse.Namespace) -> tuple[str, int, DataStream | None]:
+    """The command's stream, resolved once: (task, samples, None), or the data file read and checked (label, samples, data)."""
+    if args.data is None:
+        return args.task or DEFAULT_TASK, args.default_samples if args.samples is None else args.samples, None
+    if args.task is not None:
+        raise ValueError("--data and --task both give the stream: use one of them")
+    from codesign.tasks import load_data
+
+    data = load_data(args.data)
+    if args.samples is not None:
+        data = data.head(args.samples)
+    return f"data file {data.path}", len(data), data
+
+
 def _cmd_learn(args: argparse.Namespace) -> int:
     from codesign.kan.run import learn_on_task, task_spec
 
+    task, samples, data = _stream_source(args)
+    if data is not None:
+        from codesign.kan.data_run import data_spec, learn_on_data
+
+        if args.print_config:
+            return _print_config(data_spec(args.learner, args.config, data)[0], f"learn {args.learner} --data {data.path}")
+        learn_on_data(args.learner, data, seed=args.seed, config=args.config)
+        return 0
     if args.print_config:
-        spec = task_spec(args.learner, args.config, args.task, 1, args.seed)[0]
-        return _print_config(spec, f"learn {args.learner} --task {args.task}")
-    learn_on_task(args.learner, args.task, n_samples=args.samples, seed=args.seed, config=args.config)
+        spec = task_spec(args.learner, args.config, task, 1, args.seed)[0]
+        return _print_config(spec, f"learn {args.learner} --task {task}")
+    learn_on_task(args.learner, task, n_samples=samples, seed=args.seed, config=args.config)
     return 0
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from codesign.kan.profile_cli import run_profile
 
-    run_profile(args.learner, args.config, args.task, args.samples, args.seed, args.out, args.force)
+    task, samples, data = _stream_source(args)
+    run_profile(args.learner, args.config, task, samples, args.seed, args.out, args.force, data=data)
     return 0
 
 
@@ -112,13 +152,15 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         hidden = [tuple(_int_list("--hidden", shape, "-")) for shape in args.hidden.split(",") if shape.strip()]
         if not hidden:
             raise ValueError(f"--hidden={args.hidden!r}: give at least one shape, e.g. 4,8,4-4")
-    out = args.out or os.path.join("codesign_out", f"explore_{args.learner}_{args.task}")
+    task, samples, data = _stream_source(args)
+    name = task if data is None else os.path.splitext(os.path.basename(data.path))[0]
+    out = args.out or os.path.join("codesign_out", f"explore_{args.learner}_{name}")
     result = explore(
-        args.learner, target=args.target, task=args.task, out=out, config=args.config,
+        args.learner, target=args.target, task=task, out=out, config=args.config, data=data,
         grid=_int_list("--grid", args.grid) if args.grid else None,
         bits=_int_list("--bits", args.bits) if args.bits else None,
         hidden=hidden, pipelines=[v.strip() for v in args.pipelines.split(",") if v.strip()],
-        samples=args.samples, seed=args.seed, workers=args.workers, force=args.force, synth=args.synth,
+        samples=samples, seed=args.seed, workers=args.workers, force=args.force, synth=args.synth,
         executor=args.executor, ray_address=args.ray_address,
     )
     print(format_front(result["front"], result["settings"]))
@@ -150,15 +192,19 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
     from codesign.fpga.pipeline import parse_pipeline
 
+    task, samples, data = _stream_source(args)
     if args.print_config:
         from codesign.fpga.boards import find_board
         from codesign.fpga.build import load_build_spec
+        from codesign.kan.data_run import data_spec
 
-        spec = load_build_spec(args.learner, args.config, find_board(args.target))
+        board = find_board(args.target)
+        spec = (load_build_spec(args.learner, args.config, board) if data is None
+                else data_spec(args.learner, args.config, data, board.clock_mhz)[0])
         return _print_config(spec, f"build {args.learner} --target {args.target}")
     report = build(
-        args.learner, target=args.target, config=args.config, out=args.out, force=args.force,
-        samples=args.samples, task=args.task, seed=args.seed, cosim=args.cosim, synth=args.synth,
+        args.learner, target=args.target, config=args.config, out=args.out, force=args.force, data=data,
+        samples=samples, task=task, seed=args.seed, cosim=args.cosim, synth=args.synth,
         pipeline=parse_pipeline(args.pipeline), strict=args.strict, pnr=args.pnr, init=args.init,
     )
     _warn_fit(report["fit"])
@@ -205,9 +251,11 @@ folder <learner>_prj/) and leaves any other file alone.
 
 C-simulation stream: --samples samples of --task (a task with an n_inputs option, such as
 function_tracking, is generated with the spec's input width; otherwise task columns are reused
-cyclically, negated on every second pass, to fit the spec's widths), then 512 corner samples
-(act_t extremes, grid edges, random raw values, train off for about a quarter). The learner's
-clock is the board's default unless the config sets clock_mhz.
+cyclically, negated on every second pass, to fit the spec's widths), or with --data FILE the
+file's samples in order with its train flags (the learner's widths are the file's unless the
+config sets them; docs/data.md), then 512 corner samples (act_t extremes, grid edges, random raw
+values, train off for about a quarter). report.json's stream section names the data file and its
+sha256. The learner's clock is the board's default unless the config sets clock_mhz.
 
 --cosim runs the same stream through the RTL in Verilator (cocotb bench, with resets and gaps)
 and adds cosim {samples, bit_exact, latency_cycles, update_latency_cycles, ii} to report.json;
@@ -322,22 +370,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tasks", help="list the online-learning tasks")
     p.set_defaults(func=_cmd_tasks)
 
-    p = sub.add_parser("learn", help="run a bit-exact online learner on a task stream and print its error")
+    p = sub.add_parser("learn", help="run a bit-exact online learner on a task stream or your data and print its error")
     p.add_argument("learner", help="kan_online or mlp_online")
-    p.add_argument("--task", default="function_tracking", help="task name (see `codesign tasks`)")
-    p.add_argument("--samples", type=int, default=20_000, help="stream length (default 20000)")
-    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
-    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    _add_stream_options(p, 20_000)
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields (default: the learner's built-in spec)")
     p.add_argument("--print-config", action="store_true",
                    help="print the effective config (TOML, loads back with --config) and exit without running")
     p.set_defaults(func=_cmd_learn)
 
     p = sub.add_parser("profile", help="range, overflow and narrowest type of every named fixed-point signal over a stream")
     p.add_argument("learner", help="kan_online or mlp_online")
-    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
-    p.add_argument("--task", default="function_tracking", help="task name (see `codesign tasks`)")
-    p.add_argument("--samples", type=int, default=20_000, help="stream length (default 20000)")
-    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields (default: the learner's built-in spec)")
+    _add_stream_options(p, 20_000)
     p.add_argument("--out", help="output folder (default ./codesign_out/profile_<learner>)")
     p.add_argument("--force", action="store_true", help="replace an earlier `codesign profile` result in --out (only what codesign wrote)")
     p.set_defaults(func=_cmd_profile)
@@ -349,8 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
         "estimate", help="instant resource, cycle and clock estimate of a learner's RTL from its spec (no tool run)"
     )
     p.add_argument("learner", help="kan_online or mlp_online")
-    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`)")
-    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`; default xcvu9p)")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields (default: the learner's built-in spec)")
     p.add_argument("--pipeline", default="auto",
                    help="auto (default: the registers that meet the spec's clock), ii1, staged, deep, an integer "
                         "phase mask or PHASES:CUTS:SPLIT (docs/rtl.md)")
@@ -365,15 +409,13 @@ def build_parser() -> argparse.ArgumentParser:
         "explore", help="sweep grid size, word width and shape; online error vs estimated cost; Pareto front"
     )
     p.add_argument("learner", help="kan_online or mlp_online")
-    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`)")
-    p.add_argument("--task", default="function_tracking", help="task name (see `codesign tasks`)")
-    p.add_argument("--config", help="TOML or YAML file with the base spec's fields")
+    p.add_argument("--target", default="xcvu9p", help="part or board name (see `codesign boards`; default xcvu9p)")
+    p.add_argument("--config", help="TOML or YAML file with the base spec's fields (default: the learner's built-in spec)")
     p.add_argument("--grid", help="grid sizes G, e.g. 4,8,16,32 (KAN only; default 4,8,16,32)")
     p.add_argument("--bits", help="word widths of act/coef/err/grad, e.g. 12,16,20 (default)")
     p.add_argument("--hidden", help="hidden layer shapes, e.g. 2,4,8,4-4 (default: KAN 2,4,8,4-4; MLP 8,16,32,16-16)")
     p.add_argument("--pipelines", default="ii1", help="pipelines to estimate each point with: ii1 (default), staged, or ii1,staged")
-    p.add_argument("--samples", type=int, default=20_000, help="task samples per point (default 20000)")
-    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    _add_stream_options(p, 20_000)
     p.add_argument("--workers", type=int, default=2,
                    help="worker processes (default 2); under --executor ray without an address, the local Ray's CPUs")
     p.add_argument("--synth", action="store_true",
@@ -393,20 +435,20 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("learner", help="kan_online or mlp_online")
-    p.add_argument("--target", default="xcvu9p", help="part or board name, e.g. xcvu9p or vcu118 (see `codesign boards`)")
-    p.add_argument("--config", help="TOML or YAML file overriding spec fields")
+    p.add_argument("--target", default="xcvu9p",
+                   help="part or board name, e.g. xcvu9p or vcu118 (see `codesign boards`; default xcvu9p)")
+    p.add_argument("--config", help="TOML or YAML file overriding spec fields (default: the learner's built-in spec)")
     p.add_argument("--out", help="output folder (default ./codesign_out/<learner>_<part>)")
     p.add_argument("--force", action="store_true", help="replace an earlier `codesign build` result in --out (only what codesign wrote)")
-    p.add_argument("--samples", type=int, default=10_000, help="task samples of the C-simulation stream (default 10000)")
-    p.add_argument("--task", default="function_tracking", help="task of the C-simulation stream (see `codesign tasks`)")
-    p.add_argument("--seed", type=int, default=0, help="stream and initialisation seed")
+    _add_stream_options(p, 10_000, "of the C-simulation and co-simulation stream")
     p.add_argument("--pipeline", default="auto",
                    help="RTL pipeline: auto (default: the cheapest registers whose every stage meets the spec's "
                         "clock_mhz by the analytic estimate), ii1 (no register: II 1, a slow clock), staged (a "
                         "register after every phase), deep (every register), an integer phase mask or "
                         "PHASES:CUTS:SPLIT (see docs/rtl.md)")
     p.add_argument("--init", metavar="MODEL_PT",
-                   help="start the KAN from a float KAN's state dict (torch.save(model.state_dict())): docs/integration.md")
+                   help="start the KAN from a float KAN's state dict (torch.save(model.state_dict())): docs/integration.md "
+                        "(default: the seed's initial coefficients)")
     p.add_argument("--cosim", action="store_true", help="co-simulate the RTL (Verilator + cocotb) on the same stream")
     p.add_argument("--synth", action="store_true", help="synthesize the RTL with Yosys and estimate the clock")
     p.add_argument("--strict", action="store_true",

@@ -27,10 +27,11 @@ from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
+from codesign.kan.data_run import data_spec, describe_data
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder, Progress, relocate_paths
-from codesign.tasks import check_stream_size, task_options
+from codesign.tasks import DataStream, check_stream_size, task_options
 
 __all__ = ["build", "write_sources", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
 
@@ -63,6 +64,7 @@ def build(
     strict: bool = False,
     pnr: bool = False,
     init: str | Path | None = None,
+    data: DataStream | None = None,
 ) -> dict:
     """Generate, C-simulate (optionally co-simulate, synthesize, place and route) one learner for one target; returns report.json's data.
 
@@ -70,12 +72,19 @@ def build(
     when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
     raised before any work when the analytic estimate already says so. ``init`` is a float KAN's
     state dict (codesign.kan.initial_state): the learner starts from its quantized coefficients.
+    ``data`` (a user's file, read at the command line's edge) is the stream of the C-simulation
+    and co-simulation instead of ``task`` and ``samples``; the spec's widths come from it unless
+    the config sets them (codesign.kan.data_run.data_spec).
     """
     stream = stream if stream is not None else sys.stdout
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
     board = find_board(target)
-    spec = load_build_spec(learner, config, board)
+    if data is not None:
+        spec = data_spec(learner, config, data, board.clock_mhz)[0]
+        samples = len(data)
+    else:
+        spec = load_build_spec(learner, config, board)
     if samples < MIN_SAMPLES:
         raise ValueError(f"--samples={samples}: need at least {MIN_SAMPLES} sample")
     if seed < 0:
@@ -87,8 +96,9 @@ def build(
         from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
 
         initial = load_initial_state(init, spec)  # a bad file is refused here, before anything is written
-    task_options(task)  # an unknown task is refused here, before anything is written
-    check_stream_size(task, samples)
+    if data is None:
+        task_options(task)  # an unknown task is refused here, before anything is written
+        check_stream_size(task, samples)
     choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
     if pnr:
         from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
@@ -114,9 +124,11 @@ def build(
     # derived: what tools run on the build fill in later (a Vitis project, `codesign sim`'s Verilator work folder)
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED,
                           derived=(project_name(learner), "rtl/cosim", "cosim_hls_rtl"))
+    if data is not None:
+        print("\n".join(describe_data(spec, data)), file=stream)
     with folder.writing() as out_dir:
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pnr, analytic, choice, compiler, ap_types, stream, initial)
+                             pnr, analytic, choice, compiler, ap_types, stream, initial, data)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -126,16 +138,19 @@ def build(
 
 
 def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                  choice: dict, samples: int, task: str, seed: int, progress: Progress, initial=None) -> tuple:
+                  choice: dict, samples: int, task: str, seed: int, progress: Progress, initial=None,
+                  data: DataStream | None = None) -> tuple:
     """The steps of a build that write its sources (reference stream, HLS project, RTL) into out_dir; nothing runs a tool.
 
-    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``choice`` is choose_pipeline's.
+    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``choice`` is choose_pipeline's;
+    ``data``, when given, is the stream instead of ``samples`` of ``task``.
     """
     placement = choice["pipeline"]
     fw = firmware_module(spec)
     timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
-    with progress.step("reference", f"running the Python reference on {samples:,} samples of {task} + corner samples"):
-        stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
+    what = f"{samples:,} samples of {task}" if data is None else f"the {len(data):,} samples of {data.path}"
+    with progress.step("reference", f"running the Python reference on {what} + corner samples"):
+        stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed, data=data)
         reference = run_reference(spec, stimulus, fw, initial=None if initial is None else initial.coefficients)
     with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
@@ -147,7 +162,8 @@ def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: 
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
                 samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
-                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None) -> dict:
+                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None,
+                data: DataStream | None = None) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
     ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
@@ -155,7 +171,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     progress = Progress(6 + cosim + synth + pnr, stream)
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, learner, target, board, spec, choice, samples, task,
-                                                         seed, progress, initial)
+                                                         seed, progress, initial, data)
     placement = choice["pipeline"]
     compiling = ("reusing the C-simulation compiled before from the same sources (codesign's cache)"
                  if cached_csim(out_dir, fw.LEARNER, compiler, ap_types) else f"compiling the C-simulation with {Path(compiler).name}")
@@ -165,6 +181,8 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
     report["estimate"] = analytic
+    if stimulus.data is not None:
+        report["stream"]["data"] = stimulus.data  # the file the stream came from: path and sha256
     if initial is not None:
         from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
 

@@ -28,6 +28,7 @@ from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
 from codesign.sweep.folder import open_sweep_folder
+from codesign.tasks import DataStream
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_BITS", "DEFAULT_HIDDEN", "sweep_axes", "design_points", "pareto_front", "explore", "format_front"]
 
@@ -123,8 +124,8 @@ def _stream(task: str, samples: int, seed: int, n_inputs: int):
 
 
 def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int,
-                synth: bool = False) -> dict:
-    """Run the reference learner on the task and the estimator (and with ``synth`` Yosys) on the target for one point."""
+                synth: bool = False, data: DataStream | None = None) -> dict:
+    """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the target for one point."""
     from codesign.fpga.estimate import estimate
     from codesign.kan.run import make_learner
     from codesign.kan.spec import spec_from_mapping
@@ -136,8 +137,8 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
         spec = _point_spec(spec_from_mapping(kind, base), point)
     except ValueError as exc:  # e.g. a width whose exact intermediates do not fit: the point is skipped
         return {**result, "skipped": str(exc)}
-    stream = _stream(task, samples, seed, spec.n_inputs)
-    pred = make_learner(spec, seed=seed).run(stream.x, stream.y)
+    stream = _stream(task, samples, seed, spec.n_inputs) if data is None else data
+    pred = make_learner(spec, seed=seed).run(stream.x, stream.y, stream.train)
     metrics = online_metrics(pred, stream)
     est = estimate(spec, target, pipeline=point["pipeline"])
     area = max(est["utilization_percent"][k] for k in ("lut", "ff", "dsp"))
@@ -266,27 +267,37 @@ def explore(
     synth: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
+    data: DataStream | None = None,
 ) -> dict[str, Any]:
     """Sweep, score, resume, and write the Pareto front (table, PNG); returns the points, the front and the counts.
 
     ``executor`` is ``local`` (``workers`` processes) or ``ray`` (``ray_address``, else RAY_ADDRESS,
     else a local Ray with ``workers`` CPUs); the points and the resume file are the same under both.
+    ``data`` (a user's file, read at the command line's edge) is the stream of every point instead
+    of ``samples`` of ``task``; the base spec's widths come from it unless the config sets them.
     """
     from codesign.config import LEARNERS
     from codesign.fpga.boards import find_board
+    from codesign.kan.data_run import data_spec, describe_data
     from codesign.kan.run import task_spec
     from codesign.tasks import check_stream_size
 
+    if data is not None:
+        samples, task = len(data), f"data file {data.path}"
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
     runner = make_executor(executor, workers, ray_address)  # a bad executor, Ray or address fails here, before any work
     board = find_board(target)
     if learner not in LEARNERS:
         raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
-    check_stream_size(task, samples, streams=workers + 1)
     kind = LEARNERS[learner]
-    # a bad task name, or config widths the task cannot take, fail here, before any work
-    base, _, fields = task_spec(learner, config, task, 1, seed)
+    if data is None:
+        check_stream_size(task, samples, streams=workers + 1)
+        # a bad task name, or config widths the task cannot take, fail here, before any work
+        base, _, fields = task_spec(learner, config, task, 1, seed)
+    else:
+        base, fields = data_spec(learner, config, data)  # config widths the data cannot take fail here
+        print("\n".join(describe_data(base, data)))
     if "clock_mhz" not in fields:
         base = dataclasses.replace(base, clock_mhz=board.clock_mhz)
     grid, bits, hidden = sweep_axes(base, fields, grid, bits, hidden)
@@ -295,9 +306,11 @@ def explore(
                 "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
     if synth:  # a run without synthesis does not resume one with it, nor the reverse
         settings["synth"] = True
+    if data is not None:  # a run resumes only on the same file's contents
+        settings["data"] = {"sha256": data.sha256, "samples": len(data)}
     out = Path(out)
     score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples,
-                              seed=seed, synth=synth)
+                              seed=seed, synth=synth, data=data)
     with runner:  # joined (a Ray cluster) before the folder is touched, so a failed connection leaves nothing
         folder = open_sweep_folder(out, "explore", settings, SETTINGS_FILE, ("pareto.md", "pareto.png"), force=force)
         # Ctrl-C: the points written so far stay in points.jsonl, the workers are stopped, a rerun resumes

@@ -14,6 +14,10 @@ The stream (documented in ``codesign build --help`` and the project README):
    probability 3/4. They drive saturation, inputs outside the grid, grid edges and
    prediction-only samples.
 
+With a user's data file (``--data``, a :class:`~codesign.tasks.DataStream`), part 1 is the
+file's samples instead, in file order with the file's train flags, quantized the same way (the
+spec's widths are the data's); the corner block follows as above.
+
 The reference learner starts from the same seeded initial state that the firmware holds.
 """
 
@@ -31,9 +35,9 @@ from codesign.kan.kinds import kind_of
 from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner, stream_options
 from codesign.kan.spec import KANSpec, MLPSpec
-from codesign.tasks import make_stream
+from codesign.tasks import DataStream, make_stream
 
-__all__ = ["CORNER_SAMPLES", "Stimulus", "Reference", "adapt_columns", "make_stimulus", "run_reference", "write_tb_data"]
+__all__ = ["CORNER_SAMPLES", "Stimulus", "Reference", "adapt_columns", "data_label", "make_stimulus", "run_reference", "write_tb_data"]
 
 CORNER_SAMPLES = 512
 
@@ -52,6 +56,8 @@ class Stimulus:
     # (n,) the learning-rate shift of each sample, in the spec's run-time range (the AXI tops' lr_shift);
     # None: the spec's lr_shift for all. Only the AXI top's testbench can follow one (the plain top's is fixed)
     lr_shifts: np.ndarray | None = None
+    # the user's data file the task samples came from (DataStream.source(): path, sha256, ...); None: a task
+    data: dict | None = None
 
     @property
     def samples(self) -> int:
@@ -105,19 +111,34 @@ def _corner_block(spec: KANSpec | MLPSpec, n: int, seed: int) -> tuple[np.ndarra
     return x, y, train
 
 
-def make_stimulus(spec: KANSpec | MLPSpec, task: str = "function_tracking", n_samples: int = 10_000, seed: int = 0) -> Stimulus:
-    """``n_samples`` task samples fitted to the spec's widths, then the corner block."""
-    if n_samples < 1:
-        raise ValueError(f"--samples={n_samples}: need at least one sample")
-    stream = make_stream(task, n_samples=n_samples, seed=seed, **stream_options(task, spec.n_inputs))
-    x = spec.act_t.quantize(adapt_columns(stream.x, spec.n_inputs))
-    y = spec.act_t.quantize(adapt_columns(stream.y, spec.n_outputs))
+def make_stimulus(spec: KANSpec | MLPSpec, task: str = "function_tracking", n_samples: int = 10_000, seed: int = 0,
+                  data: DataStream | None = None) -> Stimulus:
+    """``n_samples`` task samples fitted to the spec's widths (or every sample of ``data``), then the corner block."""
+    if data is not None:
+        if (data.n_inputs, data.n_outputs) != (spec.n_inputs, spec.n_outputs):
+            raise ValueError(f"--data {data.path} has {data.n_inputs} input(s) and {data.n_outputs} output(s), "
+                             f"the spec's widths are {list(spec.widths)}")
+        x, y, train = spec.act_t.quantize(data.x), spec.act_t.quantize(data.y), data.train
+        task, n_samples = data_label(data), len(data)
+    else:
+        if n_samples < 1:
+            raise ValueError(f"--samples={n_samples}: need at least one sample")
+        stream = make_stream(task, n_samples=n_samples, seed=seed, **stream_options(task, spec.n_inputs))
+        x = spec.act_t.quantize(adapt_columns(stream.x, spec.n_inputs))
+        y = spec.act_t.quantize(adapt_columns(stream.y, spec.n_outputs))
+        train = np.ones(n_samples, dtype=np.int64)
     cx, cy, ctrain = _corner_block(spec, CORNER_SAMPLES, seed)
     return Stimulus(
         x=np.concatenate([x, cx]), y=np.concatenate([y, cy]),
-        train=np.concatenate([np.ones(n_samples, dtype=np.int64), ctrain]),
+        train=np.concatenate([train, ctrain]),
         task=task, task_samples=n_samples, corner_samples=CORNER_SAMPLES, seed=seed,
+        data=None if data is None else data.source(),
     )
+
+
+def data_label(data: DataStream) -> str:
+    """How a stimulus names a data file's stream where it would name a task (report, stimulus.txt header)."""
+    return f"data file {data.path}"
 
 
 def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleType,
@@ -141,8 +162,10 @@ def write_tb_data(folder: Path, stimulus: Stimulus, reference: Reference) -> Non
     """The testbench's input files: stimulus.txt, expected_predictions.txt, expected_state.txt, expected_saturations.txt."""
     folder.mkdir(parents=True, exist_ok=True)
     n_in, n_out = stimulus.x.shape[1], stimulus.y.shape[1]
+    source = (f"task {stimulus.task}" if stimulus.data is None
+              else f"data file {stimulus.data['path']} (sha256 {stimulus.data['sha256']})")
     header = (
-        f"{stimulus.samples} samples: {stimulus.task_samples} of task {stimulus.task} (seed {stimulus.seed}), "
+        f"{stimulus.samples} samples: {stimulus.task_samples} of {source} (seed {stimulus.seed}), "
         f"then {stimulus.corner_samples} corner samples\n"
     )
     rows = np.concatenate([stimulus.train[:, None], stimulus.x, stimulus.y], axis=1)

@@ -130,7 +130,7 @@ def _outside_signals(spec: KANSpec | MLPSpec, stream: TaskStream, seed: int) -> 
 def profile_stream(spec: KANSpec | MLPSpec, stream: TaskStream, seed: int = 0) -> Profile:
     """Run the instrumented reference over a stream and collect every named signal's statistics."""
     learner: OnlineLearner = make_learner(spec, seed=seed)
-    x, y, train = learner._check_stream(stream.x, stream.y, True)
+    x, y, train = learner._check_stream(stream.x, stream.y, stream.train)
     stats = learner.new_stats()
     pred = learner.run_raw(spec.act_t.quantize(x), spec.act_t.quantize(y), train, stats=stats)
     mse = online_metrics(spec.act_t.to_float(pred), stream)["mse"]

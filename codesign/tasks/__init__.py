@@ -14,19 +14,27 @@ Example::
     stream = make_stream("mackey_glass", n_samples=20_000, seed=1)
     pred = learner_run(stream.x, stream.y)        # predict-then-update
     report = online_metrics(pred, stream, window=500)
+
+A user's own stream comes from a file (``load_data("my.npz")``, docs/data.md) as a
+:class:`DataStream`, which every consumer of a :class:`TaskStream` takes.
 """
 
-from .metrics import online_metrics, squared_errors
+from .data_file import DataStream, load_data, outside_fraction
+from .metrics import online_metrics, output_errors, squared_errors
 from .registry import TASKS, check_stream_size, list_tasks, make_stream, task_options
 from .stream import TaskStream
 
 __all__ = [
     "check_stream_size",
+    "DataStream",
     "TASKS",
     "TaskStream",
     "list_tasks",
+    "load_data",
     "make_stream",
     "online_metrics",
+    "output_errors",
+    "outside_fraction",
     "squared_errors",
     "task_options",
 ]

@@ -44,7 +44,7 @@ import numpy as np
 
 from .stream import TaskStream
 
-__all__ = ["online_metrics", "squared_errors"]
+__all__ = ["online_metrics", "output_errors", "squared_errors"]
 
 
 def squared_errors(pred: np.ndarray, stream: TaskStream) -> np.ndarray:
@@ -58,6 +58,13 @@ def squared_errors(pred: np.ndarray, stream: TaskStream) -> np.ndarray:
     if not np.isfinite(p).all():
         raise ValueError("pred contains NaN or inf")
     return np.mean((p - stream.y) ** 2, axis=1)
+
+
+def output_errors(pred: np.ndarray, stream: TaskStream) -> dict[str, tuple[float, ...]]:
+    """Mean squared error and its root per output column over the whole stream: {"mse": (...), "rmse": (...)}."""
+    p = np.asarray(pred, dtype=np.float64).reshape(stream.y.shape)
+    mse = np.mean((p - stream.y) ** 2, axis=0)
+    return {"mse": tuple(float(v) for v in mse), "rmse": tuple(float(v) for v in np.sqrt(mse))}
 
 
 def _is_real(value: Any) -> bool:

@@ -4,7 +4,8 @@ A stream is a fixed sequence of ``(x[t], y[t])`` pairs that an online learner
 consumes in order (predict ``y[t]`` from ``x[t]``, then update).  ``switches``
 lists the sample indices at which the data-generating process changes
 abruptly: sample ``switches[k]`` is the first sample produced by the new
-regime.  ``meta`` carries the task parameters, the seed, the fixed scaling
+regime.  ``train`` holds the train-enable of every sample (1: predict, then update; 0: predict only);
+all ones unless the stream says otherwise (a user's data file may).  ``meta`` carries the task parameters, the seed, the fixed scaling
 constants and task-specific extras (for example ``meta['labels']`` for the
 qubit-readout task and ``meta['regime']``, the per-sample regime index, for
 every task).
@@ -33,6 +34,8 @@ class TaskStream:
     y: np.ndarray
     switches: tuple[int, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    # (n,) int64 0/1; left out (None), every sample trains: the ones are filled in on construction
+    train: np.ndarray = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         x = np.ascontiguousarray(self.x, dtype=np.float64)
@@ -58,8 +61,14 @@ class TaskStream:
                 f"TaskStream '{self.name}': switches must be strictly increasing "
                 f"in (0, {n}), got {switches}"
             )
+        train = np.ones(n, dtype=np.int64) if self.train is None else np.asarray(self.train)
+        if train.shape != (n,) or not np.isin(train, (0, 1)).all():
+            raise ValueError(f"TaskStream '{self.name}': train must hold one 0 or 1 per sample")
+        train = np.ascontiguousarray(train, dtype=np.int64)
         x.flags.writeable = False
         y.flags.writeable = False
+        train.flags.writeable = False
+        object.__setattr__(self, "train", train)
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "switches", switches)
