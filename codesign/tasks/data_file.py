@@ -100,6 +100,8 @@ def load_data(path: str | Path) -> DataStream:
 
 def _read_npz(raw: bytes, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple[str, ...]]:
     """The x, y and train arrays of an .npz file (no pickled objects), and the names of the others."""
+    if not zipfile.is_zipfile(io.BytesIO(raw)):  # np.load would read it as a pickle or a single .npy
+        raise ValueError(f"{where}: not a readable .npz file (write one with numpy.savez(path, x=..., y=...))")
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
             names = list(archive.files)
