@@ -95,7 +95,9 @@ def build(
             raise ValueError(f"--init: {learner} has no B-spline coefficients to start from (--init is for kan_online)")
         from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
 
-        initial = load_initial_state(init, spec)  # a bad file is refused here, before anything is written
+        initial = load_initial_state(init, spec, strict=strict)  # a bad file is refused here, before anything is written
+        for line in initial.warnings(spec):
+            print(f"codesign: warning: {line} (--strict makes this an error)", file=sys.stderr)
     if data is None:
         task_options(task)  # an unknown task is refused here, before anything is written
         check_stream_size(task, samples)

@@ -129,6 +129,8 @@ class KANLayer(nn.Module):
             self.out_features, self.in_features, n_basis, generator=generator, dtype=torch.float64
         )
         self.coef = nn.Parameter((coef * self.init_scale).to(dtype))
+        # the extended knots (G + 2k + 1, float64) travel in the state dict, so a saved model says its G, k and range
+        self.register_buffer("grid", torch.from_numpy(self.knots()))
         if self.base:
             bound = 1.0 / math.sqrt(self.in_features)
             w = torch.rand(
@@ -161,6 +163,11 @@ class KANLayer(nn.Module):
     def knots(self) -> np.ndarray:
         """Extended knot vector (float64) of length ``G + 2k + 1``."""
         return knot_vector(self.grid_size, self.spline_order, self.lo, self.hi)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        """A state dict saved before the grid was kept loads as before (its grid is this layer's)."""
+        state_dict.setdefault(prefix + "grid", self.grid)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def basis(self, x: Tensor) -> Tensor:
         """B-spline basis of the inputs, shape (..., in, G+k)."""
