@@ -153,7 +153,7 @@ How each command uses the fields:
 | command | fields |
 |---|---|
 | `build`, `estimate` | every field; `clock_mhz` is the target board's clock unless the config sets it |
-| `learn`, `profile` | every field (`clock_mhz` does not change the arithmetic); a config's `widths` must match the task: a task that takes `n_inputs` (function_tracking) is generated at the first width, the last width must equal the task's outputs; without `widths` in the config, the task's input and output widths replace the default's first and last |
+| `learn`, `profile` | every field (`clock_mhz` does not change the arithmetic); a config's `widths` must match the task: a task that takes `n_inputs` (function_tracking) is generated at the first width, the last width must equal the task's outputs; without `widths` in the config, the task's input and output widths replace the default's first and last. With `--data FILE` (docs/data.md) the same holds for the file's inputs and outputs (also on `explore` and `build`) |
 | `explore` | the config's spec is the base of the sweep, and a field it sets is not swept: `grid_size` fixes G (instead of `--grid`), `widths` fixes the hidden layers (instead of `--hidden`), any of `act_t`, `coef_t`, `err_t`, `grad_t` fixes the types (instead of `--bits`); giving both the field and the option is refused |
 
 Fixed-point types are C++ spellings: `ap_fixed<W,I,Q,O>` (signed) or `ap_ufixed<W,I,Q,O>`,
