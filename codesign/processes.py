@@ -7,15 +7,18 @@ grace, at once on a second Ctrl-C) and waits for it, so no tool outlives the com
 :class:`WorkerPool` runs a function on worker processes that ignore Ctrl-C; the parent stops
 them on an interrupt or an error. :func:`install_interrupt_handlers` makes SIGTERM stop codesign
 the way Ctrl-C does, and a second Ctrl-C kill every child at once. A tool that fails raises
-:class:`ToolError`: the tool, a one-line cause, the log.
+:class:`ToolError`: the tool, a one-line cause (plain text: no terminal colours or progress bars),
+the log. Inside :func:`heartbeat`, a tool that runs long says every 30 s that it still runs.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,13 +28,29 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 __all__ = ["ToolError", "run_tool", "run_tools", "WorkerPool", "install_interrupt_handlers", "kill_children",
-           "STOP_GRACE_SECONDS"]
+           "STOP_GRACE_SECONDS", "HEARTBEAT_SECONDS", "heartbeat", "plain_text"]
 
 # How long a stopped tool or worker gets to exit after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 2.0
+# How often a long tool says that it still runs (inside `heartbeat`).
+HEARTBEAT_SECONDS = 30.0
+
+# Terminal escapes (colours, cursor moves: CSI; titles and links: OSC) that some tools print even into a file.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+# A progress bar drawn into a log file line by line (tqdm's " 45%|####5     | 45/100 [00:01<00:01, ...]").
+_BAR = re.compile(r"\d+%\|.*\|")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without terminal escapes and without progress bars (a line redrawn with carriage returns, a tqdm bar)."""
+    lines = [line.rstrip("\r") for line in _ESCAPES.sub("", text).split("\n")]
+    kept = [line for line in lines if "\r" not in line and not _BAR.search(line)]
+    return "\n".join("".join(c for c in line if c == "\t" or c.isprintable()) for line in kept)
 
 
 class ToolError(RuntimeError):
@@ -39,7 +58,7 @@ class ToolError(RuntimeError):
 
     def __init__(self, tool: str, cause: str, log: str | Path | None = None) -> None:
         self.tool = tool
-        self.cause = " ".join(str(cause).split())  # one line, whatever the tool printed
+        self.cause = " ".join(plain_text(str(cause)).split())  # one plain line, whatever the tool printed
         self.log = Path(log) if log is not None else None
         super().__init__(f"{tool}: {self.cause}" + (f" (log: {self.log})" if self.log is not None else ""))
 
@@ -127,6 +146,70 @@ def _stop_groups(procs: Sequence[subprocess.Popen], grace: float = STOP_GRACE_SE
             p.wait()
 
 
+class _Heartbeat:
+    """Where and how often running tools say that they still run."""
+
+    def __init__(self, stream: TextIO, interval: float, moved: tuple[Path, Path] | None) -> None:
+        self.stream, self.interval, self.moved = stream, interval, moved
+
+    def say(self, tool: str, seconds: float, log: str | Path | None) -> None:
+        """One line: the tool, how long it has run, its log where the user will find it."""
+        where = ""
+        if log is not None:
+            shown = str(log)
+            if self.moved is not None:  # a log in a partial output folder: named where it will be
+                src, dst = (str(p) for p in self.moved)
+                if shown == src or shown.startswith(src + os.sep):
+                    shown = dst + shown[len(src):]
+            relative = os.path.relpath(shown) if os.path.isabs(shown) else shown
+            where = f"; log {relative if not relative.startswith('..') else shown}"
+        # a line of its own after the step's open progress line; the step's closing seconds end the last one
+        print(f"\n  ... still running {tool} ({_duration(seconds)}{where})", end="", file=self.stream, flush=True)
+
+
+_heartbeat: contextvars.ContextVar[_Heartbeat | None] = contextvars.ContextVar("codesign_heartbeat", default=None)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+@contextmanager
+def heartbeat(stream: TextIO, interval: float = HEARTBEAT_SECONDS, moved: tuple[Path, Path] | None = None) -> Iterator[None]:
+    """Inside the block, a tool run by run_tools prints ``  ... still running TOOL (1 min 30 s; log LOG)`` to ``stream``
+    every ``interval`` s while it runs; ``moved`` is (partial folder, final folder) of an output written in place."""
+    if not interval > 0:
+        raise ValueError(f"interval={interval!r}: must be a positive number of seconds")
+    token = _heartbeat.set(_Heartbeat(stream, float(interval), moved))
+    try:
+        yield
+    finally:
+        _heartbeat.reset(token)
+
+
+def _wait(p: subprocess.Popen, deadline: float | None, beat: _Heartbeat | None, started: float, tool: str,
+          log: str | Path | None) -> None:
+    """Wait for ``p`` until ``deadline`` (subprocess.TimeoutExpired past it), saying every beat's interval that it runs."""
+    while True:
+        now = time.monotonic()
+        remaining = None if deadline is None else max(0.0, deadline - now)
+        if beat is None:
+            p.wait(remaining)
+            return
+        elapsed = now - started
+        until_beat = beat.interval * (int(elapsed // beat.interval) + 1) - elapsed
+        if remaining is not None and remaining <= until_beat:
+            p.wait(remaining)
+            return
+        try:
+            p.wait(until_beat)
+            return
+        except subprocess.TimeoutExpired:
+            beat.say(tool, time.monotonic() - started, log)
+
+
 def run_tools(
     cmds: Sequence[Sequence[str | Path]],
     *,
@@ -144,7 +227,8 @@ def run_tools(
     open file to write to; ``merge_stderr`` sends stderr there too. On Ctrl-C, SIGTERM or an
     error every started group is stopped before the exception goes on; past ``timeout`` seconds
     (for all together) a :class:`ToolError` names ``tool`` and ``log``. A missing program is a
-    ToolError too; a non-zero exit status is the caller's to judge.
+    ToolError too; a non-zero exit status is the caller's to judge. Inside :func:`heartbeat`, a line says
+    every interval that the tool still runs.
     """
     with ExitStack() as files:
         procs: list[subprocess.Popen] = []
@@ -159,9 +243,11 @@ def run_tools(
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                 ))
                 _live_groups.add(procs[-1].pid)
-            deadline = None if timeout is None else time.monotonic() + timeout
+            started = time.monotonic()
+            deadline = None if timeout is None else started + timeout
+            beat = _heartbeat.get()
             for p in procs:
-                p.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                _wait(p, deadline, beat, started, tool, log)
         except subprocess.TimeoutExpired:
             _stop_groups(procs)
             raise ToolError(tool, f"did not finish within {timeout:g} s", log) from None
