@@ -31,6 +31,7 @@ from codesign.kan.data_run import data_spec, describe_data
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder, Progress, relocate_paths
+from codesign.processes import heartbeat
 from codesign.tasks import DataStream, check_stream_size, task_options
 
 __all__ = ["build", "write_sources", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
@@ -128,7 +129,7 @@ def build(
                           derived=(project_name(learner), "rtl/cosim", "cosim_hls_rtl"))
     if data is not None:
         print("\n".join(describe_data(spec, data)), file=stream)
-    with folder.writing() as out_dir:
+    with folder.writing() as out_dir, heartbeat(stream, moved=(out_dir, target_dir)):
         report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
                              pnr, analytic, choice, compiler, ap_types, stream, initial, data)
         report = relocate_paths(report, out_dir, target_dir)
@@ -257,7 +258,8 @@ def cosim_summary(result: dict) -> dict:
     from codesign.fpga.cosim import COSIM_FIELDS  # noqa: PLC0415
 
     keep = ("passed", "predictions_checked", "prediction_mismatches", "state_values", "state_mismatches",
-            "resets", "dropped_samples", "failures", "expected", "simulator", "build_seconds", "seconds", "log")
+            "resets", "dropped_samples", "failures", "expected", "simulator", "build_seconds", "build_cached", "seconds",
+            "log")
     return {**{k: result.get(k) for k in COSIM_FIELDS}, **{k: result[k] for k in keep if k in result}}
 
 
@@ -280,7 +282,7 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
     progress = Progress(1, stream)
-    with progress.step("cosim", f"co-simulating {folder / 'rtl'} in Verilator"):
+    with progress.step("cosim", f"co-simulating {folder / 'rtl'} in Verilator"), heartbeat(stream):
         result = run_cosim(folder, pipeline=pipeline, wall_seconds=wall_seconds)
     report["cosim"] = cosim_summary(result)
     report_file.write_text(json.dumps(report, indent=2) + "\n")

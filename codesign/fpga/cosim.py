@@ -16,6 +16,7 @@ samples are in flight and leaves random one-cycle gaps in the input stream.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
-from codesign.fpga.simulator import build_simulation, run_bench
+from codesign.fpga.simulator import prepare_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.kinds import kind_of, kind_of_learner
 from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
@@ -90,18 +91,21 @@ def cosim_sources(
 ) -> dict[str, Any]:
     """Build ``sources`` (top from the manifest) and run the bench over ``stimulus`` (raw x, y, train).
 
-    The bench stops at ``wall_seconds``: that raises a ToolError, as does a failed Verilator build.
+    The bench stops at ``wall_seconds``: that raises a ToolError, as does a failed Verilator build. The model
+    comes from codesign's cache when the same sources, includes and parameters built it before
+    (``build_cached`` says so). The simulation runs in ``work_dir``/sim_run: a relative path in a
+    parameter (a memory folder read at run time) is relative to it.
     """
     wall_seconds = check_wall_seconds(wall_seconds)
     manifest = json.loads(Path(manifest_path).read_text())
     top = manifest["top"]
-    work_dir = Path(work_dir).resolve()
+    shown = Path(work_dir)  # the report names the caller's path (a build relocates it when it moves into place)
+    work_dir = shown.resolve()
     x, y, train = (np.ascontiguousarray(a, dtype=np.int64) for a in stimulus)
     if x.shape != (x.shape[0], spec.n_inputs) or y.shape != (x.shape[0], spec.n_outputs) or train.shape != (x.shape[0],):
         raise ValueError(f"stimulus shapes {x.shape}, {y.shape}, {train.shape} do not fit widths {spec.widths}")
-    build_args = [f"-I{Path(i).resolve()}" for i in includes]
     started = time.perf_counter()
-    build = build_simulation(sources, top, work_dir / "sim_build", parameters or {}, build_args)
+    build = prepare_simulation(sources, top, work_dir / "sim_build", parameters or {}, includes=includes)
     built = time.perf_counter()
     run_dir = work_dir / "sim_run"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -120,15 +124,16 @@ def cosim_sources(
         # a sample takes II cycles plus gaps: a budget of 64 cycles per sample, more for a deep pipeline
         "max_cycles": max(64, 2 * _expected_ii(manifest) + 16) * x.shape[0] + 10_000,
     }
-    result = run_bench(build, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
+    result = run_bench(build.folder, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
     # the bench writes its measurements only when the stream ran to the end; at its wall-clock limit
     # (sim/learner_bench.py) the run is unfinished rather than wrong
     limit = next((f for f in result["failures"] if "wall-clock limit of" in f), None)
     if limit is not None and "samples" not in result:
         raise ToolError("Verilator simulation", limit.split(": ", 1)[-1], run_dir / "sim.log")
     result["build_seconds"] = round(built - started, 2)
+    result["build_cached"] = build.reused
     result["seconds"] = round(time.perf_counter() - started, 2)
-    result["log"] = str(run_dir / "sim.log")
+    result["log"] = str(shown / "sim_run" / "sim.log")
     if not result["passed"]:
         result["bit_exact"] = False
     return result
@@ -191,7 +196,9 @@ def run_cosim(
     # Verilator's build and the bench's run go next to the RTL unless a work folder is given
     work = Path(work_dir) if work_dir is not None else rtl / "cosim"
     sources = [rtl / name for name in manifest["sources"]]
-    mem_dir = '"' + str(rtl.resolve()) + '"'
+    # the .mem files are read at run time, from the bench's folder (work/sim_run): a relative path keeps the model
+    # the same wherever the build folder is (or is moved), so codesign's cache holds one model per design
+    mem_dir = '"' + os.path.relpath(rtl.resolve(), (work / "sim_run").resolve()) + '"'
     result = cosim_sources(
         sources, rtl / RTL_MANIFEST, spec, seed, stimulus, work, parameters={"MEM_DIR": mem_dir},
         includes=[rtl], resets=resets, bubble_probability=bubble_probability, wall_seconds=wall_seconds,
@@ -234,6 +241,15 @@ def cosim_hls_rtl(
     )
 
 
+def _model_note(result: dict[str, Any]) -> str:
+    """Where the Verilator model came from, for the measured line (nothing for a result that does not say)."""
+    if result.get("build_cached") is None:
+        return ""
+    if result["build_cached"]:
+        return ", the Verilator model reused from codesign's cache"
+    return f", {result.get('build_seconds', 0):.0f} s of it building the Verilator model"
+
+
 def format_cosim(result: dict[str, Any]) -> str:
     """The co-simulation result as two lines for the terminal."""
     verdict = "bit-exact" if result.get("bit_exact") else "NOT bit-exact"
@@ -248,7 +264,7 @@ def format_cosim(result: dict[str, Any]) -> str:
         f"{get('state_values', 0):,} final-state mismatches; {get('resets', 0)} resets "
         f"({get('dropped_samples', 0)} samples dropped)",
         f"  measured    II {get('ii')}, prediction after {get('latency_cycles')} cycles, "
-        f"update after {get('update_latency_cycles')} ({get('seconds', 0):.0f} s; log {get('log', '-')})",
+        f"update after {get('update_latency_cycles')} ({get('seconds', 0):.0f} s{_model_note(result)}; log {get('log', '-')})",
     ]
     lines += [f"  failure     {f}" for f in result.get("failures", [])[:3]]
     return "\n".join(lines)

