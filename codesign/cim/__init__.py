@@ -3,7 +3,8 @@
 Configs (:mod:`.config`), device models and their registry (:mod:`.devices`), converters
 (:mod:`.converters`), the tiled crossbar mapping (:mod:`.crossbar`) and its read path
 (:mod:`.readout`), torch layers and batched Monte-Carlo over chips (:mod:`.layers`), perturbed
-weight realizations for noise-aware training (:mod:`.perturb`), and the energy estimate
+weight realizations for noise-aware training (:mod:`.perturb`), hardware-aware training through the chip
+(:mod:`.hwa`, :func:`chip_twin`), and the energy estimate
 (:mod:`.energy`).
 """
 
@@ -22,6 +23,7 @@ from codesign.cim.config import (
 )
 from codesign.cim.crossbar import Crossbar
 from codesign.cim.devices import DEVICE_MODELS, make_device
+from codesign.cim.hwa import chip_twin
 from codesign.cim.layers import (
     CIMConv2d,
     CIMLinear,
@@ -58,6 +60,7 @@ __all__ = [
     "evaluate_chips",
     "program_model",
     "sample_model",
+    "chip_twin",
     "sample_weights",
     "calibrate_input_ranges",
 ]
