@@ -54,11 +54,12 @@ def describe_data(spec: KANSpec | MLPSpec, data: DataStream) -> list[str]:
     if kind_of(spec).has_grid:
         lo, hi = cast(KANSpec, spec).grid_range
         names = " ".join(f"x{j}" for j in range(data.n_inputs))
-        lines.append(
-            f"data: fraction of x outside the grid range [{lo:g}, {hi:g}] ({names}): {_percent(outside_fraction(data.x, lo, hi))}; "
-            "legal: such an input is clamped to the grid's edge, sees the spline's value there and passes no "
-            "gradient back (docs/arithmetic.md, section 2); widen grid_range in a config to cover it"
-        )
+        outside = outside_fraction(data.x, lo, hi)
+        line = f"data: fraction of x outside the grid range [{lo:g}, {hi:g}] ({names}): {_percent(outside)}"
+        if outside.any():
+            line += ("; legal: such an input is clamped to the grid's edge, sees the spline's value there and passes no "
+                     "gradient back (docs/arithmetic.md, section 2); widen grid_range in a config to cover it")
+        lines.append(line)
     act = spec.act_t
     for name, arr in (("x", data.x), ("y", data.y)):
         over = outside_fraction(arr, act.min_value, act.max_value)
