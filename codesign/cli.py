@@ -281,13 +281,13 @@ def _cmd_cim_energy(args: argparse.Namespace) -> int:
     from codesign.cim.energy import EnergyConstants, energy_table, estimate_energy, hermes_crosscheck, sensitivity, sensitivity_table
     from codesign.cim.workloads import build_model, layer_workloads
 
-    model, sample_shape = build_model(args.model)
+    model, sample_shape = build_model(args.model, device="meta")  # shapes only: the estimate reads no weight
     config = CIMConfig(
         device=args.device,
         converter=ConverterConfig(dac_bits=args.dac_bits, adc_bits=args.adc_bits),
         tile=TileConfig(rows=args.tile, cols=args.tile),
     )
-    workloads = layer_workloads(model.eval(), torch.zeros(1, *sample_shape))
+    workloads = layer_workloads(model.eval(), torch.zeros(1, *sample_shape, device="meta"))
     rows = estimate_energy(workloads, config, batch=args.batch, gpu_bytes_per_value=args.gpu_bytes)
     print(f"ESTIMATE: energy per inference (one sample) of {args.model} on a {args.device} CIM chip "
           f"({args.dac_bits}-bit DAC, {args.adc_bits}-bit ADC, {args.tile}x{args.tile} tiles) "

@@ -13,6 +13,7 @@ Built-in models (``MODEL`` of ``codesign cim energy``): ``mlp_digits``, ``cnn_di
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -82,12 +83,19 @@ def _widths(text: str, name: str) -> list[int]:
     return values
 
 
-def build_model(name: str) -> tuple[nn.Module, tuple[int, ...]]:
-    """A built-in model (untrained) and the shape of one input sample."""
-    if name.startswith(("mlp:", "linear:")):
+def build_model(name: str, device: str | torch.device | None = None) -> tuple[nn.Module, tuple[int, ...]]:
+    """A built-in model (untrained) and the shape of one input sample; on ``device="meta"`` its tensors have shapes
+    and no storage, which is all :func:`layer_workloads` (without ``measure_activity``) needs."""
+    meta = device is not None and torch.device(device).type == "meta"
+    if name.startswith(("mlp:", "linear:")) and not meta:
         widths = _widths(name.split(":", 1)[1], name)
         weights = sum(a * b for a, b in zip(widths, widths[1:]))
         check_fits_in_memory(8 * weights, f"model {name!r} ({weights:,} weights)")  # float32 weights + their init
+    with torch.device(device) if device is not None else nullcontext():
+        return _build_model(name)
+
+
+def _build_model(name: str) -> tuple[nn.Module, tuple[int, ...]]:
     if name == "mlp_digits":
         return _mlp([64, 128, 10]), (1, 8, 8)
     if name == "cnn_digits":
