@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from codesign.kan.kinds import KINDS
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+from codesign.kan.kinds import KINDS, spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.kan.spec_fields import field_rule, plain_value
 
 __all__ = [

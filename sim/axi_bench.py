@@ -36,9 +36,9 @@ from learner_bench import load_config, read_state, reference_state
 
 from codesign.fpga.axi import SHELL_ID, LearnerAxiDriver, coef_address, stream_layout
 from codesign.fpga.rtl_emit import initial_state_of
+from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner
-from codesign.kan.spec import spec_from_mapping
 
 
 def _pauses(rng: np.random.Generator, probability: float, burst: int):

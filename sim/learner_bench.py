@@ -33,8 +33,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from codesign.fpga.rtl_emit import initial_state_of
+from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.run import make_learner
-from codesign.kan.spec import spec_from_mapping
 
 
 def _to_signed(raw: int, bits: int) -> int:

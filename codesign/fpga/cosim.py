@@ -28,8 +28,8 @@ import numpy as np
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import prepare_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
-from codesign.kan.kinds import kind_of, kind_of_learner
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+from codesign.kan.kinds import kind_of, kind_of_learner, spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.processes import ToolError
 
 __all__ = ["COSIM_FIELDS", "check_wall_seconds", "run_cosim", "cosim_sources", "cosim_hls_rtl", "reset_plan",

@@ -127,8 +127,8 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
                 synth: bool = False, data: DataStream | None = None) -> dict:
     """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the target for one point."""
     from codesign.fpga.estimate import estimate
+    from codesign.kan.kinds import spec_from_mapping
     from codesign.kan.run import make_learner
-    from codesign.kan.spec import spec_from_mapping
     from codesign.tasks import online_metrics
 
     started = time.perf_counter()

@@ -10,7 +10,9 @@ load, and light modules (the pipeline and timing models) ask the registry too.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,8 @@ from codesign.kan.spec import KANSpec, MLPSpec
 if TYPE_CHECKING:
     from codesign.kan.learner_base import OnlineLearner
 
-__all__ = ["LearnerKind", "register_kind", "kind_of", "kind_named", "kind_of_learner", "learner_names", "KINDS"]
+__all__ = ["LearnerKind", "register_kind", "kind_of", "kind_named", "kind_of_learner", "learner_names", "spec_from_mapping",
+           "KINDS"]
 
 
 def _load(path: str) -> Any:
@@ -91,6 +94,16 @@ def kind_named(name: str) -> LearnerKind:
 def kind_of_learner(learner: object) -> LearnerKind | None:
     """The kind whose learner is named ``learner`` ("kan_online"), or None."""
     return next((k for k in KINDS.values() if k.learner == learner), None)
+
+
+def spec_from_mapping(kind: str, data: Mapping[str, Any]) -> KANSpec | MLPSpec:
+    """Build a spec of a registered kind from plain data (a parsed TOML/YAML config); unknown keys are an error."""
+    cls = kind_named(kind).spec_class
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown {kind} spec field(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+    return cls(**data)
 
 
 def learner_names() -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -33,7 +32,6 @@ __all__ = [
     "GridConstants",
     "default_type",
     "with_precision",
-    "spec_from_mapping",
 ]
 
 # Exact intermediates are held in int64; 62 bits leaves head-room for one sign bit and a carry.
@@ -263,14 +261,3 @@ def with_precision(spec: KANSpec | MLPSpec, width: int, int_bits: int) -> KANSpe
     t = default_type(width, int_bits)
     return dataclasses.replace(spec, act_t=t, coef_t=t, err_t=t, grad_t=t)
 
-
-def spec_from_mapping(kind: str, data: Mapping[str, Any]) -> KANSpec | MLPSpec:
-    """Build a spec of a registered kind (codesign.kan.kinds) from plain data (a parsed TOML/YAML config); unknown keys are an error."""
-    from codesign.kan.kinds import kind_named  # noqa: PLC0415 (the registry imports the spec classes from here)
-
-    cls = kind_named(kind).spec_class
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"unknown {kind} spec field(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-    return cls(**data)

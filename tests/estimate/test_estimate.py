@@ -15,7 +15,8 @@ from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import ESTIMATE_FIELDS, cast_is_wiring, cycles, dsp_tiles, estimate, features, lutram_luts
 from codesign.fpga.pipeline import parse_pipeline
 from codesign.fpga.rtl_emit import emit_rtl
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping, with_precision
+from codesign.kan.kinds import spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec, with_precision
 
 REFERENCE = Path(__file__).with_name("yosys_reference.json")
 

@@ -9,8 +9,8 @@ import pytest
 from codesign.config import LEARNERS
 from codesign.fpga.kinds import fpga_kind
 from codesign.kan import kinds
-from codesign.kan.kinds import KINDS, LearnerKind, kind_named, kind_of, kind_of_learner, register_kind
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping
+from codesign.kan.kinds import KINDS, LearnerKind, kind_named, kind_of, kind_of_learner, register_kind, spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec
 
 
 def test_each_spec_class_has_exactly_its_kind():

@@ -8,7 +8,8 @@ import pytest
 
 from codesign.config import load_spec
 from codesign.fixed import FixedType
-from codesign.kan.spec import KANSpec, MLPSpec, spec_from_mapping, with_precision
+from codesign.kan.kinds import spec_from_mapping
+from codesign.kan.spec import KANSpec, MLPSpec, with_precision
 
 
 @pytest.mark.parametrize(
