@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codesign.cim.config import CIMConfig
 from codesign.cim.dwp.checkpoint import (
     CHECKPOINT_NAME,
     load_checkpoint,
@@ -61,7 +62,14 @@ def evaluate_checkpoint(checkpoint: str | Path, sweep: str, n_chips: int = 20, s
     where = f"{len(test)} test samples, {n_chips} chips, seed {seed}"
     if sweep == "mismatch":
         points = mismatch_sweep(result.model, test, n_chips=n_chips, seed=seed)
-        text = format_sweep(points, f"accuracy vs multiplicative mismatch level: {name} ({where})", "mismatch")
+        conv = CIMConfig().converter  # the sweep's chips: mismatch devices behind the default converters
+        converters = f"{conv.dac_bits}-bit DAC and {conv.adc_bits}-bit ADC"
+        text = format_sweep(points, f"accuracy vs multiplicative mismatch level: {name} ({where}; every chip has a "
+                            f"{converters})", "mismatch")
+        # the 0 row is not the float model: the converters still quantize; say so on that row, and give the float one
+        text = "\n".join(line + f"  <- no mismatch, the {converters} only" if line.split()[:1] == ["0"] else line
+                         for line in text.splitlines())
+        text += f"\nfloat model, no chip: {100 * accuracy(result.model, test):.2f} %"
         curves = {cfg.method: points}
         x_label, log_x = "mismatch level σ", False
     else:
