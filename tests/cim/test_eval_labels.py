@@ -16,6 +16,6 @@ def test_the_no_mismatch_row_names_the_converters_and_the_float_accuracy_is_give
     conv = CIMConfig().converter
     (zero,) = [line for line in lines if line.split()[:1] == ["0"]]
     assert zero.endswith(f"<- no mismatch, the {conv.dac_bits}-bit DAC and {conv.adc_bits}-bit ADC only"), zero
-    assert f"every chip has a {conv.dac_bits}-bit DAC and {conv.adc_bits}-bit ADC" in lines[0]
+    assert f"every chip with {conv.dac_bits}-bit DAC and {conv.adc_bits}-bit ADC" in lines[0]
     (floating,) = [line for line in lines if line.startswith("float model, no chip: ")]
     assert 50 < float(floating.split()[-2]) <= 100

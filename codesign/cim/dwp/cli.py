@@ -64,7 +64,7 @@ def evaluate_checkpoint(checkpoint: str | Path, sweep: str, n_chips: int = 20, s
         points = mismatch_sweep(result.model, test, n_chips=n_chips, seed=seed)
         conv = CIMConfig().converter  # the sweep's chips: mismatch devices behind the default converters
         converters = f"{conv.dac_bits}-bit DAC and {conv.adc_bits}-bit ADC"
-        text = format_sweep(points, f"accuracy vs multiplicative mismatch level: {name} ({where}; every chip has a "
+        text = format_sweep(points, f"accuracy vs multiplicative mismatch level: {name} ({where}; every chip with "
                             f"{converters})", "mismatch")
         # the 0 row is not the float model: the converters still quantize; say so on that row, and give the float one
         text = "\n".join(line + f"  <- no mismatch, the {converters} only" if line.split()[:1] == ["0"] else line
