@@ -5,10 +5,12 @@
     quantize_(model, QERConfig("srr", rank=32), calibration=batches, filter="model.layers.*.mlp.*")
 
 filter: a shell-style pattern on the module's qualified name, or a predicate (name, module) -> bool;
-by default every nn.Linear except one whose weight is shared with another module (a head tied to the
-token embeddings). Methods that weight their error by the layer's input second moment (registry's
-needs_covariance: scaled QER, SRR, error feedback) get it from forward hooks over `calibration`: a
-tensor batch, a dict of keyword inputs, or an iterable of those (tuples are passed as positional inputs).
+by default every linear layer except one whose weight is shared with another module (a head tied to the
+token embeddings; an untied head is quantized). Linear layers are nn.Linear and transformers' Conv1D
+(GPT-2's, weight stored [in, out]), which becomes a QuantizedLinear computing the same. Methods that
+weight their error by the layer's input second moment (registry's needs_covariance: scaled QER, SRR,
+error feedback) get it from forward hooks over `calibration`: a tensor batch, a dict of keyword inputs,
+or an iterable of those (tuples are passed as positional inputs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from codesign.compress.e2e_tune import EndToEndConfig, tune_end_to_end
 from codesign.compress.gptq import ErrorFeedbackConfig
 from codesign.compress.integer import AsymIntConfig, IntConfig
 from codesign.compress.kmeans import KMeansConfig
-from codesign.compress.linear import QuantizedLinear
+from codesign.compress.linear import QuantizedLinear, as_linear, is_linear_layer
 from codesign.compress.model_guard import ModelGuardConfig, check_guarded_config, srr_model_guard
 from codesign.compress.registry import needs_covariance, quantizer_for
 from codesign.compress.sequential import sequential_replacements
@@ -43,16 +45,20 @@ def _shared_weights(model: torch.nn.Module) -> set[int]:
     return {pid for pid, count in owners.items() if count > 1}
 
 
-def select_linears(model: torch.nn.Module, filter: Filter = None) -> dict[str, torch.nn.Linear]:
-    """Qualified name -> nn.Linear that quantize_ replaces; ValueError when the model has none or none match."""
-    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n}
+def select_linears(model: torch.nn.Module, filter: Filter = None) -> dict[str, torch.nn.Module]:
+    """Qualified name -> linear layer (nn.Linear or Conv1D) quantize_ replaces; ValueError when none is there or matches."""
+    linears = {n: m for n, m in model.named_modules() if n and is_linear_layer(m)}
     if not linears:
-        raise ValueError(f"the model ({type(model).__name__}) has no nn.Linear layers to quantize")
+        raise ValueError(f"the model ({type(model).__name__}) has no linear layers to quantize "
+                         "(nn.Linear or transformers' Conv1D)")
     if filter is None:
         tied = _shared_weights(model)
         chosen = {n: m for n, m in linears.items() if id(m.weight) not in tied}
-        what = "untied"
-    elif isinstance(filter, str):
+        if not chosen:
+            raise ValueError(f"every linear layer of the model ({len(linears)}, e.g. {next(iter(linears))!r}) shares its "
+                             "weight with another module (tied to an embedding): pass filter= to choose some")
+        return chosen
+    if isinstance(filter, str):
         chosen = {n: m for n, m in linears.items() if fnmatch.fnmatchcase(n, filter)}
         what = f"pattern {filter!r}"
     elif callable(filter):
@@ -156,7 +162,7 @@ def quantize_(
     e2e_tune: EndToEndConfig | None = None,
     model_guard: ModelGuardConfig | None = None,
 ) -> torch.nn.Module:
-    """Replace the chosen nn.Linear layers of `model` by QuantizedLinear(config) in place; returns the model.
+    """Replace the chosen linear layers of `model` by QuantizedLinear(config) in place; returns the model.
 
     calibration: inputs for the methods that need activations (see the module docstring);
     kernel: "auto" (Triton where it runs), "triton" or "torch" for the new layers;
@@ -170,7 +176,10 @@ def quantize_(
     model_guard.windows, at most half), which are then held aside from the covariances (codesign.compress.model_guard).
     """
     quantizer_for(config)  # an unregistered config fails before any work
-    linears = select_linears(model, filter)
+    chosen = select_linears(model, filter)
+    linears = {name: as_linear(layer) for name, layer in chosen.items()}
+    # a Conv1D is seen as the equivalent nn.Linear by everything below, and put back before its replacement goes in
+    views = {name: linear for name, linear in linears.items() if linear is not chosen[name]}
     for name, linear in linears.items():
         group = getattr(config, "group_size", None) or getattr(getattr(config, "base", None), "group_size", None)
         if group and linear.in_features % group:
@@ -202,18 +211,20 @@ def quantize_(
     def build(name: str, linear: torch.nn.Linear, cov: torch.Tensor | None) -> torch.nn.Module:
         return QuantizedLinear.from_linear(linear, config, cov, kernel=kernel).to(linear.weight.device)
 
-    if sequential:
-        tune = None if block_tune is None else (
-            lambda block, layers, forward, targets: tune_block(block, layers, forward, targets, block_tune))
-        built, _ = sequential_replacements(model, list(linears), build, _calibration_run(model, calibration), tune=tune)
-    else:
-        covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
-        built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
-        if model_guard is not None:  # the model still holds its original linears: the reference
-            built, _ = srr_model_guard(model, built, covariances, config, windows, model_guard)
-    if e2e_tune is not None:  # the model still holds its original linears: the teacher
-        tune_end_to_end(model, built, windows, e2e_tune)
-    from codesign.llm.swap import replace_modules  # noqa: PLC0415 - as checkpoint.py, on first use
+    from codesign.llm.swap import replace_modules, swapped  # noqa: PLC0415 - as checkpoint.py, on first use
 
+    with swapped(model, views):
+        if sequential:
+            tune = None if block_tune is None else (
+                lambda block, layers, forward, targets: tune_block(block, layers, forward, targets, block_tune))
+            built, _ = sequential_replacements(model, list(linears), build, _calibration_run(model, calibration),
+                                               tune=tune)
+        else:
+            covariances = _input_covariances(model, linears, calibration) if needs_covariance(config) else {}
+            built = {name: build(name, linear, covariances.get(name)) for name, linear in linears.items()}
+            if model_guard is not None:  # the model still holds its original linears: the reference
+                built, _ = srr_model_guard(model, built, covariances, config, windows, model_guard)
+        if e2e_tune is not None:  # the model still holds its original linears: the teacher
+            tune_end_to_end(model, built, windows, e2e_tune)
     replace_modules(model, built)
     return model

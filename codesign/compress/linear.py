@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -10,10 +11,36 @@ from codesign.compress.matmul import KERNELS, lowbit_matmul
 from codesign.compress.qtensor import QuantizedWeight, flatten_weight, unflatten_weight
 from codesign.compress.registry import quantize
 
-__all__ = ["CompressConfig", "quantize", "QuantizedLinear"]
+__all__ = ["CompressConfig", "quantize", "QuantizedLinear", "is_linear_layer", "as_linear"]
 
 #: any config registered with codesign.compress.registry (KMeansConfig, IntConfig, VQConfig, QERConfig, ...)
 CompressConfig = Any
+
+
+def _conv1d_type() -> type | None:
+    # transformers' Conv1D (GPT-2's linear layer); a model holding one has imported it already
+    return getattr(sys.modules.get("transformers.pytorch_utils"), "Conv1D", None)
+
+
+def is_linear_layer(module: torch.nn.Module) -> bool:
+    """True for an nn.Linear and for transformers' Conv1D (a linear layer whose weight is stored [in, out])."""
+    conv1d = _conv1d_type()
+    return isinstance(module, torch.nn.Linear) or (conv1d is not None and isinstance(module, conv1d))
+
+
+def as_linear(module: torch.nn.Module) -> torch.nn.Linear:
+    """The module itself if an nn.Linear; a Conv1D as the nn.Linear that computes the same (weight transposed, shared)."""
+    if isinstance(module, torch.nn.Linear):
+        return module
+    if not is_linear_layer(module):
+        raise ValueError(f"a {type(module).__name__} is not a linear layer (nn.Linear or transformers' Conv1D)")
+    n_in, n_out = module.weight.shape
+    linear = torch.nn.Linear(n_in, n_out, bias=module.bias is not None, device="meta")
+    # the same storage, read as [out, in]: no copy, and nothing written back to the Conv1D
+    linear.weight = torch.nn.Parameter(module.weight.detach().t(), requires_grad=False)
+    if module.bias is not None:
+        linear.bias = torch.nn.Parameter(module.bias.detach(), requires_grad=False)
+    return linear
 
 
 class QuantizedLinear(torch.nn.Module):

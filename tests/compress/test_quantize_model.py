@@ -80,7 +80,7 @@ def test_half_precision_model_runs_the_kernels():
 
 
 @pytest.mark.parametrize("model, kwargs, message", [
-    (torch.nn.Sequential(torch.nn.ReLU()), {}, "has no nn.Linear layers to quantize"),
+    (torch.nn.Sequential(torch.nn.ReLU()), {}, "has no linear layers to quantize"),
     (torch.nn.Sequential(torch.nn.Linear(64, 8)), {"filter": "decoder.*"}, "pattern 'decoder.\\*' matches none"),
     (torch.nn.Sequential(torch.nn.Linear(64, 8)), {"filter": lambda n, m: False}, "the filter matches none"),
     (torch.nn.Sequential(torch.nn.Linear(64, 8)), {"calibration": torch.randn(4, 48)},
@@ -93,3 +93,55 @@ def test_bad_input_is_one_line(model, kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
         quantize_(model, config, **kwargs)
     assert "\n" not in str(info.value)
+
+
+def tiny_gpt2(seed=0):
+    """A 2-layer GPT-2 (its linears are transformers' Conv1D, weight stored [in, out]) with random weights."""
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=32,
+                                     bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(config).eval()
+
+
+def test_gpt2_conv1d_layers_are_quantized_as_the_linears_they_are():
+    from transformers.pytorch_utils import Conv1D
+
+    from codesign.compress import ErrorFeedbackConfig
+    from codesign.compress.metrics import relative_error
+
+    model = tiny_gpt2()
+    before = logits(model)
+    convs = {n: m.weight.detach().clone() for n, m in model.named_modules() if isinstance(m, Conv1D)}
+    assert len(convs) == 2 * 4
+    quantize_(model, KMeansConfig(bits=8, group_size=GROUP))
+    layers = compressed_layers(model)
+    assert sorted(layers) == sorted(convs)  # every Conv1D; the head is tied to the token embeddings
+    for name, weight in convs.items():  # stored [in, out]: the layer applies its transpose
+        assert (layers[name].in_features, layers[name].out_features) == tuple(weight.shape)
+        assert relative_error(weight.T, layers[name].qweight.dequantize()) < 0.01
+    after = logits(model)
+    assert not torch.equal(after, before) and (after - before).abs().max() < 0.05 * before.abs().max()
+    calibrated = tiny_gpt2()  # through the calibration hooks and the block-by-block pass
+    quantize_(calibrated, ErrorFeedbackConfig(base=KMeansConfig(bits=4, group_size=GROUP)), calibration=IDS,
+              sequential=True)
+    assert sorted(compressed_layers(calibrated)) == sorted(convs)
+
+
+def test_a_failed_quantize_leaves_the_conv1d_layers_as_they_were():
+    from transformers.pytorch_utils import Conv1D
+
+    model = tiny_gpt2()
+    before = {n: type(m) for n, m in model.named_modules()}
+    config = QERConfig(method="scaled", rank=2, base=KMeansConfig(bits=2, group_size=GROUP))
+    with pytest.raises(ValueError, match="calibration batch 0"):
+        quantize_(model, config, calibration=torch.full((1, 4), 1000))  # token ids past the vocabulary
+    assert {n: type(m) for n, m in model.named_modules()} == before and Conv1D in before.values()
+
+
+def test_a_model_whose_only_linear_is_tied_names_the_reason():
+    embedding = torch.nn.Embedding(16, 64)
+    head = torch.nn.Linear(64, 16, bias=False)
+    head.weight = embedding.weight
+    with pytest.raises(ValueError, match="shares its weight with another module") as info:
+        quantize_(torch.nn.ModuleDict({"embed": embedding, "head": head}), KMeansConfig(bits=4, group_size=GROUP))
+    assert "untied" not in str(info.value) and "filter=" in str(info.value)
