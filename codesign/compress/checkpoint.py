@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,8 +26,7 @@ from codesign.compress.lowrank import LowRankLinear
 from codesign.compress.qtensor import unflatten_weight
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "COMPRESSED_FILES", "save_compressed", "write_compressed", "load_compressed",
-           "read_manifest",
-           "compressed_layers"]
+           "read_manifest", "compressed_layers", "state_bytes"]
 
 FORMAT = "codesign-compressed"
 FORMAT_VERSION = 2
@@ -45,6 +45,21 @@ def _safetensors():
 def compressed_layers(model: torch.nn.Module) -> dict[str, torch.nn.Module]:
     """Qualified name -> module for every compressed linear (QuantizedLinear, LowRankLinear) of the model."""
     return {n: m for n, m in model.named_modules() if isinstance(m, (QuantizedLinear, LowRankLinear))}
+
+
+def state_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the model's state (parameters and persistent buffers), a tensor shared by several modules counted once."""
+    seen: dict[tuple[int, int], int] = {}
+    for tensor in model.state_dict().values():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset())
+        seen[key] = max(seen.get(key, 0), tensor.numel() * tensor.element_size())
+    return sum(seen.values())
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _layer_record(module: torch.nn.Module) -> dict:
@@ -86,6 +101,8 @@ def write_compressed(model: torch.nn.Module, out: Path | str, meta: Mapping | No
     }
     _safetensors().save_model(model, str(out / TENSORS), metadata={"format": FORMAT,
                                                                  "format_version": str(FORMAT_VERSION)})
+    # safetensors writes its file 0600; the user's umask decides, as for every other file written here
+    os.chmod(out / TENSORS, 0o666 & ~_umask())
     if transformers_model:
         config.to_json_file(str(out / CONFIG))
     (out / MANIFEST).write_text(json.dumps(document, indent=1))
