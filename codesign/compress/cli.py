@@ -9,8 +9,8 @@ import os
 __all__ = ["add_compress_parser", "run_compress", "format_report"]
 
 _DESCRIPTION = (
-    "Compress every linear layer of a packaged model (minilm, gemma3-270m) or of a local transformers model "
-    "folder (save_pretrained of the model and its tokenizer) with one method, evaluate it on "
+    "Compress every linear layer (untied nn.Linear and GPT-2's Conv1D) of a packaged model (minilm, gemma3-270m) "
+    "or of a local transformers model folder (save_pretrained of the model and its tokenizer) with one method, evaluate it on "
     "held-out Wikipedia text (MiniLM: cosine of sentence embeddings to the original's; Gemma: perplexity), "
     "report size, error and time, and save the compressed model (model.safetensors + compressed.json) to --out."
 )
@@ -24,8 +24,9 @@ def format_report(report: dict) -> str:
         f" {report['bits']}-bit, group {report['group_size']}"
         + (f" rank {report['rank']}" if report.get("rank") is not None else ""),
         f"  layers {report['layers']}, weights {report['weights']:,}",
-        f"  size {report['bytes']:,} B vs {report['fp16_bytes']:,} B fp16 "
+        f"  size of the compressed linear layers {report['bytes']:,} B vs {report['fp16_bytes']:,} B fp16 "
         f"({report['fp16_bytes'] / report['bytes']:.2f}x smaller, {report['bits_per_weight']:.3f} bits/weight)",
+        *([_whole_model_line(report)] if "model_bytes" in report else []),
         f"  mean relative weight error {report['mean_relative_error']:.4f}"
         + (f", activation error {report['mean_activation_error']:.4f}" if report.get("mean_activation_error") else ""),
         f"  time {report['compression_seconds']:.1f} s (calibration {report['calibration_seconds']:.1f} s)",
@@ -47,6 +48,8 @@ def format_report(report: dict) -> str:
     if "cosine_mean" in metric:
         lines.append(f"  embedding cosine vs original: mean {metric['cosine_mean']:.4f}, min {metric['cosine_min']:.4f} "
                      f"over {metric['n_sentences']} held-out sentences")
+    if metric.get("sentence_tokens", 256) < 256:
+        lines.append(f"  sentences cut at {metric['sentence_tokens']} tokens (the model's positions)")
     if "perplexity" in metric:
         change = ""
         if len(metric.get("window_nll", ())) > 1:  # the paired interval needs more than one window to resample
@@ -60,6 +63,15 @@ def format_report(report: dict) -> str:
     if "out" in report:
         lines.append(f"  saved to {report['out']}")
     return "\n".join(lines)
+
+
+def _whole_model_line(report: dict) -> str:
+    """The whole model: every tensor it holds (embeddings, norms, the layers left as they were) against the original's."""
+    new, old = report["model_bytes"], report["original_model_bytes"]
+    ratio = f"{old / new:.2f}x smaller" if new <= old else f"{new / old:.2f}x larger"
+    saved = f"; model.safetensors {report['saved_bytes']:,} B" if "saved_bytes" in report else ""
+    return (f"  size of the whole model {new:,} B vs {old:,} B the original's tensors ({report['original_dtype']}, "
+            f"as loaded): {ratio}{saved}")
 
 
 def physical_cores() -> int:
@@ -195,7 +207,9 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eval", type=_positive, default=256, help="MiniLM held-out sentences (default 256)")
     p.add_argument("--calib-tokens", type=_positive, default=2048, help="Gemma calibration tokens (default 2048)")
     p.add_argument("--eval-tokens", type=_positive, default=4096, help="Gemma held-out tokens (default 4096)")
-    p.add_argument("--context", type=_positive, default=512, help="Gemma perplexity window (default 512)")
+    p.add_argument("--context", type=_positive, default=None,
+                   help="a causal LM's perplexity and calibration window in tokens (default 512, or the model's "
+                        "trained length when shorter; a longer one is refused)")
     p.add_argument("--threads", type=_positive, default=None,
                    help="torch threads (default: this machine's physical cores, never more)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

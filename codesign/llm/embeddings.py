@@ -46,10 +46,11 @@ def sentence_embeddings(
 
 
 def embedding_similarity(
-    reference: torch.Tensor, model: torch.nn.Module, tokenizer, sentences: Sequence[str], batch_size: int = 64
+    reference: torch.Tensor, model: torch.nn.Module, tokenizer, sentences: Sequence[str], batch_size: int = 64,
+    max_length: int = 256,
 ) -> SimilarityResult:
-    """Cosine of model's embeddings to precomputed reference embeddings of the same sentences."""
+    """Cosine of model's embeddings to precomputed reference embeddings of the same sentences (cut at max_length tokens)."""
     if reference.shape[0] != len(sentences):
         raise ValueError(f"{reference.shape[0]} reference embeddings for {len(sentences)} sentences")
-    cosine = (sentence_embeddings(model, tokenizer, sentences, batch_size) * reference).sum(-1)
+    cosine = (sentence_embeddings(model, tokenizer, sentences, batch_size, max_length) * reference).sum(-1)
     return SimilarityResult(float(cosine.mean()), float(cosine.min()), len(sentences))

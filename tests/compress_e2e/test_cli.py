@@ -125,32 +125,32 @@ def test_a_local_transformers_folder_is_compressed_and_reloads(tmp_path, minilm,
             "--calib-tokens", "64", "--eval-tokens", "64", "--context", "32", "--out", str(out), "--json"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["layers"] == 14 and report["metric"]["n_tokens"] > 0  # every linear but lm_head
+    assert report["layers"] == 15 and report["metric"]["n_tokens"] > 0  # every linear, the untied lm_head too
     metric = report["metric"]  # per-window NLLs of both models, and the paired interval they give
     assert sum(metric["window_tokens"]) == metric["n_tokens"] and len(metric["reference_window_nll"]) == 2
     assert math.isclose(math.exp(sum(metric["window_nll"]) / metric["n_tokens"]), metric["perplexity"], rel_tol=1e-9)
     assert "95 % CI" in format_report(report) and "over 2 windows" in format_report(report)
     loaded = load_compressed(out)
-    assert type(loaded).__name__ == "LlamaForCausalLM" and len(compressed_layers(loaded)) == 14
+    assert type(loaded).__name__ == "LlamaForCausalLM" and len(compressed_layers(loaded)) == 15
     tuned = tmp_path / "tuned"  # error feedback with block-wise tuning, on the user's own model
     assert main(argv[:-3] + ["--error-feedback", "--act-order", "--block-tune", "2", "--out", str(tuned), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["block_tune"] == 2 and report["sequential"] and report["layers"] == 14
-    assert len(compressed_layers(load_compressed(tuned))) == 14
+    assert report["block_tune"] == 2 and report["sequential"] and report["layers"] == 15
+    assert len(compressed_layers(load_compressed(tuned))) == 15
     distilled = tmp_path / "distilled"  # end-to-end tuning to the original's next-token distribution
     assert main(argv[:-3] + ["--error-feedback", "--e2e-tune", "1", "--out", str(distilled), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["e2e_tune"] == 1 and report["e2e_holdout_kl_after"] <= report["e2e_holdout_kl_before"]
     assert "end-to-end tuning, 1 epochs" in format_report(report)
-    assert len(compressed_layers(load_compressed(distilled))) == 14
+    assert len(compressed_layers(load_compressed(distilled))) == 15
     guarded = tmp_path / "guarded"  # SRR with the whole-model guard
     srr = ["--method", "srr", "--bits", "2", "--rank", "8"]
     assert main(argv[:2] + srr + argv[6:-3] + ["--model-guard", "--out", str(guarded), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["model_guard"] == report["guard_objective"] == "nll" and report["layers"] == 14
+    assert report["model_guard"] == report["guard_objective"] == "nll" and report["layers"] == 15
     assert report["guard_chosen"] <= report["guard_layers"]
     assert "model guard: " in format_report(report)
-    assert len(compressed_layers(load_compressed(guarded))) == 14
+    assert len(compressed_layers(load_compressed(guarded))) == 15
     line = _error(capsys, ["compress", str(tmp_path), "--method", "kmeans", "--bits", "4", "--out",
                            str(tmp_path / "o2")])
     assert "a folder without config.json" in line
