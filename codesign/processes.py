@@ -157,10 +157,11 @@ class _Heartbeat:
         where = ""
         if log is not None:
             shown = str(log)
-            if self.moved is not None:  # a log in a partial output folder: named where it will be
-                src, dst = (str(p) for p in self.moved)
-                if shown == src or shown.startswith(src + os.sep):
-                    shown = dst + shown[len(src):]
+            if self.moved is not None:  # a log in a partial output folder: named where it will be (as given, or absolute)
+                for src, dst in (self.moved, tuple(os.path.abspath(p) for p in self.moved)):
+                    if shown == str(src) or shown.startswith(f"{src}{os.sep}"):
+                        shown = f"{dst}{shown[len(str(src)):]}"
+                        break
             relative = os.path.relpath(shown) if os.path.isabs(shown) else shown
             where = f"; log {relative if not relative.startswith('..') else shown}"
         # a line of its own after the step's open progress line; the step's closing seconds end the last one

@@ -27,6 +27,16 @@ def test_a_running_tool_says_so_every_interval(tmp_path):
     assert all(str(final / "rtl" / "sleeper.log") in ln for ln in lines), lines  # where the log will be
 
 
+def test_the_log_of_a_relative_output_folder_is_named_where_it_will_be(tmp_path, monkeypatch):
+    """A build given a relative --out writes into a relative partial folder; tools may name their logs absolutely."""
+    monkeypatch.chdir(tmp_path)
+    stream = io.StringIO()
+    with heartbeat(stream, interval=0.3, moved=(Path(".o.codesign-partial"), Path("o"))):
+        run_tool(SLEEP, tool="sleeper", log=tmp_path / ".o.codesign-partial" / "rtl" / "sleeper.log")
+    lines = [ln for ln in stream.getvalue().splitlines() if ln]
+    assert lines and all(ln.endswith("; log o/rtl/sleeper.log)") for ln in lines), lines
+
+
 def test_a_quick_tool_and_a_tool_outside_a_heartbeat_say_nothing(tmp_path, capsys):
     stream = io.StringIO()
     with heartbeat(stream, interval=5.0):
