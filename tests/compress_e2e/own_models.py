@@ -17,6 +17,8 @@ _KINDS = {
                                                "eos_token_id": 102}),
     "bert": ("BertConfig", "BertModel", {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                                          "num_attention_heads": 4}),
+    "bert-mlm": ("BertConfig", "BertForMaskedLM", {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                                                   "num_attention_heads": 4}),
 }
 
 

@@ -62,6 +62,13 @@ def test_an_encoder_with_few_positions_gets_its_sentences_cut_to_them(tmp_path, 
     assert "sentences cut at 32 tokens" in format_report(report)
 
 
+def test_a_task_checkpoint_without_the_pooler_its_encoder_adds_is_compressed(tmp_path, tokenizer, capsys):
+    # AutoModel gives the BERT a pooler that BertForMaskedLM's files lack: not a missing weight of the embeddings
+    folder = user_folder(tmp_path / "mlm", "bert-mlm", tokenizer, max_position_embeddings=64)
+    report, _ = _compress(capsys, folder, tmp_path / "out")
+    assert report["metric"]["n_sentences"] == 8 and report["metric"]["cosine_min"] > 0.9
+
+
 def test_a_folder_codesign_compressed_is_refused_and_missing_weights_too(tmp_path, tokenizer, capsys):
     folder = user_folder(tmp_path / "llama", "llama", tokenizer, max_position_embeddings=64)
     out = tmp_path / "compressed"
