@@ -154,7 +154,6 @@ def test_sizes_that_cannot_fit_are_refused_before_allocation(tmp_path):
         (["learn", "kan_online", "--samples", "10000000000"], ("GiB", "smaller")),
         (["build", "kan_online", "--samples", "10000000000", "--out", "o"], ("GiB", "smaller")),
         (["explore", "kan_online", "--samples", "10000000000"], ("GiB",)),
-        (["cim", "energy", "linear:100000000:100000000"], ("GiB", "weights")),
     ]
     for (argv, needles), done in zip(cases, run_many([c[0] for c in cases], tmp_path)):
         assert_one_line(done, *needles)

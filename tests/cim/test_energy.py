@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -138,3 +139,8 @@ def test_the_energy_of_a_huge_layer_allocates_no_weights():
         return int(out.stdout.split("peak_kb")[-1])
 
     assert peak_kb("linear:20000:20000") - peak_kb("linear:10:10") < 64 * 1024
+
+
+def test_a_layer_too_big_for_memory_still_has_an_energy_estimate(capsys):
+    assert main(["cim", "energy", "linear:100000000:100000000", "--no-sweep"]) == 0  # 10^16 weights: 40 PB of float32
+    assert re.search(r"^total +10000000000000000 ", capsys.readouterr().out, re.M)
