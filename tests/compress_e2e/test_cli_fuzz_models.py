@@ -27,7 +27,7 @@ SMALL = ["--group-size", "32", "--calib-tokens", "64", "--eval-tokens", "64", "-
 PROGRESS = re.compile(r"^  \[\d+/\d+\] \S+$")
 
 
-def generated_cases(n_per_model: int = 6, seed: int = 20261205) -> list[list[str]]:
+def generated_cases(n_per_model: int = 4, seed: int = 20261205) -> list[list[str]]:
     """Each model with the default context and with one past its positions, then seeded variations."""
     rng = random.Random(seed)
     cases = []
@@ -101,6 +101,6 @@ def test_own_models_never_give_a_traceback_or_touch_a_file_outside_out(tmp_path,
         new = [k for k in now if k not in previous]
         previous = now
         assert all(written in (tmp_path / k).parents and written != tmp_path for k in new), (argv, new)
-    assert succeeded >= 8
+    assert succeeded >= 5
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert leftovers == [], leftovers  # no partial folder of a refused run
