@@ -3,7 +3,7 @@
     nice -n 19 python benchmarks/cim_hwa_speed.py [--blocks 15 --steps 10 --json out.json] [--breakdown]
 
 Same process, one torch thread. A plain step: float forward, cross-entropy, backward, Adam. An HWA
-step: a new simulated chip from the current weights on the network's chip twin (codesign.cim.hwa.chip_twin),
+step: a new simulated chip from the current weights on the network's chip twin (codesign.cim.layers.chip_twin),
 either every device programmed (codesign.cim.program_model) and aged to t (drift and compensation), or
 every weight drawn from its realized distribution at t (codesign.cim.sample_model, codesign/cim/sampler.py);
 forward through the chip (DAC/ADC, read noise), backward straight-through, Adam. Plain and HWA steps run in
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from codesign.cim import CIMConfig, ConverterConfig, drift_model, program_model, sample_model
 from codesign.cim.dwp.models import build_model
-from codesign.cim.hwa import chip_twin
+from codesign.cim.layers import chip_twin
 
 CHIPS = {  # name: (chip config, chips drawn weight by weight)
     "pcm, ideal converters, devices programmed": (CIMConfig(device="pcm", converter=ConverterConfig.ideal()), False),

@@ -4,7 +4,7 @@ Configs (:mod:`.config`), device models and their registry (:mod:`.devices`), co
 (:mod:`.converters`), the tiled crossbar mapping (:mod:`.crossbar`) and its read path
 (:mod:`.readout`), torch layers and batched Monte-Carlo over chips (:mod:`.layers`), perturbed
 weight realizations for noise-aware training (:mod:`.perturb`), hardware-aware training through the chip
-(:mod:`.hwa`, :func:`chip_twin`), and the energy estimate
+(:mod:`.hwa`, :func:`~.layers.chip_twin`), and the energy estimate
 (:mod:`.energy`).
 """
 
@@ -23,11 +23,11 @@ from codesign.cim.config import (
 )
 from codesign.cim.crossbar import Crossbar
 from codesign.cim.devices import DEVICE_MODELS, make_device
-from codesign.cim.hwa import chip_twin
 from codesign.cim.layers import (
     CIMConv2d,
     CIMLinear,
     chip_inputs,
+    chip_twin,
     cim_layers,
     convert_to_cim,
     drift_model,

@@ -54,7 +54,7 @@ from torch import Tensor, nn
 from codesign.cim.config import CIMConfig, ConverterConfig
 from codesign.cim.devices import DeviceState, apply_faults, draw_faults, make_device
 from codesign.cim.readout import CrossbarReadout, ReadState
-from codesign.cim.sampler import tile_storage
+from codesign.cim.tile_storage import tile_storage
 from codesign.cim.tiles import Segment, TileGrid, segment_block, segments_of
 
 __all__ = ["TileGrid", "Crossbar", "tile_weights", "ir_drop_factor", "derive_seed", "check_seed", "check_time"]
@@ -361,7 +361,7 @@ class Crossbar(nn.Module):
         programmed ones, but cannot be aged (drift_to) or asked for conductances.
         """
         gr, ir = self.grid, self.config.tile.ir_drop
-        # a CPU float32 weight without IR drop goes straight to storage order, in one pass (sampler.tile_storage)
+        # a CPU float32 weight without IR drop goes straight to storage order, in one pass (tile_storage.tile_storage)
         fused = ir == 0 and weight.dtype == torch.float32 and weight.device.type == "cpu"
         seed, first_chip, layer_id, weight, normalized, scale = self._check_program(
             weight, seed, n_chips, first_chip, layer_id, tile_storage if fused else tile_weights)

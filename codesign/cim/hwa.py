@@ -11,18 +11,16 @@ chip-major) each chip's rows get the gradient of its own weights, and the float 
 over chips; the bias is digital (its gradient is exact).
 
 Re-sampling per mini-batch is programming again (``program_model(model, seed=step, n_chips=K)``): every
-call draws a new chip from the current float weights. :func:`chip_twin` makes a CIM copy of a float
+call draws a new chip from the current float weights. :func:`codesign.cim.layers.chip_twin` makes a CIM copy of a float
 network that shares its parameters, so an optimizer of the float network trains through the chip.
 """
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ChipLinearRead", "ChipConvRead", "chip_twin", "needs_grad"]
+__all__ = ["ChipLinearRead", "ChipConvRead", "needs_grad"]
 
 
 def _read_realization(crossbar) -> Tensor:  # noqa: ANN001
@@ -94,15 +92,3 @@ def needs_grad(x: Tensor, layer: nn.Module) -> bool:
         return False
     return x.requires_grad or any(p.requires_grad for p in layer.parameters(recurse=False))
 
-
-def chip_twin(model: nn.Module, config) -> nn.Module:  # noqa: ANN001
-    """A CIM copy of a float network whose weights and biases are the float network's own parameters."""
-    from codesign.cim.layers import convert_to_cim  # layers imports this module
-
-    twin = convert_to_cim(copy.deepcopy(model), config, inplace=True)
-    float_layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
-    cim = [m for m in twin.modules() if hasattr(m, "crossbar")]
-    for source, target in zip(float_layers, cim):
-        target.weight = source.weight
-        target.bias = source.bias
-    return twin

@@ -24,6 +24,7 @@ from codesign.cim.hwa import ChipConvRead, ChipLinearRead, needs_grad
 from codesign.cim.sampler import chip_sampler
 
 __all__ = [
+    "chip_twin",
     "CIMLinear",
     "CIMConv2d",
     "convert_to_cim",
@@ -319,3 +320,14 @@ def evaluate_chips(model: nn.Module, x: Tensor, seed: int, n_chips: int, t_secon
         y = model(chip_inputs(x, count))
         outputs.append(y.view(count, x.shape[0], *y.shape[1:]))
     return torch.cat(outputs) if len(outputs) > 1 else outputs[0]
+
+
+def chip_twin(model: nn.Module, config) -> nn.Module:  # noqa: ANN001
+    """A CIM copy of a float network whose weights and biases are the float network's own parameters."""
+    twin = convert_to_cim(copy.deepcopy(model), config, inplace=True)
+    float_layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+    cim = [m for m in twin.modules() if hasattr(m, "crossbar")]
+    for source, target in zip(float_layers, cim):
+        target.weight = source.weight
+        target.bias = source.bias
+    return twin

@@ -40,9 +40,10 @@ import torch
 from torch import Tensor
 
 from codesign.cim.config import CIMConfig, TileConfig
-from codesign.cim.tiles import TileGrid
+from codesign.cim.crossbar import Crossbar
+from codesign.cim.tile_storage import cpu_float32
 
-__all__ = ["LEVELS", "QUANTILES", "SAMPLES_PER_LEVEL", "WeightSampler", "chip_sampler", "tile_storage"]
+__all__ = ["LEVELS", "QUANTILES", "SAMPLES_PER_LEVEL", "WeightSampler", "chip_sampler"]
 
 LEVELS = 64  # target magnitudes tabulated, (k/63)² (every 64 inputs of the table's rows hold each once)
 QUANTILES = 1024  # quantiles per level (the table, 256 KB, stays in a core's L2 cache)
@@ -133,48 +134,6 @@ def _scatter(values, scale, out_padded, matrix):  # pragma: no cover - compiled 
                 matrix[o, t, r] = values[source + np.uint64(r)] * group_scale
 
 
-# Only reassociation (the tile maxima and the NaN probe vectorize): no reciprocal for the division, which stays
-# IEEE's as torch's in tile_weights, so the two give the same normalized weights; no no-NaN assumption either.
-@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _tile_flat(weight, rows, cols, flat, scale):  # pragma: no cover - compiled  # noqa: ANN001
-    """crossbar.tile_weights and Crossbar._device_flat in one pass: flat (the used rows of every tile, storage order:
-    tile t, output o, row r at t·out_padded·rows + o·rows_t + r) holds weight / its tile's largest |w| (1 for an
-    all-zero tile; NaN when the tile holds a NaN or an inf, which the caller refuses), scale (n_row_tiles,
-    out_padded) each output's tile scale. Unsigned indices into the flat weight (out·in): a signed one would be
-    checked for wraparound at every read, which keeps the loops from vectorizing."""
-    outputs, inputs = weight.shape
-    n_row_tiles, out_padded = scale.shape
-    w = weight.ravel()
-    for t in range(n_row_tiles):
-        first = t * rows
-        rows_t = min(rows, inputs - first)
-        base = t * out_padded * rows
-        for c in range(0, out_padded, cols):
-            top = np.float32(0.0)
-            poison = np.float32(0.0)  # x·0 is NaN for a NaN or an inf x, 0 otherwise
-            for o in range(c, min(c + cols, outputs)):
-                start = np.uint64(o * inputs + first)
-                for r in range(np.uint64(rows_t)):
-                    x = w[start + r]
-                    a = abs(x)
-                    top = a if a > top else top
-                    poison += x * np.float32(0.0)
-            if poison != poison:
-                top = np.float32(np.nan)
-            elif top == np.float32(0.0):
-                top = np.float32(1.0)
-            for o in range(c, min(c + cols, out_padded)):
-                scale[t, o] = top
-                at = np.uint64(base + o * rows_t)
-                start = np.uint64(o * inputs + first)
-                if o < outputs:
-                    for r in range(np.uint64(rows_t)):
-                        flat[at + r] = w[start + r] / top
-                else:
-                    for r in range(np.uint64(rows_t)):
-                        flat[at + r] = np.float32(0.0)
-
-
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _probe_sums(values, c, signed, rows, sums):  # pragma: no cover - compiled  # noqa: ANN001
     """The expected probe per group of `rows` consecutive devices (an output of a tile): Σ m(|v|), or
@@ -238,8 +197,6 @@ class WeightSampler:
     """Realized weights of one chip config at time t, drawn from measured quantiles (see the module docstring)."""
 
     def __init__(self, config: CIMConfig, t_seconds: float, seed: int = 0) -> None:
-        from codesign.cim.crossbar import Crossbar  # the crossbar draws with a sampler; this module measures with it
-
         if config.read_noise == "per_input":
             raise ValueError("read_noise='per_input' gives every input vector its own read noise: chips drawn weight "
                              "by weight read one realization; program the chips instead (program_model)")
@@ -272,7 +229,7 @@ class WeightSampler:
         """The expected drift-compensation probe (2, groups) per group of `rows` devices (an output of a tile) of the
         normalized weights `values` (contiguous CPU float32): at programming, at t."""
         sums = np.empty((2, values.shape[0] // rows), dtype=np.float32)
-        _probe_sums(_cpu_float32(values), self._probe_np, self.signed_probe, rows, sums)
+        _probe_sums(cpu_float32(values), self._probe_np, self.signed_probe, rows, sums)
         return torch.from_numpy(sums)
 
     def draw(self, values: Tensor, keys: tuple[int, ...], unit: float, out: Tensor, scale: Tensor | None = None,
@@ -285,7 +242,7 @@ class WeightSampler:
         tile's unused columns, are left as they are in `out`), and each group's weights × its scale go into the
         matrix (_scatter)."""
         n = values.shape[0]
-        v, w, seed = _cpu_float32(values), _cpu_float32(out), np.uint64(_mix(*keys))
+        v, w, seed = cpu_float32(values), cpu_float32(out), np.uint64(_mix(*keys))
         spans = [(0, n)]
         if matrix is not None:
             outputs, tiles, rows = matrix.shape
@@ -295,24 +252,8 @@ class WeightSampler:
         for first, end in spans:
             _draw_span(seed, first, v[first:end], self._flat_np, LEVELS, QUANTILES, np.float32(unit), w[first:end])
         if scale is not None and matrix is not None:
-            _scatter(w, _cpu_float32(scale), out_padded, _cpu_float32(matrix))
+            _scatter(w, cpu_float32(scale), out_padded, cpu_float32(matrix))
         return out
-
-
-def tile_storage(weight: Tensor, grid: TileGrid) -> tuple[Tensor, Tensor]:
-    """(normalized weights in storage order, used rows only; tile scales (n_row_tiles, out_padded)) of a CPU float32
-    weight (out, in): the values of crossbar.tile_weights followed by Crossbar._device_flat, in one pass."""
-    flat = torch.empty(grid.out_padded * grid.in_features, dtype=torch.float32)  # the used rows of every tile
-    scale = torch.empty((grid.n_row_tiles, grid.out_padded), dtype=torch.float32)
-    _tile_flat(_cpu_float32(weight.contiguous()), grid.rows, grid.cols, flat.numpy(), scale.numpy())
-    return flat, scale
-
-
-def _cpu_float32(x: Tensor) -> np.ndarray:
-    """The numpy view of a CPU float32 tensor (the kernels' arrays), or a one-line error."""
-    if x.dtype != torch.float32 or x.device.type != "cpu":
-        raise ValueError("chips drawn weight by weight need float32 weights on the CPU; program the chips instead")
-    return x.numpy()
 
 
 _CACHE: dict[tuple, WeightSampler] = {}

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from codesign.cim import CIMConfig, CIMConv2d, CIMLinear, PCMConfig, chip_inputs, program_model
-from codesign.cim.hwa import chip_twin
+from codesign.cim.layers import chip_twin
 
 
 def _grads(out: torch.Tensor, g: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:

@@ -10,8 +10,9 @@ import torch.nn.functional as F
 
 from codesign.cim import CIMConfig, CIMLinear, ConverterConfig, FaultConfig, RRAMConfig, TileConfig, sample_model
 from codesign.cim.crossbar import Crossbar, tile_weights
-from codesign.cim.hwa import chip_twin
-from codesign.cim.sampler import chip_sampler, tile_storage
+from codesign.cim.layers import chip_twin
+from codesign.cim.sampler import chip_sampler
+from codesign.cim.tile_storage import tile_storage
 
 YEAR = 365.25 * 86400.0
 # magnitudes on and between the table's levels (k/63), each a block of columns; 1.0 sets every tile's scale to 1

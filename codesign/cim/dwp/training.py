@@ -51,8 +51,7 @@ from codesign.cim.devices.mismatch import mismatch_weights
 from codesign.cim.dwp.data import DataSplits, Split, check_dataset, load_dataset
 from codesign.cim.dwp.models import build_model, check_model, weight_layers
 from codesign.cim.dwp.weighting import check_measure, disagreement, disagreement_weights
-from codesign.cim.hwa import chip_twin
-from codesign.cim.layers import chip_inputs, drift_model, program_model, sample_model
+from codesign.cim.layers import chip_inputs, chip_twin, drift_model, program_model, sample_model
 from codesign.cim.perturb import sample_weights
 
 __all__ = ["METHODS", "NOISE_SOURCES", "TrainConfig", "TrainResult", "accuracy", "batch_loss", "perturbed_logits", "train"]
@@ -179,7 +178,7 @@ def perturbed_logits(model: nn.Module, x: Tensor, config: TrainConfig, step_seed
                      twin: nn.Module | None = None) -> Tensor:
     """Logits (K, B, classes) of K weight realizations of every Linear/Conv2d weight (straight-through).
 
-    For a chip source, twin is the network's chip twin (codesign.cim.hwa.chip_twin; made here if None).
+    For a chip source, twin is the network's chip twin (codesign.cim.layers.chip_twin; made here if None).
     """
     if config.noise_source in CHIP_SOURCES:
         twin = twin if twin is not None else chip_twin(model, CHIP_SOURCES[config.noise_source])
