@@ -306,12 +306,9 @@ def _input_raw(hls_model: Any, name: str, values: np.ndarray) -> tuple[np.ndarra
     return t.quantize(np.asarray(values, dtype=np.float64)), t
 
 
-def traced_stream(hls_model: Any, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """hls4ml's own trace of the stream (it recompiles: the head starts again from its initial coefficients).
-
-    Returns raw act_t arrays: the head's features (the network's output after the stated conversion),
-    its targets (after the same conversion) and its predictions.
-    """
+def _trace(hls_model: Any, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, FixedType, np.ndarray, np.ndarray]:
+    """hls4ml's trace of the stream: the network's output, raw in its own type, and that type; the head's targets
+    and predictions, raw act_t."""
     head = head_layer(hls_model)
     act = head.get_attr("spec").act_t
     feature_node = hls_model.graph[head.inputs[0]]
@@ -323,7 +320,17 @@ def traced_stream(hls_model: Any, x: np.ndarray, target: np.ndarray) -> tuple[np
     if not np.array_equal(feature_t.to_float(feature_raw), trace[feature_node.name].reshape(len(x), -1)):
         raise ValueError(f"the traced output of {feature_node.name} is not a value of its type {feature_t}")
     target_raw, target_t = _input_raw(hls_model, head.inputs[1], np.reshape(target, (len(target), -1)))
-    return act.cast(feature_raw, feature_t), act.cast(target_raw, target_t), predictions_raw(hls_model, pred)
+    return feature_raw, feature_t, act.cast(target_raw, target_t), predictions_raw(hls_model, pred)
+
+
+def traced_stream(hls_model: Any, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """hls4ml's own trace of the stream (it recompiles: the head starts again from its initial coefficients).
+
+    Returns raw act_t arrays: the head's features (the network's output after the stated conversion),
+    its targets (after the same conversion) and its predictions.
+    """
+    network_raw, network_t, targets, predictions = _trace(hls_model, x, target)
+    return head_layer(hls_model).get_attr("spec").act_t.cast(network_raw, network_t), targets, predictions
 
 
 def reference_stream(hls_model: Any, features_raw: np.ndarray, targets_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -348,6 +355,9 @@ class StreamCheck:
     features_outside_grid: int  # features the learner clamped to the grid edge
     features_raw: np.ndarray = field(repr=False)  # the head's act_t inputs, from hls4ml's trace
     targets_raw: np.ndarray = field(repr=False)
+    network_raw: np.ndarray = field(repr=False)  # the network's output before the conversion, raw in network_t
+    network_t: FixedType = field(repr=False)
+    predicted_raw: np.ndarray = field(repr=False)  # hls4ml's predict() over the stream, raw act_t
 
     @property
     def bit_exact(self) -> bool:
@@ -369,7 +379,8 @@ def check_stream(hls_model: Any, x: np.ndarray, target: np.ndarray) -> StreamChe
     target = np.ascontiguousarray(np.reshape(target, (len(target), -1)), dtype=np.float64)
     predicted = predictions_raw(hls_model, hls_model.predict([x, target]))
     state = head_state(hls_model)
-    features, targets, traced = traced_stream(hls_model, x, target)
+    network_raw, network_t, targets, traced = _trace(hls_model, x, target)
+    features = spec.act_t.cast(network_raw, network_t)
     ref_pred, ref_state = reference_stream(hls_model, features, targets)
     lo, hi = (spec.act_t.quantize(v) for v in spec.grid_range)
     return StreamCheck(
@@ -377,5 +388,5 @@ def check_stream(hls_model: Any, x: np.ndarray, target: np.ndarray) -> StreamChe
         state_values=len(ref_state), state_mismatches=int((state != ref_state).sum()),
         trace_mismatches=int((traced != predicted).any(axis=1).sum()),
         features_outside_grid=int(((features < lo) | (features >= hi)).sum()),
-        features_raw=features, targets_raw=targets,
+        features_raw=features, targets_raw=targets, network_raw=network_raw, network_t=network_t, predicted_raw=predicted,
     )
