@@ -79,7 +79,9 @@ def physical_cores() -> int:
     allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         cores, current = set(), {}
-        for line in open("/proc/cpuinfo", encoding="ascii", errors="replace"):  # noqa: SIM115 - read once
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            lines = cpuinfo.readlines()
+        for line in lines:
             key, _, value = line.partition(":")
             key = key.strip()
             if key in ("physical id", "core id"):
