@@ -11,6 +11,7 @@ import pytest
 
 from codesign.cli import main
 from codesign.fpga.simulator import BIN_CACHE, bench_dir, prepare_simulation, rtl_dir, run_bench
+from codesign.processes import WorkerPool
 from codesign.resources import cache_dir
 
 from .test_fixed_cast import _packed
@@ -73,6 +74,26 @@ def test_an_unchanged_design_reuses_the_kept_model_and_a_change_rebuilds(tmp_pat
     changed = prepare_simulation([sources[0], edited, sources[2]], TOP, tmp_path / "d", _parameters(SHAPES))
     assert not changed.reused and changed.key not in (first.key, other.key)
     assert sorted(p.name for p in kept.iterdir()) == sorted([first.key, other.key, changed.key])
+
+
+def _build_fixed_cast(folder: str) -> tuple[bool, str]:
+    """(reused, key) of the fixed_cast harness built into folder (in a worker process)."""
+    sources = [rtl_dir() / "pipe_reg.sv", rtl_dir() / "fixed_cast.sv", bench_dir() / "fixed_cast_harness.sv"]
+    build = prepare_simulation(sources, TOP, folder, _parameters(SHAPES[1:]))
+    return build.reused, build.key
+
+
+def test_two_processes_building_the_same_model_at_once(tmp_path, own_cache):
+    """Each builds in a folder of its own and renames it into place; the second rename finds the first's model."""
+    with WorkerPool(_build_fixed_cast, 2) as pool:
+        results = dict(pool.map_unordered([str(tmp_path / "p"), str(tmp_path / "q")]))
+    keys = {key for _, key in results.values()}
+    assert len(keys) == 1 and not any(reused for reused, _ in results.values())  # both built: the second rename lost
+    (key,) = keys
+    assert [p.name for p in (own_cache / BIN_CACHE).iterdir()] == [key]  # no build folder left behind
+    for name in ("p", "q"):
+        assert (tmp_path / name / TOP).is_file()
+        assert (tmp_path / name / TOP).read_bytes() == (own_cache / BIN_CACHE / key / TOP).read_bytes()
 
 
 def _cosim_log(stdout: str) -> str:
