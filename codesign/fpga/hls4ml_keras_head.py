@@ -242,10 +242,17 @@ def to_hls4ml(model: keras.Model, output_dir: str | Path, backend: str = "Vitis"
     config = hls4ml.utils.config_from_keras_model(model, granularity="name", backend=backend,
                                                   default_precision=default_precision)
     config.setdefault("LayerName", {}).setdefault(TARGET_INPUT, {})["Precision"] = {"result": str(heads[0].spec.act_t)}
-    # da4ml's fallback is left out: it is not a dependency, and a layer it would take is refused above
-    return hls4ml.converters.convert_from_keras_model(model, output_dir=str(output_dir), backend=backend, io_type=io_type,
-                                                      hls_config=config, allow_da_fallback=False,
-                                                      allow_v2_fallback=allow_v2_fallback, **convert_args)
+    try:
+        # da4ml's fallback is left out: it is not a dependency, and a layer it would take is refused above
+        return hls4ml.converters.convert_from_keras_model(model, output_dir=str(output_dir), backend=backend, io_type=io_type,
+                                                          hls_config=config, allow_da_fallback=False,
+                                                          allow_v2_fallback=allow_v2_fallback, **convert_args)
+    except ValueError as exc:
+        if "unexpected input layer chain" not in str(exc):
+            raise
+        # hls4ml's bit-exact flow (on for HGQ2 / QKeras-API models) types an input only through a quantizer behind it
+        raise ValueError(f"an input of {model.name!r} reaches a layer without an input quantizer ({exc}): start the "
+                         "backbone with a quantizer (QActivation(quantized_bits(...)) or input_quantizer=...)") from None
 
 
 # ----------------------------------------------------------------------------- the Keras side of the check
