@@ -135,6 +135,8 @@ def tool_versions() -> dict[str, str | None]:
         "keras": _dist_version("keras"),
         "hgq2": _dist_version("hgq2"),
         "brevitas": _dist_version("brevitas"),
+        "aihwkit": _dist_version("aihwkit"),  # CIM peers (extra cim-peers; aihwkit is built from its sdist)
+        "aihwkit-lightning": _dist_version("aihwkit-lightning"),
     }
 
 
