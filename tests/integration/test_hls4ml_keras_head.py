@@ -23,7 +23,9 @@ from codesign.kan.spec import KANSpec
 if importlib.util.find_spec("hgq") is None or importlib.util.find_spec("keras") is None:
     pytest.skip("the keras extra is not installed (pip install 'codesign[keras]')", allow_module_level=True)
 
-kh = pytest.importorskip("codesign.fpga.hls4ml_keras_head")  # keras on the torch backend from here on
+import codesign.fpga.hls4ml_keras_head as kh  # noqa: E402
+
+kh.check_keras()  # keras runs on torch (the import above made it the default): the imports below rely on it
 import keras  # noqa: E402
 from qkeras import quantized_bits, quantized_relu  # noqa: E402
 from qkeras.qlayers import QActivation, QDense  # noqa: E402
