@@ -33,3 +33,6 @@ def _import_the_kernels_distribution() -> None:
 
 
 _import_the_kernels_distribution()
+
+# registers the "codesign" quantization method with transformers (from_pretrained of a compressed folder); light
+import codesign.compress  # noqa: E402, F401

@@ -4,10 +4,16 @@ Quantize a model's linears in place (`quantize_(model, KMeansConfig(bits=4))`), 
 (`save_compressed(model, dir)`, `load_compressed(dir)`), quantize a weight with a config
 (`quantize(w, KMeansConfig(bits=2))`), multiply with
 `lowbit_matmul(x, qw)` (Triton kernel on a supported GPU, torch reference elsewhere), or swap an
-nn.Linear for a `QuantizedLinear`. Storage formats: docs/compress_formats.md.
+nn.Linear for a `QuantizedLinear`. Storage formats: docs/compress_formats.md. Importing this package
+registers the quantization method "codesign" with transformers, so that `from_pretrained` loads a saved
+folder (codesign.compress.hf_quantizer), without importing transformers itself.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 from typing import Any
 
 # Public name -> the submodule that defines it. Loaded on first use, so that importing a light
@@ -46,3 +52,57 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+# transformers' quantizer registry. Importing it takes seconds (it imports torch and every quantizer), so codesign
+# registers its quantizer when something imports it (from_pretrained does), not before.
+_REGISTRY = "transformers.quantizers.auto"
+
+
+def _register(registry: Any) -> None:
+    try:
+        importlib.import_module("codesign.compress.hf_quantizer").register(registry)
+    except Exception as exc:  # noqa: BLE001 - a transformers codesign cannot extend must still load its own models
+        warnings.warn(f"codesign: from_pretrained cannot load codesign-compressed folders with this transformers "
+                      f"({type(exc).__name__}: {exc}); use codesign.compress.load_compressed", RuntimeWarning,
+                      stacklevel=2)
+
+
+class _ThenRegister(importlib.abc.Loader):
+    """The registry's own loader, followed by codesign's registration once the module has run."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...: the original loader's
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        _register(module)
+
+
+class _RegisterOnImport(importlib.abc.MetaPathFinder):
+    """A meta path finder that finds nothing itself: it gives transformers' registry, as found, a loader that registers."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != _REGISTRY:
+            return None
+        sys.meta_path.remove(self)  # once: the registry is imported once, and the finders after it find it
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenRegister(spec.loader)
+        return spec
+
+
+def _register_with_transformers() -> None:
+    if _REGISTRY in sys.modules:
+        _register(sys.modules[_REGISTRY])
+    elif not any(isinstance(finder, _RegisterOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterOnImport())
+
+
+_register_with_transformers()

@@ -8,7 +8,8 @@ model.safetensors holds the whole state (compressed layers' codes, scales, codeb
 every other parameter; tied tensors once). compressed.json names the format and its version, the
 module class, and for each compressed layer its stored layout (codesign.compress.qtensor.flatten_weight),
 so the layers can be rebuilt before the tensors are loaded. A transformers model's config is written
-as config.json beside it.
+as config.json beside it, with a `quantization_config` (quant_method "codesign", the same layer records) that
+lets transformers' from_pretrained rebuild the model once codesign is imported (codesign.compress.hf_quantizer).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import torch
@@ -25,13 +26,21 @@ from codesign.compress.linear import QuantizedLinear
 from codesign.compress.lowrank import LowRankLinear
 from codesign.compress.qtensor import unflatten_weight
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "COMPRESSED_FILES", "save_compressed", "write_compressed", "load_compressed",
-           "read_manifest", "compressed_layers", "state_bytes"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "COMPRESSED_FILES", "QUANT_METHOD", "WEIGHTS_GUARD", "save_compressed",
+           "write_compressed", "load_compressed", "read_manifest", "compressed_layers", "state_bytes",
+           "read_layer_tensors", "build_layers"]
 
 FORMAT = "codesign-compressed"
 FORMAT_VERSION = 2
 MANIFEST, TENSORS, CONFIG = "compressed.json", "model.safetensors", "config.json"
 COMPRESSED_FILES = (TENSORS, MANIFEST, CONFIG)
+#: the quant_method of the quantization_config in config.json (transformers' name for codesign's quantizer)
+QUANT_METHOD = "codesign"
+#: config.json's `transformers_weights` in a saved folder. transformers skips a quant_method it does not know and
+#: would start the compressed layers' weights random; a weights file name not ending in .safetensors makes it stop
+#: with this text instead. codesign's quantizer (registered when codesign is imported) removes it before loading.
+WEIGHTS_GUARD = ("model.safetensors holds layers compressed by codesign: import codesign before from_pretrained, "
+                 "or load the folder with codesign.compress.load_compressed")
 
 
 def _safetensors():
@@ -104,9 +113,26 @@ def write_compressed(model: torch.nn.Module, out: Path | str, meta: Mapping | No
     # safetensors writes its file 0600; the user's umask decides, as for every other file written here
     os.chmod(out / TENSORS, 0o666 & ~_umask())
     if transformers_model:
-        config.to_json_file(str(out / CONFIG))
+        _write_config(config, document, out / CONFIG)
     (out / MANIFEST).write_text(json.dumps(document, indent=1))
     return out
+
+
+def _write_config(config, document: Mapping, path: Path) -> None:  # noqa: ANN001 - a transformers PreTrainedConfig
+    """config.json: the model's config with the quantization_config from_pretrained reads, and the weights guard."""
+    data = json.loads(config.to_json_string())
+    if document.get("dtype"):
+        data["dtype"] = document["dtype"]  # from_pretrained's dtype="auto" reads it: the dtype load_compressed uses
+    data["quantization_config"] = {
+        "quant_method": QUANT_METHOD,
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "transformers_class": document["transformers_class"],
+        "attn_implementation": document.get("attn_implementation"),
+        "layers": document["layers"],
+    }
+    data["transformers_weights"] = WEIGHTS_GUARD
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_manifest(out: Path | str) -> dict:
@@ -126,6 +152,11 @@ def read_manifest(out: Path | str) -> dict:
     return document
 
 
+def _damaged(path: Path, exc: Exception) -> ValueError:
+    return ValueError(f"{path} is not a readable safetensors file (truncated or damaged: "
+                      f"{str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})")
+
+
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise ValueError(f"{path} not found")
@@ -133,8 +164,23 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     try:
         return st.load_file(str(path))
     except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for damaged files
-        raise ValueError(f"{path} is not a readable safetensors file (truncated or damaged: "
-                         f"{str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})") from None
+        raise _damaged(path, exc) from None
+
+
+def read_layer_tensors(path: Path | str, layers: Iterable[str]) -> dict[str, torch.Tensor]:
+    """The stored tensors of the named layers only (name.field -> tensor, on the CPU); ValueError for a missing or damaged file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} not found")
+    _safetensors()
+    from safetensors import safe_open  # noqa: PLC0415
+
+    prefixes = tuple(name + "." for name in layers)
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            return {key: f.get_tensor(key) for key in f.keys() if key.startswith(prefixes)}
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for damaged files
+        raise _damaged(path, exc) from None
 
 
 def _transformers_skeleton(out: Path, document: dict) -> torch.nn.Module:
@@ -147,11 +193,14 @@ def _transformers_skeleton(out: Path, document: dict) -> torch.nn.Module:
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         raise ValueError(f"transformers has no model class {name!r}")
     config = transformers.AutoConfig.from_pretrained(str(out))
-    attention = document.get("attn_implementation")
-    model = cls._from_config(config, attn_implementation=attention) if attention else cls(config)
+    # they describe the folder to from_pretrained, not the model built here
+    for key in ("quantization_config", "transformers_weights"):
+        config.__dict__.pop(key, None)
+    options: dict = {"attn_implementation": document["attn_implementation"]} if document.get("attn_implementation") else {}
     if document.get("dtype"):
-        model.to(getattr(torch, document["dtype"]))
-    return model
+        # built in that dtype as from_pretrained builds it (rotary frequencies stay float32), not cast after
+        options["dtype"] = getattr(torch, document["dtype"])
+    return cls._from_config(config, **options)
 
 
 def _build_layer(name: str, record: dict, tensors: Mapping[str, torch.Tensor]) -> torch.nn.Module:
@@ -169,6 +218,21 @@ def _build_layer(name: str, record: dict, tensors: Mapping[str, torch.Tensor]) -
     raise ValueError(f"unknown module kind {record.get('module')!r} for layer {name}")
 
 
+def build_layers(records: Mapping[str, dict], tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.nn.Module]:
+    """Layer name -> the QuantizedLinear or LowRankLinear its manifest record and stored tensors describe."""
+    if not isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records.values()):
+        raise ValueError("the layer records are not a mapping of layer name -> record")
+    layers = {}
+    for name, record in records.items():
+        try:
+            layers[name] = _build_layer(name, dict(record), tensors)
+        except (KeyError, TypeError) as exc:  # a record lacking a field, or one of the wrong type
+            raise ValueError(f"the record of layer {name} is damaged ({type(exc).__name__}: {exc})") from None
+        except ValueError as exc:  # a layout the stored tensors do not fit
+            raise ValueError(f"layer {name}: {exc}") from None
+    return layers
+
+
 def load_compressed(out: Path | str, model: torch.nn.Module | None = None) -> torch.nn.Module:
     """The model saved in out, in eval mode: a transformers model is rebuilt from config.json; any other needs `model`.
 
@@ -182,8 +246,7 @@ def load_compressed(out: Path | str, model: torch.nn.Module | None = None) -> to
     tensors = _read_tensors(out / TENSORS)
     if model is None:
         model = _transformers_skeleton(out, document)
-    layers = {name: _build_layer(name, record, tensors) for name, record in document["layers"].items()}
-    replace_modules(model, layers)
+    replace_modules(model, build_layers(document.get("layers"), tensors))
     try:
         missing, unexpected = _safetensors().load_model(model, str(out / TENSORS), strict=False)
     except RuntimeError as exc:

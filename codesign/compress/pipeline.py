@@ -38,7 +38,16 @@ import torch
 
 from codesign.compress.apply import select_linears
 from codesign.compress.block_tune import BlockTuneConfig, tune_block
-from codesign.compress.checkpoint import COMPRESSED_FILES, FORMAT, MANIFEST, TENSORS, state_bytes, write_compressed
+from codesign.compress.checkpoint import (
+    COMPRESSED_FILES,
+    CONFIG,
+    FORMAT,
+    MANIFEST,
+    QUANT_METHOD,
+    TENSORS,
+    state_bytes,
+    write_compressed,
+)
 from codesign.compress.e2e_tune import EndToEndConfig, tune_end_to_end
 from codesign.compress.linear import QuantizedLinear, as_linear
 from codesign.compress.model import (
@@ -90,11 +99,16 @@ def _local_folder(name: str) -> Path | None:
     return path if name not in MODELS and (path / "config.json").is_file() else None
 
 
-def _compressed_by_codesign(folder: Path) -> bool:
-    try:
-        return json.loads((folder / MANIFEST).read_text()).get("format") == FORMAT
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return False
+def _compressed_by_codesign(folder: Path) -> str | None:
+    """The file that shows codesign compressed the folder (its manifest, or config.json's quantization_config), else None."""
+    for name, says in ((MANIFEST, lambda d: d.get("format") == FORMAT),
+                       (CONFIG, lambda d: (d.get("quantization_config") or {}).get("quant_method") == QUANT_METHOD)):
+        try:
+            if says(json.loads((folder / name).read_text())):
+                return name
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            pass
+    return None
 
 
 def check_model(name: str) -> None:
@@ -103,10 +117,11 @@ def check_model(name: str) -> None:
         hint = " (a folder without config.json)" if Path(name).is_dir() else ""
         raise ValueError(f"unknown model {name!r}{hint}: choose one of {', '.join(MODELS)} or give a local "
                          "transformers model folder (save_pretrained of the model and its tokenizer)")
-    if name not in MODELS and _compressed_by_codesign(Path(name)):
-        # transformers would load its quantized layers' weights as missing, i.e. random
-        raise ValueError(f"{name} holds a model codesign already compressed ({MANIFEST}): compress the original "
-                         "model's folder; load this one with codesign.compress.load_compressed")
+    shown_by = None if name in MODELS else _compressed_by_codesign(Path(name))
+    if shown_by:
+        raise ValueError(f"{name} holds a model codesign already compressed ({shown_by}): compress the original "
+                         "model's folder; load this one with codesign.compress.load_compressed (or transformers' "
+                         "from_pretrained once codesign is imported)")
 
 
 @contextlib.contextmanager

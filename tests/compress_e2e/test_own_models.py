@@ -77,7 +77,12 @@ def test_a_folder_codesign_compressed_is_refused_and_missing_weights_too(tmp_pat
     line = _error(capsys, ["compress", str(out), *SMALL, "--out", str(tmp_path / "again")])
     assert f"{out} holds a model codesign already compressed (compressed.json)" in line and "load_compressed" in line
     layers = json.loads((out / "compressed.json").read_text())["layers"]
-    (out / "compressed.json").unlink()  # without codesign's manifest: transformers finds no weight of those layers
+    (out / "compressed.json").unlink()  # config.json's quantization_config (from_pretrained's) still shows it
+    line = _error(capsys, ["compress", str(out), *SMALL, "--out", str(tmp_path / "again")])
+    assert f"{out} holds a model codesign already compressed (config.json)" in line
+    config = json.loads((out / "config.json").read_text())
+    del config["quantization_config"], config["transformers_weights"]
+    (out / "config.json").write_text(json.dumps(config))  # neither: transformers finds no weight of those layers
     line = _error(capsys, ["compress", str(out), *SMALL, "--out", str(tmp_path / "again")])
     assert f"{len(layers)} weights of the LlamaForCausalLM are missing from its files" in line
     assert not (tmp_path / "again").exists()
