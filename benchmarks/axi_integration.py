@@ -24,6 +24,7 @@ from pathlib import Path
 
 from codesign.fpga.axi import register_markdown, stream_layout
 from codesign.fpga.axi_cosim import run_axi_cosim
+from codesign.fpga.boards import find_board
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.synth import run_synth
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -55,7 +56,7 @@ def _synth_tops(spec, pipeline: str, work: Path) -> dict[str, dict]:
             top = folder / f"{axi_manifest['top']}.sv"
             top.write_text(top.read_text().replace(".HOST_PORT(1)", ".HOST_PORT(0)").replace(".HAS_COEF(1)", ".HAS_COEF(0)"))
         folders[name] = folder
-    return {name: run_synth(folder, "xcvu9p") for name, folder in folders.items()}
+    return {name: run_synth(folder, find_board("xcvu9p")) for name, folder in folders.items()}
 
 
 def _replace_section(text: str, name: str, body: str) -> str:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from codesign.fixed import FixedType
+from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import estimate
 from codesign.kan.fixed_learner import KANLearner
 from codesign.kan.run import fit_widths
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     latency = []
     for shape, base in SHAPES.items():
         for mode, text in MODES.items():
-            e = estimate(typed(base, text), "xcvu9p", "auto")
+            e = estimate(typed(base, text), find_board("xcvu9p"), "auto")
             latency.append({"shape": shape, "modes": mode, "placement": e["pipeline_placement"]["text"], "ii": e["ii"],
                             "update_latency_cycles": e["update_latency_cycles"], "clock_mhz": e["clock_mhz_estimate"],
                             "latency_ns": e["latency_ns"]})

@@ -31,15 +31,16 @@ from pathlib import Path
 from estimator_calibration import _folder_hash  # the same RTL-folder hash decides what to redo
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.estimate import estimate
+from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.pnr import run_pnr
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.synth import netlist_top, run_synth
-from codesign.fpga.timing_estimate import ECP5_ASSUMPTIONS, ECP5_DELAYS, critical_path
+from codesign.fpga.timing_estimate import critical_path
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "lfe5u-85f"
+ECP5 = find_board(TARGET).family  # its delays and what they assume
 SECTION = "ecp5-routed"
 TITLE = "Clock estimates against routed timing (ECP5)"
 
@@ -77,8 +78,8 @@ NET_GRID = (0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8)  # ns per routed net, for th
 def periods_by_net(rtl: Path) -> dict[str, float]:
     """The Yosys-depth period of a synthesized RTL folder's netlist for each assumed net delay of NET_GRID."""
     netlist = json.loads((rtl / "synth" / "netlist.json").read_text())
-    top = netlist_top(load_rtl_manifest(rtl), "ecp5")
-    return {f"{net:.2f}": critical_path(netlist, top, dataclasses.replace(ECP5_DELAYS, net=net))["period_ns"]
+    top = netlist_top(load_rtl_manifest(rtl), ECP5)
+    return {f"{net:.2f}": critical_path(netlist, top, dataclasses.replace(ECP5.delays, net=net))["period_ns"]
             for net in NET_GRID}
 
 
@@ -94,12 +95,17 @@ def _save(path: Path, data: dict) -> None:
     tmp.replace(path)  # never a half-written results file
 
 
+def _placement(row: dict) -> object:
+    """The register placement of a row's pipeline on the target (auto chooses for its clock)."""
+    return choose_pipeline(row["spec"], find_board(TARGET), row["pipeline"])["pipeline"]
+
+
 def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
     """Emit, synthesize, estimate, place and route one spec; the figures of all four."""
     spec, pipeline = row["spec"], row["pipeline"]
     board = find_board(TARGET)
     rtl = work / "rtl"
-    emit_rtl(spec, rtl, pipeline=pipeline, force=True, target=TARGET)  # auto chooses for ECP5's clock
+    emit_rtl(spec, rtl, pipeline=_placement(row), force=True)  # auto chooses for ECP5's clock
     rtl_hash = _folder_hash(rtl)
     synth = run_synth(rtl, board, keep_netlist=True, timeout_s=timeout_s)
     by_net = periods_by_net(rtl)
@@ -112,7 +118,7 @@ def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
         "yosys_clock_mhz_estimate": synth["clock_mhz_estimate"],
         "analytic_clock_mhz_estimate": analytic["clock_mhz_estimate"],
         "yosys_period_ns_by_net": by_net,
-        "yosys_net_ns": ECP5_DELAYS.net,  # the net delay the estimate above was made with
+        "yosys_net_ns": ECP5.delays.net,  # the net delay the estimate above was made with
         "cycles": pnr["cycles"],
         "synth": {k: synth[k] for k in ("lut", "lutram", "ff", "dsp", "bram", "critical_path", "seconds")},
         "pnr": {k: pnr[k] for k in ("lut4", "ff", "dsp", "ebr", "utilisation", "critical_path", "harness_registers",
@@ -196,7 +202,7 @@ def stale_results(data: dict) -> list[str]:
             if previous is None:
                 continue
             folder = Path(tmp) / re.sub(r"[^\w.-]+", "_", row["name"])
-            emit_rtl(row["spec"], folder, pipeline=row["pipeline"], force=True, target=TARGET)
+            emit_rtl(row["spec"], folder, pipeline=_placement(row), force=True)
             if previous.get("rtl_hash") != _folder_hash(folder):
                 stale.append(row["name"])
     return stale
@@ -222,7 +228,7 @@ def render(results: list[dict], command: str, stale: list[str] | None = None) ->
         "design, is compared with",
         "",
         "* the **Yosys-depth estimate** (`codesign build --synth`, codesign/fpga/timing_estimate.py) on the "
-        "same netlist, with the ECP5 delay model: " + "; ".join(ECP5_ASSUMPTIONS) + ";",
+        "same netlist, with the ECP5 delay model: " + "; ".join(ECP5.assumptions) + ";",
         "* the **instant analytic estimate** (`codesign estimate`, codesign/fpga/estimate.py): its period "
         "coefficients were fitted to the Yosys-depth estimate on UltraScale+ and are scaled to ECP5 by the "
         "ratio of the two families' DSP multiply delays (3.93 / 2.44 ns); it has seen no ECP5 netlist.",
@@ -249,9 +255,9 @@ def render(results: list[dict], command: str, stale: list[str] | None = None) ->
             "error there is measured with the net delay fitted to the other specs only (leave-one-out), so it is an "
             "out-of-sample error. The Yosys-depth periods at each assumed net delay are in the results JSON "
             "(`yosys_period_ns_by_net`)."
-            + (f" codesign/fpga/timing_estimate.py now ships {ECP5_DELAYS.net:.2f} ns per net (the fit); the first row "
+            + (f" codesign/fpga/timing_estimate.py now ships {ECP5.delays.net:.2f} ns per net (the fit); the first row "
                f"is the estimate as it was made, with {_nets(results)}; a rerun on changed RTL measures the shipped "
-               "value out of sample." if f"{ECP5_DELAYS.net:.2f} ns" != _nets(results) else ""),
+               "value out of sample." if f"{ECP5.delays.net:.2f} ns" != _nets(results) else ""),
         ]
     lines += [
         "",
@@ -337,7 +343,7 @@ def main() -> None:
             folder = base / re.sub(r"[^\w.-]+", "_", name)
             previous = data["results"].get(name)
             if previous is not None:
-                emit_rtl(row["spec"], folder / "check", pipeline=row["pipeline"], force=True, target=TARGET)
+                emit_rtl(row["spec"], folder / "check", pipeline=_placement(row), force=True)
                 if previous.get("rtl_hash") == _folder_hash(folder / "check"):
                     print(f"[{i}/{len(rows)}] {name}: cached ({previous['routed_fmax_mhz']} MHz routed)", file=sys.stderr)
                     netlist = folder / "rtl" / "synth" / "netlist.json"

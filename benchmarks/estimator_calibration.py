@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from codesign.fpga.boards import find_board
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,7 +173,7 @@ def synthesize(row: dict, work: Path, target: str) -> dict:
     folder = work / "rtl" / row["name"].replace(" ", "_")
     started = time.perf_counter()
     manifest = emit_rtl(row["spec"], folder, pipeline=row["pipeline"], force=True)
-    synth = run_synth(folder, target)
+    synth = run_synth(folder, find_board(target))
     result = {
         "name": row["name"], "key": key, "emitted": _folder_hash(folder), "target": target,
         "kind": manifest["kind"], "spec": row["spec"].to_dict(), "pipeline": _pipeline_json(row["pipeline"]),
@@ -271,7 +272,8 @@ def fit_coefficients(samples: list[tuple], target: str, period_only: bool = Fals
     if period_only:
         resources = coefficient_table()["resources"]
     else:
-        feats = [features(spec, pipeline) for spec, pipeline, _ in samples]
+        family = find_board(target).family
+        feats = [features(spec, pipeline, family) for spec, pipeline, _ in samples]
         resources = {}
         for resource in ("lut", "ff"):
             use = [(f[resource], s[resource]) for f, (_, _, s) in zip(feats, samples) if s[resource] > 0]
@@ -342,7 +344,7 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
     for res in results:
         row = specs[res["name"]]
         started = time.perf_counter()
-        est = estimate(row["spec"], target, pipeline=row["pipeline"])
+        est = estimate(row["spec"], find_board(target), pipeline=row["pipeline"])
         timings.append(time.perf_counter() - started)
         s = res["synth"]
         cells = []

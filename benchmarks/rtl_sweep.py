@@ -32,7 +32,6 @@ from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import run_cosim
 from codesign.fpga.pipeline import FORWARD, Pipeline, parse_pipeline
 from codesign.fpga.synth import run_synth
-from codesign.fpga.timing_estimate import ASSUMPTIONS
 from codesign.kan.spec import KANSpec, MLPSpec
 
 SHAPES = {"1-1": (1, 1), "2-4-1": (2, 4, 1), "4-8-1": (4, 8, 1)}
@@ -107,7 +106,7 @@ def run_one(row: dict, work: Path, target: str, samples: int) -> dict:
     task = TASK_OF.get(spec.n_inputs, "function_tracking")
     started = time.perf_counter()
     cosim = run_cosim(spec, samples=row.get("samples", samples), task=task, pipeline=row["pipeline"], work_dir=folder)
-    synth = run_synth(folder / "rtl", target, latency_cycles=cosim)
+    synth = run_synth(folder / "rtl", find_board(target), latency_cycles=cosim)
     result = {
         "name": row["name"], "group": row["group"], "matches": row.get("matches"),
         "pipeline": row["pipeline"].text if isinstance(row["pipeline"], Pipeline) else row["pipeline"],
@@ -128,7 +127,7 @@ def _analytic(spec, target: str, pipeline: str) -> dict:
     """The instant estimate of the same RTL (clock and whether the spec's clock is met by it)."""
     from codesign.fpga.estimate import estimate
 
-    e = estimate(spec, target, pipeline=pipeline)
+    e = estimate(spec, find_board(target), pipeline=pipeline)
     return {k: e.get(k) for k in ("clock_mhz", "clock_mhz_estimate", "clock_met", "clock_note", "ii")}
 
 
@@ -156,7 +155,7 @@ def render(results: list[dict], target: str, command: str) -> str:
         "# RTL results: measured II and latency, estimated resources and clock",
         "",
         f"Made by `{command}` (Python {platform.python_version()}). Target `{board.name}` "
-        f"(`{board.part}`, {board.family})."
+        f"(`{board.part}`, {board.series})."
         + (" This is the `--clock` subset; `python benchmarks/rtl_sweep.py` (an hour or more) adds the grid-size"
            " sweep of three shapes and the KAN-vs-MLP comparison." if "--clock" in command else ""),
         "",
@@ -166,7 +165,7 @@ def render(results: list[dict], target: str, command: str) -> str:
         "* **Resources are Yosys `synth_xilinx` cell counts** (LUTRAM in LUTs); not Vivado's, which packs",
         "  and optimizes differently.",
         "* **The clock is an ESTIMATE** from the logic depth of the mapped netlist (`codesign/fpga/timing_estimate.py`),",
-        "  not a placed-and-routed result. Assumptions: " + "; ".join(ASSUMPTIONS) + ".",
+        "  not a placed-and-routed result. Assumptions: " + "; ".join(find_board(target).family.assumptions) + ".",
         "* *pred. + update (ns)* is the update latency (input accepted -> update visible to the next",
         "  sample, which includes the prediction) times the estimated period; with II = 1 it is also the",
         "  time per sample.",
@@ -246,7 +245,7 @@ def _estimator_check(results: list[dict], target: str) -> list[str]:
         if spec is None:
             continue
         pipeline = parse_pipeline(r["pipeline"]) if isinstance(r["pipeline"], str) else r["pipeline"]
-        e = estimate(spec, target, pipeline=pipeline)
+        e = estimate(spec, find_board(target), pipeline=pipeline)
         cells = []
         for k in errors:
             actual = r["synth"][k]

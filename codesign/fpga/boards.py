@@ -1,18 +1,23 @@
 """FPGA parts and boards: one TOML file per part in ``board_files/`` (shipped as ``codesign.board_files``).
 
 A board file holds the part's short name, the board it sits on (empty for a bare part),
-aliases, the full part string that Vitis HLS takes, the family, the default clock and the
+aliases, the full part string that Vitis HLS takes, its series (how data sheets name it), its
+family (a key of ``board_files/families.toml``) and speed grade, the default clock and the
 device's resource counts (LUT, FF, DSP, BRAM36, URAM), with the data sheet they come from.
+Loading a board resolves its family once into a frozen :class:`~codesign.fpga.family.Family`:
+the part string is only ever handed on to the tools (Vitis HLS), never parsed.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from importlib.resources import files
 
-__all__ = ["Board", "load_boards", "find_board", "yosys_family"]
+from codesign.fpga.family import Family, resolve_family
+
+__all__ = ["Board", "load_boards", "find_board"]
 
 _RESOURCES = ("lut", "ff", "dsp", "bram_36k", "uram")
 
@@ -25,7 +30,8 @@ class Board:
     board: str  # board name, e.g. "VCU118"; empty for a bare part
     aliases: tuple[str, ...]  # other names --target accepts, e.g. ("vcu118",)
     part: str  # full part string, e.g. "xcvu9p-flga2104-2L-e"
-    family: str
+    series: str  # how data sheets name the part's series, e.g. "Virtex UltraScale+"
+    family: Family  # what the family means to every flow, resolved at load
     clock_mhz: float  # default clock of a design on this board
     lut: int
     ff: int
@@ -46,7 +52,8 @@ class Board:
     def to_dict(self) -> dict:
         """Plain data for reports."""
         return {
-            "name": self.name, "board": self.board, "part": self.part, "family": self.family,
+            "name": self.name, "board": self.board, "part": self.part, "family": self.series,
+            "yosys_family": self.family.key, "speed_grade": self.family.speed_grade,
             "clock_mhz": self.clock_mhz,
             "resources": {r: getattr(self, r) for r in _RESOURCES},
             "source": self.source,
@@ -75,21 +82,31 @@ def _parse_board(file_name: str, data: dict) -> Board:
     clock = float(need(data, "clock_mhz", (int, float)))
     if clock <= 0:
         raise ValueError(f"board file {file_name}: clock_mhz must be positive")
+    router_args = data.get("router_args", [])
+    if not isinstance(router_args, list) or not all(isinstance(a, str) for a in router_args):
+        raise ValueError(f"board file {file_name}: router_args must be a list of strings")
+    family = resolve_family(file_name, need(data, "family", str), need(data, "speed_grade", int), tuple(router_args))
     return Board(
         name=need(data, "name", str), board=need(data, "board", str), aliases=tuple(aliases),
-        part=need(data, "part", str), family=need(data, "family", str), clock_mhz=clock,
+        part=need(data, "part", str), series=need(data, "series", str), family=family, clock_mhz=clock,
         source=need(data, "source", str), **counts,
     )
 
 
 def load_boards() -> dict[str, Board]:
     """Every board file shipped with the package, by short part name, sorted by name."""
+    return dict(_read_boards())
+
+
+@cache
+def _read_boards() -> tuple[tuple[str, Board], ...]:
+    """The board files, read and resolved once per process."""
     boards = {}
     for entry in files("codesign.board_files").iterdir():
-        if entry.name.endswith(".toml"):
+        if entry.name.endswith(".toml") and entry.name != "families.toml":
             board = _parse_board(entry.name, tomllib.loads(entry.read_text()))
             boards[board.name] = board
-    return dict(sorted(boards.items()))
+    return tuple(sorted(boards.items()))
 
 
 def find_board(target: str) -> Board:
@@ -102,16 +119,3 @@ def find_board(target: str) -> Board:
     valid = ", ".join(b.label for b in boards.values())
     raise ValueError(f"unknown target {target!r}: choose one of {valid} (or a full part string of these)")
 
-
-def yosys_family(board: Board) -> str:
-    """The Yosys family of a board: synth_xilinx's xcup (UltraScale+), xcu (UltraScale), xc7 (7-series), or ecp5 (synth_ecp5)."""
-    family = board.family.lower()
-    if "ecp5" in family:
-        return "ecp5"
-    if "ultrascale+" in family or "ultrascale plus" in family:
-        return "xcup"
-    if "ultrascale" in family:
-        return "xcu"
-    if re.search(r"(^|[^0-9])7", family) or "7-series" in family or "7 series" in family:
-        return "xc7"
-    raise ValueError(f"board {board.name}: no Yosys family for {board.family!r} (xcup, xcu, xc7 or ecp5)")

@@ -17,11 +17,11 @@ import math
 from typing import Any
 
 from codesign.fixed import FixedType, OMode, QMode
-from codesign.fpga.boards import Board, find_board, yosys_family
+from codesign.fpga.boards import Board
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
+from codesign.fpga.family import Family, resolve_family
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import Pipeline, kan_bank_geometry, kan_folds, kan_read_in_front, pipeline_timing, resolve_pipeline
-from codesign.fpga.timing_estimate import DelayModel, delay_model
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lutram_luts", "timing_features",
@@ -29,9 +29,8 @@ __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lu
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
-# DSP48 multiplier input widths (signed): DSP48E2 (UltraScale, UltraScale+) 27 x 18, DSP48E1 (7-series) 25 x 18;
-# ECP5 MULT18X18D 18 x 18.
-_DSP_WIDTHS = {"xcup": (27, 18), "xcu": (27, 18), "xc7": (25, 18), "ecp5": (18, 18)}
+# The analytic clock coefficients are fitted at UltraScale+ -2; other parts scale like the DSP delay of their family.
+_FITTED_DSP_MULT = resolve_family("estimate_coefficients", "xcup", 2, ()).delays.dsp_mult
 
 
 def _clog2(n: int) -> int:
@@ -56,9 +55,9 @@ def cycles(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1") -> d
     }
 
 
-def dsp_tiles(width_a: int, width_b: int, family: str = "xcup") -> int:
-    """DSP48 slices of one signed width_a x width_b multiply (split into tiles when it exceeds one DSP)."""
-    big, small = _DSP_WIDTHS.get(family, _DSP_WIDTHS["xcup"])
+def dsp_tiles(width_a: int, width_b: int, family: Family) -> int:
+    """DSP slices of one signed width_a x width_b multiply (split into tiles when it exceeds one DSP)."""
+    big, small = family.dsp_widths
     a, b = max(width_a, width_b), min(width_a, width_b)
     if a <= big and b <= small:
         return 1
@@ -66,7 +65,7 @@ def dsp_tiles(width_a: int, width_b: int, family: str = "xcup") -> int:
     return math.ceil((a - 1) / (big - 1)) * math.ceil((b - 1) / (small - 1))
 
 
-def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: str = "xcup") -> int:
+def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: Family) -> int:
     """LUTs of one LUTRAM of ``depth`` words of ``word_bits``: Yosys's choice of distributed-RAM primitive.
 
     Single port (read and write at one address) or simple dual port (one write port and an
@@ -75,7 +74,7 @@ def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: str = "xcup
     (4 LUTs, 8 / 6 bits), RAM64M (4 LUTs, 4 / 3 bits); deeper: RAM128X1S/D and RAM256X1S/D, per bit.
     """
     if depth <= 64:
-        luts, bits = (8, 8) if family != "xc7" else (4, 4)  # a primitive of `luts` LUTs, 1 bit per LUT at depth 64
+        luts, bits = family.lutram_luts, family.lutram_bits  # a primitive of `luts` LUTs, `bits` bits at depth 64
         if depth <= 32:
             bits *= 2
         return luts * math.ceil(word_bits / (bits - (bits // luts if dual_port else 0)))
@@ -83,7 +82,7 @@ def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: str = "xcup
     return per_bit * word_bits
 
 
-def _split_adder_bits(width_a: int, width_b: int, family: str) -> int:
+def _split_adder_bits(width_a: int, width_b: int, family: Family) -> int:
     """Bits of the LUT adders that sum the partial products of a multiply split over several DSPs."""
     tiles = dsp_tiles(width_a, width_b, family)
     return (tiles - 1) * (width_a + width_b)
@@ -111,7 +110,7 @@ def _tree_register_bits(terms: int, w_sum: int, split: int) -> int:
     return sum(math.ceil(terms / 2 ** j) * w_sum for j in range(split, levels, split))
 
 
-def kan_features(spec: KANSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dict[str, float]]:
     """Per resource, the component sizes of the KAN RTL (banks, ROMs, multipliers, trees, casts, registers)."""
     k = spec.spline_order
     banks, depth = kan_bank_geometry(spec)
@@ -253,7 +252,7 @@ def _common_registers(spec: KANSpec | MLPSpec, pipe: Pipeline) -> float:
     return float(bits)
 
 
-def mlp_features(spec: MLPSpec, pipe: Pipeline, family: str) -> dict[str, dict[str, float]]:
+def mlp_features(spec: MLPSpec, pipe: Pipeline, family: Family) -> dict[str, dict[str, float]]:
     """Per resource, the component sizes of the MLP RTL (weight registers, multipliers, adders, casts)."""
     wa, fa = spec.act_t.width, spec.act_t.frac
     wc, fc = spec.coef_t.width, spec.coef_t.frac
@@ -457,8 +456,7 @@ def period_ns(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, board: Bo
     timing = COEFFICIENTS["period_ns"]
     stage = timing_features(spec, pipeline, timing)
     period = sum(timing.get(k, 0.0) * v for k, v in stage.items())
-    # the coefficients are fitted at UltraScale+ -2; other parts scale like timing_estimate's model
-    return period * delay_model(yosys_family(board), board.part).dsp_mult / DelayModel().dsp_mult
+    return period * board.family.delays.dsp_mult / _FITTED_DSP_MULT
 
 
 def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
@@ -474,7 +472,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
 
     kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
-    family = yosys_family(board)
+    family = board.family
     max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0]) if kan else 0
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
@@ -519,21 +517,18 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     return visited
 
 
-def choose_pipeline(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p",
-                    pipeline: str | int | Pipeline = "auto") -> dict[str, Any]:
+def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "auto") -> dict[str, Any]:
     """The register placement of a pipeline choice; for ``auto`` the one that meets the spec's clock at least time per sample.
 
     ``auto`` takes, among the candidate placements (candidate_pipelines) whose estimated period
     meets 1000 / spec.clock_mhz, the one with the least II x period (then the fewest registers);
     when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``clock_note``.
     """
-    if isinstance(board, str):
-        board = find_board(board)
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
         return {"pipeline": pipe, "choice": pipeline if isinstance(pipeline, str) else pipe.text}
     target = 1000.0 / spec.clock_mhz
-    family = yosys_family(board)
+    family = board.family
     scored = []
     for pipe in candidate_pipelines(spec, board, target):
         period = period_ns(spec, pipe, board)
@@ -551,7 +546,7 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p",
     return {"pipeline": pipe, "choice": "auto", "clock_met": False, "clock_note": note}
 
 
-def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii1", family: str = "xcup") -> dict[str, dict[str, float]]:
+def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Family) -> dict[str, dict[str, float]]:
     """Per resource, the component sizes (bits or cells) that the fitted coefficients multiply."""
     _check_spec(spec)
     pipe = resolve_pipeline(spec, pipeline)
@@ -563,14 +558,12 @@ def coefficient_table() -> dict[str, Any]:
     return COEFFICIENTS
 
 
-def estimate(spec: KANSpec | MLPSpec, board: Board | str = "xcvu9p", pipeline: str | int | Pipeline = "ii1") -> dict[str, Any]:
+def estimate(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "ii1") -> dict[str, Any]:
     """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second."""
     _check_spec(spec)
-    if isinstance(board, str):
-        board = find_board(board)
-    elif not isinstance(board, Board):
-        raise ValueError(f"board={board!r}: expected a board name (see `codesign boards`) or a Board")
-    family = yosys_family(board)
+    if not isinstance(board, Board):
+        raise ValueError(f"board={board!r}: expected a Board (codesign.fpga.boards.find_board resolves a --target)")
+    family = board.family
     choice = choose_pipeline(spec, board, pipeline)
     pipeline = choice["pipeline"]
     table = COEFFICIENTS["resources"]

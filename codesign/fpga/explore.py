@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codesign.fpga.boards import Board
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
@@ -123,9 +124,9 @@ def _stream(task: str, samples: int, seed: int, n_inputs: int):
     return make_stream(task, n_samples=samples, seed=seed, **stream_options(task, n_inputs))
 
 
-def score_point(base: dict, kind: str, point: dict, target: str, task: str, samples: int, seed: int,
+def score_point(base: dict, kind: str, point: dict, board: Board, task: str, samples: int, seed: int,
                 synth: bool = False, data: DataStream | None = None) -> dict:
-    """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the target for one point."""
+    """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the board for one point."""
     from codesign.fpga.estimate import estimate
     from codesign.kan.kinds import spec_from_mapping
     from codesign.kan.run import make_learner
@@ -140,7 +141,7 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
     stream = _stream(task, samples, seed, spec.n_inputs) if data is None else data
     pred = make_learner(spec, seed=seed).run(stream.x, stream.y, stream.train)
     metrics = online_metrics(pred, stream)
-    est = estimate(spec, target, pipeline=point["pipeline"])
+    est = estimate(spec, board, pipeline=point["pipeline"])
     area = max(est["utilization_percent"][k] for k in ("lut", "ff", "dsp"))
     result.update({
         "mse": metrics["mse"], "final_mse": metrics["final_mse"], "parameters": spec.num_parameters,
@@ -149,19 +150,19 @@ def score_point(base: dict, kind: str, point: dict, target: str, task: str, samp
                                           "update_latency_cycles", "ii", "clock_mhz_estimate", "latency_ns")},
     })
     if synth:
-        result.update(_synth_point(spec, point, target, seed))
+        result.update(_synth_point(spec, point, board, seed))
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
 
-def _synth_point(spec: KANSpec | MLPSpec, point: dict, target: str, seed: int) -> dict:
+def _synth_point(spec: KANSpec | MLPSpec, point: dict, board: Board, seed: int) -> dict:
     """Emit the point's RTL into a scratch folder and synthesize it: area and time per sample from Yosys."""
     from codesign.fpga.rtl_emit import emit_rtl
     from codesign.fpga.synth import SYNTH_FIELDS, run_synth
 
     with tempfile.TemporaryDirectory(prefix="codesign-explore-") as scratch:
-        emit_rtl(spec, Path(scratch) / "rtl", pipeline=point["pipeline"], seed=seed, force=True, target=target)
-        synth = run_synth(Path(scratch) / "rtl", target)
+        emit_rtl(spec, Path(scratch) / "rtl", pipeline=point["pipeline"], seed=seed, force=True)
+        synth = run_synth(Path(scratch) / "rtl", board)
     area = max(synth["utilization_percent"][k] for k in ("lut", "ff", "dsp") if k in synth["utilization_percent"])
     return {"area_percent": area, "ns_per_sample": synth["ii_ns"],
             "synth": {**{k: synth[k] for k in SYNTH_FIELDS}, "utilization_percent": synth["utilization_percent"],
@@ -309,7 +310,7 @@ def explore(
     if data is not None:  # a run resumes only on the same file's contents
         settings["data"] = {"sha256": data.sha256, "samples": len(data)}
     out = Path(out)
-    score = functools.partial(score_point, base.to_dict(), kind, target=board.name, task=task, samples=samples,
+    score = functools.partial(score_point, base.to_dict(), kind, board=board, task=task, samples=samples,
                               seed=seed, synth=synth, data=data)
     with runner:  # joined (a Ray cluster) before the folder is touched, so a failed connection leaves nothing
         folder = open_sweep_folder(out, "explore", settings, SETTINGS_FILE, ("pareto.md", "pareto.png"), force=force)

@@ -13,7 +13,7 @@ class FitError(Exception):
     """Under --strict: the design does not fit its part or misses its clock (exit status 3)."""
 
 
-def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str,
+def fit_check(result: dict[str, Any], board_name: str, clock_mhz: float, source: str,
               clock_note: str | None = None) -> dict[str, Any]:
     """Compare ``result`` (an estimate or a synthesis: utilization_percent, clock_mhz_estimate) with the part and clock.
 
@@ -28,7 +28,7 @@ def fit_check(result: dict[str, Any], part: str, clock_mhz: float, source: str,
     problems = []
     if over:
         used = ", ".join(f"{k.upper()} {v:,.0f} %" for k, v in over.items())
-        problems.append(f"the design does not fit {part} ({used} of the part)")
+        problems.append(f"the design does not fit {board_name} ({used} of the part)")
     if not meets:
         problems.append(clock_note or f"the design misses the {clock_mhz:g} MHz clock target (estimated {estimate:g} MHz)")
     note = f"{'; '.join(problems)} [{source}]" if problems else None

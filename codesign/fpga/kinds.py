@@ -35,7 +35,7 @@ class FpgaKind:
     write_memories: Callable[[Any, Any, Any], list[str]]  # (spec, reference learner, folder) -> .mem files written
     state_description: Callable[[Any], dict[str, Any]]  # spec -> where the bench reads the state back
     expected_timing: Callable[[Any], Any]  # spec -> the HLS top's expected codesign.fpga.timing.Timing
-    resource_features: Callable[[Any, Any, str], dict[str, dict[str, float]]]  # (spec, pipeline, family) -> estimator features
+    resource_features: Callable[[Any, Any, Any], dict[str, dict[str, float]]]  # (spec, pipeline, Family) -> estimator features
     stage_features: Callable[[Any, Any, dict[str, float]], list[dict[str, float]]]  # (spec, pipeline, coefficients) -> path ends
     runtime_lr: bool = False  # the core takes lr_up, a run-time learning-rate shift (the spec's lr_shift_span)
 

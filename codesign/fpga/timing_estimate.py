@@ -3,7 +3,8 @@
 The longest register-to-register path of the mapped netlist is found with a per-cell delay
 model; the clock estimate is the inverse of that path plus a clock margin. No placement or
 routing is done, so every net between two cells is charged one average routing delay, and
-dedicated connections (carry chains, MUXF7/8, DSP cascades) none. Assumptions, per family:
+dedicated connections (carry chains, MUXF7/8, DSP cascades) none. The delays of each family
+(``board_files/families.toml``, a board's ``family.delays``) assume:
 
 * UltraScale+ (-2 speed grade): a LUT level 0.10 ns of logic plus 0.40 ns of routing; a DSP48E2
   without internal pipeline registers 2.44 ns from A/B to P (the "without pipeline registers"
@@ -30,82 +31,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DelayModel", "delay_model", "critical_path", "ASSUMPTIONS", "ECP5_ASSUMPTIONS", "ECP5_DELAYS", "assumptions"]
+from codesign.fpga.family import DelayModel
 
-ASSUMPTIONS = (
-    "no placement or routing: every net costs one average route (0.40 ns at UltraScale+ -2), "
-    "dedicated carry/MUXF/DSP-cascade links none",
-    "LUT level 0.10 ns logic + 0.40 ns route; DSP48E2 without pipeline registers 2.44 ns A/B->P "
-    "(DS923, 410 MHz at -2), 1.2 ns C/PCIN->P (assumed); carry 0.25 ns + 0.04 ns per 4 bits; "
-    "LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns, setup 0.05 ns; clock margin 0.15 ns",
-    "other speed grades scaled like the DS923 DSP figure (-1 x1.21, -3 x0.85); 7-series x1.6 (assumed)",
-)
+__all__ = ["DelayModel", "critical_path"]
 
-ECP5_ASSUMPTIONS = (
-    "no placement or routing: every net costs one average route (1.17 ns, fitted to nextpnr's routed Fmax of 11 "
-    "ECP5 specs by benchmarks/ecp5_routed.py), carry links none",
-    "cell delays of nextpnr-ecp5's Project Trellis database, speed grade 6: LUT4 0.24 ns, PFUMX/L6MUX21 0.17 ns, "
-    "CCU2C 0.45 ns in, 0.07 ns per cell along the carry, 0.42 ns out; MULT18X18D unregistered 3.93 ns A/B->P; "
-    "TRELLIS_FF clock-to-out 0.52 ns, setup 0",
-    "assumed: distributed-RAM read 0.24 ns, write-to-read 0.52 ns; block-RAM clock-to-out 2.0 ns; no clock margin; "
-    "grades 7 and 8 use the grade-6 delays",
-)
-
-
-@dataclass(frozen=True)
-class DelayModel:
-    """Delays in ns of the cell arcs and nets of one family and speed grade."""
-
-    lut: float = 0.10
-    net: float = 0.40
-    muxf: float = 0.10
-    carry_in: float = 0.25
-    carry_step: float = 0.04
-    dsp_mult: float = 2.44
-    dsp_add: float = 1.20
-    dsp_clk_to_out: float = 0.40
-    dsp_setup: float = 0.30
-    lutram_read: float = 0.60
-    lutram_clk_to_out: float = 0.90
-    lutram_setup: float = 0.40
-    ff_clk_to_out: float = 0.10
-    ff_setup: float = 0.05
-    margin: float = 0.15
-    carry_out: float = 0.0  # ECP5 CCU2C: carry in to a sum output (Xilinx CARRY cells use carry_step)
-    bram_clk_to_out: float = 2.0
-    bram_setup: float = 0.3
-
-    def scaled(self, factor: float) -> DelayModel:
-        """Every delay times ``factor``."""
-        return DelayModel(**{k: v * factor for k, v in self.__dict__.items()})
-
-
-# ECP5 speed grade 6: see the module docstring for which figures come from nextpnr's database
-ECP5_DELAYS = DelayModel(
-    lut=0.24, net=1.17, muxf=0.17, carry_in=0.45, carry_step=0.07, carry_out=0.42, dsp_mult=3.93, dsp_add=0.0,
-    dsp_clk_to_out=0.52, dsp_setup=0.0, lutram_read=0.24, lutram_clk_to_out=0.52, lutram_setup=0.0,
-    ff_clk_to_out=0.52, ff_setup=0.0, margin=0.0, bram_clk_to_out=2.0, bram_setup=0.0,
-)
-
-
-def assumptions(family: str) -> tuple[str, ...]:
-    """The stated assumptions of a family's delay model."""
-    return ECP5_ASSUMPTIONS if family == "ecp5" else ASSUMPTIONS
-
-
-def delay_model(family: str, part: str) -> DelayModel:
-    """The delay model of a Yosys family (xcup, xcu, xc7, ecp5) and a part string (its speed grade)."""
-    if family == "ecp5":
-        return ECP5_DELAYS
-    match = re.search(r"-(\d)", part)
-    grade = int(match.group(1)) if match else 2
-    factor = {1: 410 / 338, 2: 1.0, 3: 410 / 483}.get(grade, 1.0)
-    if family == "xc7":
-        factor *= 1.6
-    return DelayModel().scaled(factor)
+# The delays and assumptions of each family are data: board_files/families.toml, resolved into a board's
+# Family record (codesign.fpga.family); the module docstring above says where the figures come from.
 
 
 _FF = re.compile(r"^(FD[RSCP]E?(_1)?|TRELLIS_FF)$")

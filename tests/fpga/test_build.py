@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from codesign.cli import main
+from codesign.fpga.boards import find_board
 from codesign.fpga.csim import run_csim
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -73,7 +74,7 @@ def test_bare_build_emits_the_rtl_and_an_estimate(bare_build):
     assert report["rtl"]["pipeline"] == manifest["pipeline"] and manifest["pipeline"]["ii"] == report["ii_target"]
     for name in manifest["sources"] + ["basis.mem", "dbasis.mem"]:
         assert (rtl / name).is_file(), name
-    assert report["estimate"] == estimate(KANSpec(), "xcvu9p", "auto")
+    assert report["estimate"] == estimate(KANSpec(), find_board("xcvu9p"), "auto")
     assert report["estimate"]["ii"] == manifest["pipeline"]["ii"] and report["estimate"]["dsp"] > 0
     assert "cosim" not in report and "synth" not in report  # only with --cosim / --synth
 

@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from codesign.fixed import FixedType
+from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import COSIM_FIELDS, run_cosim
 from codesign.fpga.pipeline import Pipeline
 from codesign.fpga.stimulus import CORNER_SAMPLES
@@ -148,9 +149,9 @@ def test_pipeline_placements_parse_and_count():
     # the rows register beside the bank read costs no cycle; in its place, the same count
     assert pipeline_timing(spec, Pipeline(0, 0x2FFF, 2)) == deep
     assert pipeline_timing(spec, Pipeline(0, 0x2FFB, 2)) == deep
-    met = choose_pipeline(spec, "xcvu9p", "auto")
+    met = choose_pipeline(spec, find_board("xcvu9p"), "auto")
     assert met["clock_met"] and pipeline_timing(spec, met["pipeline"])["ii"] > 1
-    missed = choose_pipeline(dataclasses.replace(spec, clock_mhz=2000), "xcvu9p", "auto")
+    missed = choose_pipeline(dataclasses.replace(spec, clock_mhz=2000), find_board("xcvu9p"), "auto")
     assert not missed["clock_met"] and "2000 MHz not met" in missed["clock_note"] and "\n" not in missed["clock_note"]
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.synth import resources_from_stat, yosys_family
-from codesign.fpga.timing_estimate import DelayModel, critical_path, delay_model
+from codesign.fpga.family import resolve_family
+from codesign.fpga.synth import resources_from_stat
+from codesign.fpga.timing_estimate import critical_path
+
+_ULTRASCALE_PLUS = find_board("xcvu9p").family.delays  # speed grade 2
 
 
 def _cell(kind: str, ins: dict[str, list[int]], outs: dict[str, list[int]], **params) -> dict:
@@ -23,7 +26,7 @@ def _netlist(cells: dict) -> dict:
 
 
 def test_longest_path_through_luts_and_a_dsp():
-    model = DelayModel()
+    model = _ULTRASCALE_PLUS
     cells = {
         "r0": _cell("FDRE", {"C": [1], "D": [20], "CE": ["1"], "R": ["0"]}, {"Q": [10]}),
         "l1": _cell("LUT2", {"I0": [10], "I1": [10]}, {"O": [11]}),
@@ -43,7 +46,7 @@ def test_longest_path_through_luts_and_a_dsp():
 
 
 def test_a_registered_dsp_cuts_the_path():
-    model = DelayModel()
+    model = _ULTRASCALE_PLUS
     cells = {
         "r0": _cell("FDRE", {"D": [20]}, {"Q": [10]}),
         "m": _cell("DSP48E2", {"A": [10], "B": [10]}, {"P": [12]}, AREG="0", BREG="0", MREG="0", PREG="1"),
@@ -62,14 +65,15 @@ def test_a_combinational_loop_is_an_error():
         "b": _cell("LUT1", {"I0": [10]}, {"O": [11]}),
     }
     with pytest.raises(ValueError, match="combinational loop"):
-        critical_path(_netlist(cells), "top", DelayModel())
+        critical_path(_netlist(cells), "top", _ULTRASCALE_PLUS)
 
 
 def test_speed_grade_and_family_scale_the_delays():
-    fast, base, slow = (delay_model("xcup", p) for p in ("xcvu9p-flga2104-3-e", "xcvu9p-flga2104-2L-e", "xcvu9p-flga2104-1-e"))
+    fast, base, slow = (resolve_family("test", "xcup", grade, ()).delays for grade in (3, 2, 1))
     assert fast.dsp_mult < base.dsp_mult < slow.dsp_mult
     assert base.dsp_mult == pytest.approx(1000 / 410, rel=1e-3)  # DS923, -2, no pipeline registers
-    assert delay_model("xc7", "xc7z020clg400-1").lut > slow.lut
+    assert find_board("xcvu9p").family.delays == base
+    assert find_board("xc7z020").family.delays.lut > slow.lut  # 7-series at -1
 
 
 def test_resources_count_luts_lutram_ffs_dsps_brams():
@@ -83,14 +87,14 @@ def test_resources_count_luts_lutram_ffs_dsps_brams():
 
 
 def test_family_of_every_board():
-    assert yosys_family(find_board("xcvu9p")) == "xcup"
-    assert yosys_family(find_board("xczu9eg")) == "xcup"
-    assert yosys_family(find_board("xc7z020")) == "xc7"
-    assert yosys_family(find_board("lfe5u-85f")) == "ecp5"
+    assert find_board("xcvu9p").family.key == "xcup"
+    assert find_board("xczu9eg").family.key == "xcup"
+    assert find_board("xc7z020").family.key == "xc7"
+    assert find_board("lfe5u-85f").family.key == "ecp5"
 
 
 def test_ecp5_cells_on_the_longest_path():
-    model = delay_model("ecp5", "LFE5U-85F-6BG381C")
+    model = find_board("lfe5u-85f").family.delays
     cells = {
         "r0": _cell("TRELLIS_FF", {"CLK": [1], "DI": [20], "LSR": ["0"]}, {"Q": [10]}),
         "l": _cell("LUT4", {"A": [10], "B": [10], "C": ["0"], "D": ["0"]}, {"Z": [11]}),

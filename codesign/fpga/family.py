@@ -1,0 +1,126 @@
+"""What a part's family means to every flow, resolved once: the frozen :class:`Family` record of a board.
+
+``board_files/families.toml`` holds each family's facts (Yosys recipe, DSP and LUTRAM primitives,
+delay model and what it assumes, router); a board file names its family, speed grade and, where a
+router runs, the router's device options. :func:`resolve_family` makes the record when the board
+is loaded, so the estimator, synthesis, the clock estimate and place-and-route read fields of one
+value instead of parsing part strings or keeping tables of their own.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+__all__ = ["DelayModel", "Family", "family_facts", "resolve_family", "SYNTH_RECIPES"]
+
+SYNTH_RECIPES = ("xilinx", "ecp5")
+
+
+@dataclass(frozen=True)
+class DelayModel:
+    """Delays in ns of the cell arcs and nets of one family and speed grade (codesign.fpga.timing_estimate)."""
+
+    lut: float
+    net: float
+    muxf: float
+    carry_in: float
+    carry_step: float
+    dsp_mult: float
+    dsp_add: float
+    dsp_clk_to_out: float
+    dsp_setup: float
+    lutram_read: float
+    lutram_clk_to_out: float
+    lutram_setup: float
+    ff_clk_to_out: float
+    ff_setup: float
+    margin: float
+    carry_out: float  # ECP5 CCU2C: carry in to a sum output (Xilinx CARRY cells use carry_step)
+    bram_clk_to_out: float
+    bram_setup: float
+
+    def scaled(self, factor: float) -> DelayModel:
+        """Every delay times ``factor``."""
+        return DelayModel(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class Family:
+    """One part's family as every flow needs it: Yosys family and recipe, primitives, delays at its grade, router."""
+
+    key: str  # the Yosys family: xcup, xcu, xc7, ecp5
+    title: str  # "AMD UltraScale+"
+    synth: str  # the Yosys recipe: "xilinx" (synth_xilinx -family KEY) or "ecp5" (synth_ecp5)
+    dsp_widths: tuple[int, int]  # one DSP multiplier's signed input widths (larger, smaller)
+    lutram_luts: int  # LUTs of the distributed-RAM primitive at depth 64
+    lutram_bits: int  # bits that primitive stores at depth 64
+    speed_grade: int
+    delays: DelayModel  # at this part's speed grade
+    assumptions: tuple[str, ...]
+    router: str  # "" where no open place-and-route runs
+    router_args: tuple[str, ...]  # the router's device, package and speed options for this part
+
+
+@cache
+def family_facts() -> dict[str, dict[str, Any]]:
+    """Every family of ``board_files/families.toml``, by Yosys family name, as parsed."""
+    return tomllib.loads(files("codesign.board_files").joinpath("families.toml").read_text())
+
+
+def _need(where: str, table: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in table:
+        raise ValueError(f"{where}: missing field {key!r}")
+    value = table[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{where}: field {key!r} has the wrong type ({value!r})")
+    return value
+
+
+def _delays(key: str, facts: dict[str, dict[str, Any]]) -> tuple[DelayModel, float, tuple[str, ...]]:
+    """(reference delays before the family's factor, that factor, assumptions) of a family, following *_like."""
+    where = f"board_files/families.toml [{key}]"
+    family = facts[key]
+    if "delays_like" in family:
+        base, _, _ = _delays(_need(where, family, "delays_like", str), facts)
+        factor = float(_need(where, family, "delay_factor", (int, float)))
+    else:
+        table = _need(where, family, "delays", dict)
+        names = {f.name for f in fields(DelayModel)}
+        if set(table) != names:
+            raise ValueError(f"{where}: delays must name exactly {', '.join(sorted(names))}")
+        base, factor = DelayModel(**{k: float(v) for k, v in table.items()}), 1.0
+    source = facts[_need(where, family, "assumptions_like", str)] if "assumptions_like" in family else family
+    assumptions = tuple(_need(where, source, "assumptions", list))
+    return base, factor, assumptions
+
+
+def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tuple[str, ...]) -> Family:
+    """The family record of a part: its family's facts with the delays scaled to its speed grade."""
+    facts = family_facts()
+    if key not in facts:
+        raise ValueError(f"board file {board_file}: family {key!r} is not in board_files/families.toml "
+                         f"({', '.join(facts)})")
+    where = f"board_files/families.toml [{key}]"
+    family = facts[key]
+    synth = _need(where, family, "synth", str)
+    if synth not in SYNTH_RECIPES:
+        raise ValueError(f"{where}: synth {synth!r} is not one of {', '.join(SYNTH_RECIPES)}")
+    base, factor, assumptions = _delays(key, facts)
+    fmax = {int(g): float(v) for g, v in _need(where, family, "dsp_fmax_mhz", dict).items()}
+    reference = int(_need(where, family, "reference_grade", int))
+    grade_factor = fmax[reference] / fmax[speed_grade] if speed_grade in fmax and reference in fmax else 1.0
+    router = _need(where, family, "router", str)
+    if router and not router_args:
+        raise ValueError(f"board file {board_file}: family {key} routes with {router}, so it needs router_args")
+    widths = _need(where, family, "dsp_widths", list)
+    return Family(
+        key=key, title=_need(where, family, "title", str), synth=synth,
+        dsp_widths=(int(widths[0]), int(widths[1])), lutram_luts=int(_need(where, family, "lutram_luts", int)),
+        lutram_bits=int(_need(where, family, "lutram_bits", int)), speed_grade=speed_grade,
+        delays=base.scaled(grade_factor * factor), assumptions=assumptions,
+        router=router, router_args=router_args,
+    )
