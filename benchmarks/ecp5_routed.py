@@ -97,7 +97,7 @@ def _save(path: Path, data: dict) -> None:
 
 def _placement(row: dict) -> object:
     """The register placement of a row's pipeline on the target (auto chooses for its clock)."""
-    return choose_pipeline(row["spec"], find_board(TARGET), row["pipeline"])["pipeline"]
+    return choose_pipeline(row["spec"], find_board(TARGET), row["pipeline"]).placement
 
 
 def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:

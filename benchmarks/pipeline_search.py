@@ -54,7 +54,7 @@ def main() -> int:
                         timing = pipeline_timing(spec, pipe)
                         meeting.append((period * timing["update_latency_cycles"], timing, period, pipe.text))
         meeting.sort(key=lambda m: m[0])
-        auto = choose_pipeline(spec, board)["pipeline"]
+        auto = choose_pipeline(spec, board).placement
         auto_ns = period_ns(spec, auto, board) * pipeline_timing(spec, auto)["update_latency_cycles"]
         if meeting:
             best_ns, timing, period, _ = meeting[0]

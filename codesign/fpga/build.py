@@ -22,7 +22,7 @@ from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_co
 from codesign.fpga.estimate import choose_pipeline, estimate
 from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
-from codesign.fpga.pipeline import Pipeline, pipeline_timing
+from codesign.fpga.pipeline import Pipeline, PipelineChoice, pipeline_timing
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
@@ -119,7 +119,7 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    analytic = estimate(spec, board, pipeline=pipeline)
+    analytic = estimate(spec, board, pipeline=choice)  # the choice made above: nothing is searched again
     fit = fit_check(analytic, board.name, spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
     if strict and fit["note"]:
         raise FitError(fit["note"])
@@ -141,23 +141,23 @@ def build(
 
 
 def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                  choice: dict, samples: int, task: str, seed: int, progress: Progress, initial=None,
+                  choice: PipelineChoice, samples: int, task: str, seed: int, progress: Progress, initial=None,
                   data: DataStream | None = None) -> tuple:
     """The steps of a build that write its sources (reference stream, HLS project, RTL) into out_dir; nothing runs a tool.
 
     Returns (firmware module, stimulus, reference, timing, RTL manifest). ``choice`` is choose_pipeline's;
     ``data``, when given, is the stream instead of ``samples`` of ``task``.
     """
-    placement = choice["pipeline"]
+    placement = choice.placement
     fw = firmware_module(spec)
-    timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice['choice']} {placement.text}")
+    timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice.request} {placement.text}")
     what = f"{samples:,} samples of {task}" if data is None else f"the {len(data):,} samples of {data.path}"
     with progress.step("reference", f"running the Python reference on {what} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed, data=data)
         reference = run_reference(spec, stimulus, fw, initial=None if initial is None else initial.coefficients)
     with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, board, target, stimulus, reference, timing)
-    with progress.step("rtl", f"writing the RTL ({choice['choice']} pipeline: {placement.text}) to {shown / 'rtl'}"):
+    with progress.step("rtl", f"writing the RTL ({choice.request} pipeline: {placement.text}) to {shown / 'rtl'}"):
         rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True,
                        initial=None if initial is None else initial.coefficients)
     return fw, stimulus, reference, timing, rtl
@@ -165,7 +165,7 @@ def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: 
 
 def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
                 samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
-                choice: dict, compiler: str, ap_types: Path, stream: TextIO, initial=None,
+                choice: PipelineChoice, compiler: str, ap_types: Path, stream: TextIO, initial=None,
                 data: DataStream | None = None) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
@@ -175,7 +175,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
     fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, learner, target, board, spec, choice, samples, task,
                                                          seed, progress, initial, data)
-    placement = choice["pipeline"]
+    placement = choice.placement
     compiling = ("reusing the C-simulation compiled before from the same sources (codesign's cache)"
                  if cached_csim(out_dir, fw.LEARNER, compiler, ap_types) else f"compiling the C-simulation with {Path(compiler).name}")
     with progress.step("compile", compiling):
@@ -230,16 +230,16 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     return report
 
 
-def _clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: dict) -> dict:
+def _clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: PipelineChoice) -> dict:
     """Clock target, estimated clock and the cycles in ns of the chosen pipeline, for report.json and the summary."""
     out = {
-        "choice": choice["choice"], "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
+        "choice": choice.request, "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
         "clock_met": est["clock_met"], "prediction_latency_ns": est["prediction_latency_ns"],
         "update_latency_ns": est["latency_ns"], "ii_ns": est["ii_ns"],
         "clock_basis": "analytic estimate (codesign.fpga.estimate); --synth adds the Yosys-netlist estimate",
     }
-    if not est["clock_met"]:
-        out["clock_note"] = choice.get("clock_note") or est["clock_note"]
+    if not choice.clock_met:
+        out["clock_note"] = choice.note
     return out
 
 

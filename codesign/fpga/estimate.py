@@ -21,7 +21,15 @@ from codesign.fpga.boards import Board
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.family import Family, resolve_family
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import Pipeline, kan_bank_geometry, kan_folds, kan_read_in_front, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import (
+    Pipeline,
+    PipelineChoice,
+    kan_bank_geometry,
+    kan_folds,
+    kan_read_in_front,
+    pipeline_timing,
+    resolve_pipeline,
+)
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["ESTIMATE_FIELDS", "estimate", "features", "cycles", "dsp_tiles", "lutram_luts", "timing_features",
@@ -517,17 +525,23 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     return visited
 
 
-def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "auto") -> dict[str, Any]:
-    """The register placement of a pipeline choice; for ``auto`` the one that meets the spec's clock at least time per sample.
+def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "auto") -> PipelineChoice:
+    """A pipeline resolved once: for ``auto`` the placement that meets the spec's clock at least time per sample.
 
     ``auto`` takes, among the candidate placements (candidate_pipelines) whose estimated period
     meets 1000 / spec.clock_mhz, the one with the least II x period (then the fewest registers);
-    when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``clock_note``.
+    when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``note``. Any
+    other request is resolved as it is and its clock estimated.
     """
+    target = 1000.0 / spec.clock_mhz
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
-        return {"pipeline": pipe, "choice": pipeline if isinstance(pipeline, str) else pipe.text}
-    target = 1000.0 / spec.clock_mhz
+        period = period_ns(spec, pipe, board)
+        met = period <= target + 1e-9
+        note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "
+                                 f"with pipeline {pipe.text} (--pipeline auto chooses registers for the target)")
+        request = pipeline if isinstance(pipeline, str) else pipe.text
+        return PipelineChoice(request, pipe, spec.clock_mhz, period, met, note)
     family = board.family
     scored = []
     for pipe in candidate_pipelines(spec, board, target):
@@ -539,11 +553,11 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
         best_time = min(p * ii for p, ii, _ in meeting)
         close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
         period, ii, pipe = min(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
-        return {"pipeline": pipe, "choice": "auto", "clock_met": True}
+        return PipelineChoice("auto", pipe, spec.clock_mhz, period, True)
     period, ii, pipe = min(scored, key=lambda t: (t[0], t[1]))
     note = (f"clock target {spec.clock_mhz:g} MHz not met by any register placement: best estimate "
             f"{1000.0 / period:.1f} MHz (pipeline {pipe.text}, II {ii})")
-    return {"pipeline": pipe, "choice": "auto", "clock_met": False, "clock_note": note}
+    return PipelineChoice("auto", pipe, spec.clock_mhz, period, False, note)
 
 
 def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Family) -> dict[str, dict[str, float]]:
@@ -558,14 +572,19 @@ def coefficient_table() -> dict[str, Any]:
     return COEFFICIENTS
 
 
-def estimate(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "ii1") -> dict[str, Any]:
-    """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second."""
+def estimate(spec: KANSpec | MLPSpec, board: Board,
+             pipeline: str | int | Pipeline | PipelineChoice = "ii1") -> dict[str, Any]:
+    """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second.
+
+    ``pipeline`` is a choice made by :func:`choose_pipeline` (a build passes its own, so nothing is searched
+    twice) or a request that is resolved here.
+    """
     _check_spec(spec)
     if not isinstance(board, Board):
         raise ValueError(f"board={board!r}: expected a Board (codesign.fpga.boards.find_board resolves a --target)")
     family = board.family
-    choice = choose_pipeline(spec, board, pipeline)
-    pipeline = choice["pipeline"]
+    choice = pipeline if isinstance(pipeline, PipelineChoice) else choose_pipeline(spec, board, pipeline)
+    pipeline = choice.placement
     table = COEFFICIENTS["resources"]
     out: dict[str, Any] = {}
     for resource, parts in features(spec, pipeline, family).items():
@@ -577,7 +596,7 @@ def estimate(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeli
         out[resource] = max(0, int(round(total)))
     out["bram"] = 0  # banks are asynchronous-read LUTRAM, MLP weights are registers: no block RAM
     out.update(cycles(spec, pipeline))
-    period = period_ns(spec, pipeline, board)
+    period = choice.period_ns
     out["clock_mhz"] = spec.clock_mhz
     out["clock_mhz_estimate"] = round(1000.0 / period, 1)
     out["period_ns_estimate"] = round(period, 3)
@@ -588,12 +607,10 @@ def estimate(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeli
     out["utilization_percent"] = {
         k: round(100.0 * (out[k] + (out["lutram"] if k == "lut" else 0)) / n, 4) for k, n in device.items() if n
     }
-    out["clock_met"] = bool(choice.get("clock_met", period <= 1000.0 / spec.clock_mhz + 1e-9))
-    if not out["clock_met"]:
-        out["clock_note"] = choice.get("clock_note") or (
-            f"clock target {spec.clock_mhz:g} MHz not met: estimate {out['clock_mhz_estimate']:g} MHz with "
-            f"pipeline {pipeline.text} (--pipeline auto chooses registers for the target)")
-    out["pipeline"] = choice["choice"]
+    out["clock_met"] = choice.clock_met
+    if not choice.clock_met:
+        out["clock_note"] = choice.note
+    out["pipeline"] = choice.request
     out["pipeline_mask"] = pipeline.phases
     out["pipeline_placement"] = pipeline.to_dict()
     out["target"] = board.name

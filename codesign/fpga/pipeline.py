@@ -20,8 +20,8 @@ from codesign.fixed import OMode
 from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "parse_pipeline", "resolve_pipeline", "pipeline_mask",
-           "pipeline_timing", "kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
+__all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "PipelineChoice", "parse_pipeline", "resolve_pipeline",
+           "pipeline_mask", "pipeline_timing", "kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
@@ -69,6 +69,23 @@ class Pipeline:
         return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
                 "cut_names": [n for n in CUT_NAMES if self.cut(n)] + (["forward"] if self.forward else []),
                 "text": self.text}
+
+
+@dataclass(frozen=True)
+class PipelineChoice:
+    """A pipeline resolved once for a spec on a board (codesign.fpga.estimate.choose_pipeline), passed down whole.
+
+    ``request`` is what was asked (``auto``, ``ii1``, ``staged``, ``deep``, or the placement's text for a
+    mask or a placement); ``placement`` the registers; ``period_ns`` the analytic estimate of its clock
+    period on the board; ``clock_met`` whether that meets ``clock_mhz``, and ``note`` one line when not.
+    """
+
+    request: str
+    placement: Pipeline
+    clock_mhz: float
+    period_ns: float
+    clock_met: bool
+    note: str | None = None
 
 
 def _bad(text: object) -> ValueError:

@@ -6,6 +6,7 @@ build is shared by the tests that inspect its folder.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -273,3 +274,23 @@ def test_a_clock_no_placement_meets_is_one_warning_line(capsys, tmp_path):
     pipeline = read_report(tmp_path / "o")["rtl"]["pipeline"]
     assert pipeline["clock_met"] is False and pipeline["clock_note"] in warnings[0]
     assert pipeline["clock_mhz"] == 2000 and pipeline["clock_mhz_estimate"] < 2000
+
+
+def test_a_build_searches_for_its_pipeline_once(tmp_path, monkeypatch):
+    # auto is resolved once at the command line's edge; the estimate, the HLS schedule, the RTL and the report
+    # receive that choice (the search is counted where it runs, then carried on unchanged)
+    import codesign.fpga.estimate as estimate_module
+    from codesign.fpga.build import build
+
+    searches = []
+    search = estimate_module.candidate_pipelines
+
+    def counted(*args, **kwargs):
+        searches.append(args[0])
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(estimate_module, "candidate_pipelines", counted)
+    report = build("kan_online", samples=5, out=tmp_path / "b", stream=io.StringIO())
+    assert len(searches) == 1
+    assert report["estimate"]["pipeline"] == "auto" and report["rtl"]["pipeline"]["choice"] == "auto"
+    assert report["estimate"]["pipeline_placement"]["text"] == report["rtl"]["pipeline"]["text"]

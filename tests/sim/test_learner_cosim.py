@@ -150,9 +150,9 @@ def test_pipeline_placements_parse_and_count():
     assert pipeline_timing(spec, Pipeline(0, 0x2FFF, 2)) == deep
     assert pipeline_timing(spec, Pipeline(0, 0x2FFB, 2)) == deep
     met = choose_pipeline(spec, find_board("xcvu9p"), "auto")
-    assert met["clock_met"] and pipeline_timing(spec, met["pipeline"])["ii"] > 1
+    assert met.clock_met and pipeline_timing(spec, met.placement)["ii"] > 1
     missed = choose_pipeline(dataclasses.replace(spec, clock_mhz=2000), find_board("xcvu9p"), "auto")
-    assert not missed["clock_met"] and "2000 MHz not met" in missed["clock_note"] and "\n" not in missed["clock_note"]
+    assert not missed.clock_met and "2000 MHz not met" in missed.note and "\n" not in missed.note
 
 
 def test_staged_pipeline_timing_is_what_the_mask_says():
