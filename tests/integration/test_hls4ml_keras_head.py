@@ -4,12 +4,14 @@ A small backbone written with HGQ2's QKeras-compatible API (3 -> 8 -> 2, 8-12 bi
 converted by hls4ml's Keras 3 frontend, compiled (g++, about a quarter of a minute) and traced once (hls4ml
 recompiles), in the tests marked slow; on 1,200 samples the backbone's C-simulated output is compared with
 the Keras model's own fixed-point output, and the head's predictions and final coefficients with the Python
-reference fed those features, integer for integer.
+reference fed those features, integer for integer. A backbone in HGQ2's own API is checked the same way, in a
+process of its own.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -205,3 +207,39 @@ def test_doctor_flags_a_keras_backend_other_than_torch(monkeypatch):
     assert not [c for c in known_bad(versions) if c.name == "keras"]
     monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
     assert not [c for c in known_bad({**versions, "keras": None}) if c.name == "keras"]  # keras not installed: nothing to flag
+
+
+# HGQ2's own API, in a process of its own: importing qkeras.qlayers (above) changes the defaults of HGQ2's layers
+_NATIVE_HGQ2 = """
+import json, sys
+import numpy as np
+from codesign.fpga import hls4ml_keras_head as kh
+import keras
+from hgq.config import LayerConfigScope, QuantizerConfigScope
+from hgq.layers import QDense
+from codesign.kan.spec import KANSpec
+
+spec = KANSpec(widths=(2, 3, 1), grid_size=4, spline_order=2, lut_bits=4)
+keras.utils.set_random_seed(0)
+with QuantizerConfigScope(place="all", default_q_type="kbi", overflow_mode="SAT", b0=8, i0=2), LayerConfigScope(enable_ebops=False):
+    inp = keras.Input((3,))
+    backbone = keras.Model(inp, QDense(2, enable_oq=True)(QDense(8, activation="relu")(inp)))
+model = kh.attach_online_head(backbone, spec, seed=1)
+hls_model = kh.to_hls4ml(model, sys.argv[1])
+hls_model.compile()
+x = np.random.default_rng(0).uniform(-2.0, 2.0, (1200, 3))
+y = spec.act_t.to_float(spec.act_t.quantize(np.sin(x[:, :1])))
+check, bb = kh.check_headed_stream(hls_model, model, x, y)
+print(json.dumps({"samples": check.samples, "head": [check.prediction_mismatches, check.state_mismatches, check.trace_mismatches],
+                  "backbone": [bb.values, bb.mismatches, bb.network_t], "clamped": check.features_outside_grid}))
+"""
+
+
+@pytest.mark.slow
+def test_a_backbone_in_hgq2s_own_api_is_bit_exact_too(tmp_path):
+    out = subprocess.run([sys.executable, "-c", _NATIVE_HGQ2, str(tmp_path / "prj")], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=600, env={**os.environ, "KERAS_BACKEND": "torch"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["samples"] == 1200 and got["head"] == [0, 0, 0] and got["clamped"] > 0
+    assert got["backbone"] == [2400, 0, "ap_fixed<9,3,AP_RND,AP_SAT>"]
