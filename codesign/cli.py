@@ -416,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", help="grid sizes G, e.g. 4,8,16,32 (KAN only; default 4,8,16,32)")
     p.add_argument("--bits", help="word widths of act/coef/err/grad, e.g. 12,16,20 (default)")
     p.add_argument("--hidden", help="hidden layer shapes, e.g. 2,4,8,4-4 (default: KAN 2,4,8,4-4; MLP 8,16,32,16-16)")
-    p.add_argument("--pipelines", default="ii1", help="pipelines to estimate each point with: ii1 (default), staged, or ii1,staged")
+    p.add_argument("--pipelines", default="auto",
+                   help="pipelines to build each point with, as `codesign build --pipeline` takes them: auto (the placement "
+                        "that meets the clock, as build chooses it), ii1, staged, deep, or a list such as auto,ii1 (default auto)")
     _add_stream_options(p, 20_000)
     p.add_argument("--workers", type=int, default=2,
                    help="worker processes (default 2); under --executor ray without an address, the local Ray's CPUs")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign.fpga.boards import Board
+from codesign.fpga.pipeline import PIPELINES, Pipeline
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep
@@ -83,12 +84,16 @@ def sweep_axes(
 
 def design_points(
     base: KANSpec | MLPSpec, grid: Sequence[int], bits: Sequence[int], hidden: Sequence[tuple[int, ...]],
-    pipelines: Sequence[str] = ("ii1",),
+    pipelines: Sequence[str] = ("auto",),
 ) -> list[dict]:
-    """The points of the sweep: name, spec fields (grid size, word width, hidden widths) over the base spec, and pipeline."""
+    """The points of the sweep: name, spec fields (grid size, word width, hidden widths) over the base spec, and pipeline.
+
+    Each point's pipeline is resolved as ``codesign build`` resolves it (``auto``: the placement that meets the
+    spec's clock on the target); a point named without a suffix is ``auto``'s.
+    """
     kan = kind_of(base).has_grid
-    if not pipelines or any(p not in ("ii1", "staged") for p in pipelines):
-        raise ValueError(f"pipelines={tuple(pipelines)!r}: choose from 'ii1' and 'staged'")
+    if not pipelines or any(p not in PIPELINES for p in pipelines):
+        raise ValueError(f"pipelines={tuple(pipelines)!r}: choose from {', '.join(map(repr, PIPELINES))}")
     grid = _check_list("grid", grid, 1, 256) if kan else (None,)
     bits = tuple(bits) if tuple(bits) == (None,) else _check_list("bits", bits, 4, 32)
     hidden = _check_list("hidden", hidden, 1, 1024)
@@ -98,7 +103,7 @@ def design_points(
             for g in grid:
                 for pipe in pipelines:
                     shape = "-".join(map(str, (base.n_inputs, *h, base.n_outputs)))
-                    name = shape + ("" if b is None else f" {b}b") + (f" G{g}" if kan else "") + ("" if pipe == "ii1" else f" {pipe}")
+                    name = shape + ("" if b is None else f" {b}b") + (f" G{g}" if kan else "") + ("" if pipe == "auto" else f" {pipe}")
                     points.append({"name": name, "hidden": list(h), "bits": b, "grid_size": g, "pipeline": pipe})
     return points
 
@@ -127,7 +132,7 @@ def _stream(task: str, samples: int, seed: int, n_inputs: int):
 def score_point(base: dict, kind: str, point: dict, board: Board, task: str, samples: int, seed: int,
                 synth: bool = False, data: DataStream | None = None) -> dict:
     """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the board for one point."""
-    from codesign.fpga.estimate import estimate
+    from codesign.fpga.estimate import choose_pipeline, estimate
     from codesign.kan.kinds import spec_from_mapping
     from codesign.kan.run import make_learner
     from codesign.tasks import online_metrics
@@ -141,27 +146,29 @@ def score_point(base: dict, kind: str, point: dict, board: Board, task: str, sam
     stream = _stream(task, samples, seed, spec.n_inputs) if data is None else data
     pred = make_learner(spec, seed=seed).run(stream.x, stream.y, stream.train)
     metrics = online_metrics(pred, stream)
-    est = estimate(spec, board, pipeline=point["pipeline"])
+    choice = choose_pipeline(spec, board, point["pipeline"])  # once, as a build chooses it
+    est = estimate(spec, board, pipeline=choice)
     area = max(est["utilization_percent"][k] for k in ("lut", "ff", "dsp"))
     result.update({
         "mse": metrics["mse"], "final_mse": metrics["final_mse"], "parameters": spec.num_parameters,
-        "area_percent": area, "ns_per_sample": est["ii_ns"],
+        "area_percent": area, "ns_per_sample": est["ii_ns"], "clock_met": choice.clock_met,
+        "placement": choice.placement.text,
         "estimate": {k: est[k] for k in ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles",
                                           "update_latency_cycles", "ii", "clock_mhz_estimate", "latency_ns")},
     })
     if synth:
-        result.update(_synth_point(spec, point, board, seed))
+        result.update(_synth_point(spec, choice.placement, board, seed))
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
 
-def _synth_point(spec: KANSpec | MLPSpec, point: dict, board: Board, seed: int) -> dict:
+def _synth_point(spec: KANSpec | MLPSpec, placement: Pipeline, board: Board, seed: int) -> dict:
     """Emit the point's RTL into a scratch folder and synthesize it: area and time per sample from Yosys."""
     from codesign.fpga.rtl_emit import emit_rtl
     from codesign.fpga.synth import SYNTH_FIELDS, run_synth
 
     with tempfile.TemporaryDirectory(prefix="codesign-explore-") as scratch:
-        emit_rtl(spec, Path(scratch) / "rtl", pipeline=point["pipeline"], seed=seed, force=True)
+        emit_rtl(spec, Path(scratch) / "rtl", pipeline=placement, seed=seed, force=True)
         synth = run_synth(Path(scratch) / "rtl", board)
     area = max(synth["utilization_percent"][k] for k in ("lut", "ff", "dsp") if k in synth["utilization_percent"])
     return {"area_percent": area, "ns_per_sample": synth["ii_ns"],
@@ -170,8 +177,12 @@ def _synth_point(spec: KANSpec | MLPSpec, point: dict, board: Board, seed: int) 
 
 
 def pareto_front(points: list[dict], objectives: Sequence[str] = OBJECTIVES) -> list[dict]:
-    """The points no other point beats in every objective (all minimized), sorted by the first objective."""
-    scored = [p for p in points if "skipped" not in p and all(math.isfinite(p[o]) for o in objectives)]
+    """The points no other point beats in every objective (all minimized), sorted by the first objective.
+
+    A point whose estimated clock misses the target is not a design a build would accept: it is left off.
+    """
+    scored = [p for p in points if "skipped" not in p and p.get("clock_met", True)
+              and all(math.isfinite(p[o]) for o in objectives)]
     front = []
     for p in scored:
         dominated = any(
@@ -182,8 +193,8 @@ def pareto_front(points: list[dict], objectives: Sequence[str] = OBJECTIVES) -> 
     return sorted(front, key=lambda p: tuple(p[o] for o in objectives))
 
 
-def format_front(front: list[dict], settings: dict) -> str:
-    """The Pareto front as a Markdown table."""
+def format_front(front: list[dict], settings: dict, missed: int = 0) -> str:
+    """The Pareto front as a Markdown table; ``missed`` points were left off for missing the clock target."""
     synth = bool(settings.get("synth"))
     source = ("Yosys synthesis (codesign.fpga.synth; clock from logic depth, not placed or routed)" if synth else
               "codesign.fpga.estimate (fitted to Yosys; clock from logic depth)")
@@ -192,18 +203,21 @@ def format_front(front: list[dict], settings: dict) -> str:
         "",
         f"Online error: mean squared error of the bit-exact reference over {settings['samples']:,} samples "
         f"(seed {settings['seed']}). Resources, clock and time per sample: ESTIMATES of {source}; "
-        "cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP utilization.",
+        "cycles exact. Area: the largest of LUT (with LUTRAM), FF and DSP utilization. Each point's pipeline is "
+        f"chosen as `codesign build` chooses it, for the {settings['clock_mhz']:g} MHz target"
+        + (f"; {missed} point(s) whose estimated clock misses it are left off the front." if missed else "."),
         "",
-        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | cycles (pred/upd/II) "
+        "| point | params | online MSE | final MSE | LUT | LUTRAM | FF | DSP | area % | pipeline | cycles (pred/upd/II) "
         "| clock MHz (est.) | ns/sample (est.) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for p in front:
         e = p["estimate"]
         r = p["synth"] if synth else e
         lines.append(
             f"| {p['name']} | {p['parameters']:,} | {p['mse']:.4g} | {p['final_mse']:.4g} | {r['lut']:,} | {r['lutram']:,} | "
-            f"{r['ff']:,} | {r['dsp']:,} | {p['area_percent']:.3g} | {e['latency_cycles']}/{e['update_latency_cycles']}/{e['ii']} | "
+            f"{r['ff']:,} | {r['dsp']:,} | {p['area_percent']:.3g} | {p['point']['pipeline']} `{p.get('placement', '')}` | "
+            f"{e['latency_cycles']}/{e['update_latency_cycles']}/{e['ii']} | "
             f"{r['clock_mhz_estimate']:g} | {p['ns_per_sample']:g} |"
         )
     return "\n".join(lines) + "\n"
@@ -221,8 +235,12 @@ def _plot(points: list[dict], front: list[dict], path: Path, settings: dict) -> 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, key, label in ((axes[0], "area_percent", "area (max utilization, %) — estimate"),
                            (axes[1], "ns_per_sample", "time per sample (ns) — estimate")):
-        rest = [p for p in scored if p["name"] not in names]
+        rest = [p for p in scored if p["name"] not in names and p.get("clock_met", True)]
+        slow = [p for p in scored if not p.get("clock_met", True)]
         ax.scatter([p[key] for p in rest], [p["mse"] for p in rest], s=14, c="0.65", label="swept point")
+        if slow:
+            ax.scatter([p[key] for p in slow], [p["mse"] for p in slow], s=14, c="0.65", marker="x",
+                       label=f"misses {settings['clock_mhz']:g} MHz (estimate)")
         ax.scatter([p[key] for p in front], [p["mse"] for p in front], s=26, c="C3", label="Pareto front")
         for p in front:
             ax.annotate(p["name"], (p[key], p["mse"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
@@ -236,7 +254,8 @@ def _plot(points: list[dict], front: list[dict], path: Path, settings: dict) -> 
         ax.set_ylabel("online MSE (bit-exact reference)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{settings['learner']} on {settings['task']} ({settings['samples']:,} samples), target {settings['target']}", fontsize=9)
+    fig.suptitle(f"{settings['learner']} on {settings['task']} ({settings['samples']:,} samples), target {settings['target']} "
+                 f"at {settings['clock_mhz']:g} MHz", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -248,7 +267,9 @@ def _describe(r: dict) -> str:
         return f"{r['name']}: skipped: {r['skipped']}"
     source = "synth" if "synth" in r else "estimate"
     cost = r[source]
-    return f"{r['name']}: MSE {r['mse']:.4g}, {cost['lut']:,} LUT, {cost['dsp']} DSP, {r['ns_per_sample']:g} ns/sample ({source})"
+    clock = "" if r.get("clock_met", True) else f", misses the clock ({r['estimate']['clock_mhz_estimate']:g} MHz est.)"
+    return (f"{r['name']}: MSE {r['mse']:.4g}, {cost['lut']:,} LUT, {cost['dsp']} DSP, {r['ns_per_sample']:g} ns/sample "
+            f"({source}){clock}")
 
 
 def explore(
@@ -260,7 +281,7 @@ def explore(
     grid: Sequence[int] | None = None,
     bits: Sequence[int] | None = None,
     hidden: Sequence[tuple[int, ...]] | None = None,
-    pipelines: Sequence[str] = ("ii1",),
+    pipelines: Sequence[str] = ("auto",),
     samples: int = 20_000,
     seed: int = 0,
     workers: int = 2,
@@ -303,8 +324,8 @@ def explore(
         base = dataclasses.replace(base, clock_mhz=board.clock_mhz)
     grid, bits, hidden = sweep_axes(base, fields, grid, bits, hidden)
     points = design_points(base, grid, bits, hidden, pipelines)
-    settings = {"learner": learner, "target": board.name, "task": task, "samples": samples, "seed": seed,
-                "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
+    settings = {"learner": learner, "target": board.name, "clock_mhz": base.clock_mhz, "task": task, "samples": samples,
+                "seed": seed, "base_spec": base.to_dict(), "points": [p["name"] for p in points]}
     if synth:  # a run without synthesis does not resume one with it, nor the reverse
         settings["synth"] = True
     if data is not None:  # a run resumes only on the same file's contents
@@ -321,7 +342,8 @@ def explore(
     work = folder.work
     results = [done[p["name"]] for p in points if p["name"] in done]
     front = pareto_front(results)
-    (work / "pareto.md").write_text(format_front(front, settings))
+    missed = sum(1 for r in results if "skipped" not in r and not r.get("clock_met", True))
+    (work / "pareto.md").write_text(format_front(front, settings, missed))
     _plot(results, front, work / "pareto.png", settings)
     folder.commit()
     return {"points": results, "front": front, "out": str(out), "settings": settings, "computed": sweep.computed,

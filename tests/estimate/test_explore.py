@@ -81,9 +81,29 @@ def test_cli_explore(tmp_path, capsys):
     assert main(argv) == 0
     assert "Pareto front" in capsys.readouterr().out
     points = {p["name"]: p for p in map(json.loads, (out / POINTS_FILE).read_text().splitlines())}
-    assert sorted(points) == ["2-4-1 16b", "2-4-1 16b staged", "2-8-1 16b", "2-8-1 16b staged"]
-    assert points["2-8-1 16b staged"]["estimate"]["ii"] == 4 and points["2-8-1 16b"]["estimate"]["ii"] == 1
-    assert points["2-8-1 16b staged"]["mse"] == points["2-8-1 16b"]["mse"]  # the pipeline does not change the arithmetic
+    assert sorted(points) == ["2-4-1 16b ii1", "2-4-1 16b staged", "2-8-1 16b ii1", "2-8-1 16b staged"]
+    assert points["2-8-1 16b staged"]["estimate"]["ii"] == 4 and points["2-8-1 16b ii1"]["estimate"]["ii"] == 1
+    assert points["2-8-1 16b staged"]["mse"] == points["2-8-1 16b ii1"]["mse"]  # the pipeline does not change the arithmetic
     assert main(argv) == 0  # its own folder: resumes (nothing left to do)
     assert main(["explore", "kan_online", "--grid", "4,x", "--out", str(tmp_path / "y")]) == 2
     assert "--grid='4,x'" in capsys.readouterr().err
+
+
+def test_points_are_chosen_as_a_build_chooses_them(tmp_path):
+    # the default sweep builds every point with auto at the target's clock, as `codesign build` does; a point
+    # whose estimated clock misses the target (here ii1's single long cycle at 250 MHz) is left off the front
+    from codesign.fpga.boards import find_board
+    from codesign.fpga.estimate import choose_pipeline
+    from codesign.fpga.explore import _point_spec
+    from codesign.kan.spec import KANSpec
+
+    result = explore(out=tmp_path / "ex", **{**TINY, "workers": 1, "grid": (8,), "bits": (16,)}, pipelines=("auto", "ii1"))
+    by_name = {p["name"]: p for p in result["points"]}
+    auto, ii1 = by_name["2-2-1 16b G8"], by_name["2-2-1 16b G8 ii1"]
+    base = KANSpec(widths=(2, 2, 1), clock_mhz=find_board("xcvu9p").clock_mhz)
+    built = choose_pipeline(_point_spec(base, auto["point"]), find_board("xcvu9p"), "auto")
+    assert auto["placement"] == built.placement.text and auto["clock_met"] is built.clock_met is True
+    assert auto["estimate"]["clock_mhz_estimate"] >= 250.0 and auto["estimate"]["ii"] > 1
+    assert ii1["clock_met"] is False and ii1["estimate"]["clock_mhz_estimate"] < 250.0
+    assert [p["name"] for p in result["front"]] == ["2-2-1 16b G8"]
+    assert "left off the front" in (tmp_path / "ex" / "pareto.md").read_text()
