@@ -83,6 +83,7 @@ REQUIRED: dict[str, tuple[Any, str]] = {
     "mapping.learn_out_scaling": (False, "the output scale is the tile scale, not learned"),
     "mapping.out_scaling_columnwise": (False, "one scale per tile"),
     "pre_post.input_range.enable": (False, "input ranges are calibrated (calibrate_input_ranges), not learned"),
+    "runtime.data_type": ("FLOAT", "the simulator computes in float32"),
 }
 
 # fields that change nothing while the field that switches them on is at its REQUIRED value
@@ -93,12 +94,14 @@ INERT: frozenset[str] = frozenset({
     "remap.remapped_wmax", "remap.max_scale_range", "remap.max_scale_ref",
     *(f"modifier.{n}" for n in ("std_dev", "per_batch_sample", "res", "sto_round", "dorefa_clip", "pdrop",
                                 "enable_during_test", "rel_to_actual_wmax", "assumed_wmax", "copy_last_column",
-                                "coeffs", "g_max")),
+                                "coeffs", "g_max", "pcm_zero_thres", "pcm_t_inference", "pcm_prob_at_reset",
+                                "pcm_prob_at_gmax", "pcm_prob_at_random", "pcm_t0")),
     *(f"pre_post.input_range.{n}" for n in ("learn_input_range", "init_value", "init_from_data", "init_std_alpha",
                                             "decay", "input_min_percentage", "manage_output_clipping",
                                             "output_min_percentage", "gradient_scale", "gradient_relative",
                                             "calibration_info", "fast_mode", "dynamic", "act_range_momentum")),
     "tile_class", "tile_array_class", "mapping.tile_array_class",
+    "runtime.on_the_fly_bindings", "runtime.offload_input", "runtime.offload_gradient",  # where the simulation runs
 })
 
 # where aihwkit's own default is not the value codesign needs: a dict that leaves them out means aihwkit's default
@@ -345,10 +348,10 @@ def aihwkit_dict(config: CIMConfig) -> dict[str, Any]:
 def to_aihwkit_rpu_config(config: CIMConfig) -> Any:
     """aihwkit's InferenceRPUConfig for a CIMConfig (needs aihwkit installed; see docs/cim_vs_aihwkit.md)."""
     try:
-        from aihwkit.inference.compensation.drift import GlobalDriftCompensation, PerColumnDriftCompensation  # type: ignore[import-not-found,unused-ignore]
-        from aihwkit.inference.noise.pcm import PCMLikeNoiseModel  # type: ignore[import-not-found,unused-ignore]
-        from aihwkit.simulator.configs import InferenceRPUConfig  # type: ignore[import-not-found,unused-ignore]
-        from aihwkit.simulator.parameters import enums  # type: ignore[import-not-found,unused-ignore]
+        from aihwkit.inference.compensation import drift as aihwkit_drift  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        from aihwkit.inference.noise.pcm import PCMLikeNoiseModel  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        from aihwkit.simulator.configs import InferenceRPUConfig  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        from aihwkit.simulator.parameters import enums  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError as exc:
         raise ValueError(f"aihwkit is not installed ({exc}); docs/cim_vs_aihwkit.md gives the build recipe") from exc
     data = aihwkit_dict(config)
@@ -361,9 +364,8 @@ def to_aihwkit_rpu_config(config: CIMConfig) -> Any:
     rpu.noise_model = PCMLikeNoiseModel(g_max=nm["g_max"], t_read=nm["t_read"], t_0=nm["t_0"],
                                         prog_noise_scale=nm["prog_noise_scale"], read_noise_scale=nm["read_noise_scale"],
                                         drift_scale=nm["drift_scale"])
-    rpu.drift_compensation = {"GlobalDriftCompensation": GlobalDriftCompensation,
-                              "PerColumnDriftCompensation": PerColumnDriftCompensation}.get(
-        data["drift_compensation"], lambda: None)()
+    drift = data["drift_compensation"]
+    rpu.drift_compensation = None if drift is None else getattr(aihwkit_drift, drift)()
     for name, value in data["mapping"].items():
         setattr(rpu.mapping, name, value)
     rpu.clip.type = enums.WeightClipType.NONE

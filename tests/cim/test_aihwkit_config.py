@@ -138,14 +138,19 @@ def test_configs_aihwkit_cannot_express_are_refused_on_export():
             aihwkit_dict(config)
 
 
-def test_a_real_aihwkit_config_object_reads_the_same_as_its_dict():
+def test_a_real_aihwkit_config_object_and_model_read_the_same_as_the_dict():
     pytest.importorskip("aihwkit")
     from codesign.cim.aihwkit_config import to_aihwkit_rpu_config
 
     config = CIMConfig(converter=ConverterConfig(adc_noise=0.06), tile=TileConfig(rows=128, cols=64),
                        drift_compensation="per_column")
     assert cim_config_from_aihwkit(to_aihwkit_rpu_config(config)) == config
+    from aihwkit.nn.conversion import convert_to_analog
     from aihwkit.simulator.configs import InferenceRPUConfig
+    from torch import nn
+
+    model = convert_to_analog(nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)), to_aihwkit_rpu_config(config))
+    assert cim_config_from_aihwkit(model) == config  # an aihwkit model: the config its analog tiles share
 
     with pytest.raises(ValueError, match="forward.bound_management='ITERATIVE'"):
         cim_config_from_aihwkit(InferenceRPUConfig())
