@@ -243,3 +243,18 @@ def test_a_backbone_in_hgq2s_own_api_is_bit_exact_too(tmp_path):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["samples"] == 1200 and got["head"] == [0, 0, 0] and got["clamped"] > 0
     assert got["backbone"] == [2400, 0, "ap_fixed<9,3,AP_RND,AP_SAT>"]
+
+
+@pytest.mark.slow
+def test_the_example_of_the_docs_runs_as_written_and_is_bit_exact(tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "integration.md"
+    block = re.search(r"<!-- keras-head-example:begin -->\n```python\n(.*?)```\n<!-- keras-head-example:end -->", doc.read_text(), re.S)
+    assert block, "docs/integration.md lost its keras-head-example block"
+    monkeypatch.chdir(tmp_path)  # its project folder "prj" goes there
+    scope: dict = {}
+    exec(compile(block.group(1), str(doc), "exec"), scope)  # exactly the documented code
+    assert scope["check"].samples == 2000 and scope["check"].bit_exact and scope["backbone_check"].bit_exact
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "0 0 0"
