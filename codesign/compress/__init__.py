@@ -61,7 +61,9 @@ _REGISTRY = "transformers.quantizers.auto"
 
 def _register(registry: Any) -> None:
     try:
-        importlib.import_module("codesign.compress.hf_quantizer").register(registry)
+        quantizer = importlib.import_module("codesign.compress.hf_quantizer")
+        if hasattr(quantizer, "register"):  # else it is being imported (its import imported the registry): it registers
+            quantizer.register(registry)
     except Exception as exc:  # noqa: BLE001 - a transformers codesign cannot extend must still load its own models
         warnings.warn(f"codesign: from_pretrained cannot load codesign-compressed folders with this transformers "
                       f"({type(exc).__name__}: {exc}); use codesign.compress.load_compressed", RuntimeWarning,

@@ -13,6 +13,7 @@ has (register_with_transformers).
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -30,6 +31,9 @@ from codesign.compress.checkpoint import (
 )
 
 __all__ = ["CodesignQuantizationConfig", "CodesignHfQuantizer", "register"]
+
+# the guard's first words (not all of it: a folder written with other wording after them is recognised too)
+_GUARD_START = WEIGHTS_GUARD.split(":")[0]
 
 
 class CodesignQuantizationConfig(QuantizationConfigMixin):
@@ -81,7 +85,8 @@ class CodesignHfQuantizer(HfQuantizer):
 
     def update_attn_implementation(self, config: Any) -> Any:
         """The attention the model was saved with, unless the caller asked for one; the weights guard comes off."""
-        if getattr(config, "transformers_weights", None) == WEIGHTS_GUARD:
+        weights = getattr(config, "transformers_weights", None)
+        if isinstance(weights, str) and weights.startswith(_GUARD_START):
             del config.transformers_weights  # model.safetensors is found as in any folder
         if config._attn_implementation is None and self.quantization_config.attn_implementation:
             config._attn_implementation = self.quantization_config.attn_implementation
@@ -117,3 +122,7 @@ def register(auto: Any) -> None:
         auto.register_quantization_config(QUANT_METHOD)(CodesignQuantizationConfig)
     if QUANT_METHOD not in auto.AUTO_QUANTIZER_MAPPING:
         auto.register_quantizer(QUANT_METHOD)(CodesignHfQuantizer)
+
+
+# importing this module first (not through codesign.compress's hook) registers as well; register runs once
+register(importlib.import_module("transformers.quantizers.auto"))

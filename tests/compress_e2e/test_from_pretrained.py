@@ -64,14 +64,16 @@ def _child(tmp_path: Path, code: str, *args: str) -> subprocess.CompletedProcess
                           timeout=300)
 
 
-def test_from_pretrained_in_a_fresh_process_gives_the_logits_of_load_compressed(llama_folder, tmp_path):
-    child = ("import sys, torch, codesign, transformers; "
+@pytest.mark.parametrize("first", ["codesign", "codesign.compress.hf_quantizer"])
+def test_from_pretrained_in_a_fresh_process_gives_the_logits_of_load_compressed(llama_folder, tmp_path, first):
+    # codesign registers when from_pretrained imports transformers' registry; the quantizer's module, when imported
+    child = (f"import sys, torch, {first}, transformers; "
              "m = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1]); "
              "from codesign.compress.checkpoint import compressed_layers; "
              "print(type(m).__name__, sorted({type(x).__name__ for x in compressed_layers(m).values()})); "
              "torch.save(m(input_ids=torch.arange(24).reshape(2, 12) % 128).logits.detach(), sys.argv[2])")
     done = _child(tmp_path, child, str(llama_folder), str(tmp_path / "logits.pt"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and "cannot load codesign-compressed" not in done.stderr, done.stderr
     assert done.stdout.splitlines() == ["LlamaForCausalLM ['LowRankLinear', 'QuantizedLinear']"]
     loaded = load_compressed(llama_folder)
     assert len(compressed_layers(loaded)) == 15
@@ -89,7 +91,7 @@ def test_without_codesign_transformers_stops_with_a_line_naming_codesign(llama_f
              "m = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])\n"
              "torch.save(m(input_ids=torch.arange(24).reshape(2, 12) % 128).logits.detach(), sys.argv[2])\n")
     done = _child(tmp_path, child, str(llama_folder), str(tmp_path / "logits.pt"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and "cannot load codesign-compressed" not in done.stderr, done.stderr
     (line,) = done.stdout.splitlines()
     assert line.startswith("refused: ") and line.endswith(" False True")
     assert "model.safetensors holds layers compressed by codesign: import codesign before from_pretrained" in line
