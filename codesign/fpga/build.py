@@ -96,6 +96,7 @@ def build(
             raise ValueError(f"--init: {learner} has no B-spline coefficients to start from (--init is for kan_online)")
         from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
 
+        assert isinstance(spec, KANSpec)  # the only kind that takes initial coefficients
         initial = load_initial_state(init, spec, strict=strict)  # a bad file is refused here, before anything is written
         for line in initial.warnings(spec):
             print(f"codesign: warning: {line} (--strict makes this an error)", file=sys.stderr)
@@ -189,6 +190,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     if initial is not None:
         from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
 
+        assert isinstance(spec, KANSpec)  # --init was checked against the kind before any work
         error = float_vs_fixed_error(spec, initial, stimulus.x[: stimulus.task_samples])
         report["init"] = {**initial.summary(), "float_vs_fixed": error}
         print(f"  init        {initial.source}: {report['init']['coefficients']} coefficients, {initial.saturated} saturated; "

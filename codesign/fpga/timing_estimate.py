@@ -122,11 +122,11 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
             endpoints += [(b, model.bram_setup, name) for p, v in ins.items() if not p.startswith("CLK") for b in v]
         elif kind.startswith("CARRY"):
             # CI/CYINIT ripple to every output; bit k's S/DI reach outputs k and above
-            co, o = outs.get("CO", []), outs.get("O", [])
+            co, sums = outs.get("CO", []), outs.get("O", [])
             arc = []
             for port, v in ins.items():
                 for k, i in enumerate(v):
-                    for lane_outs in (co, o):
+                    for lane_outs in (co, sums):
                         for j, ob in enumerate(lane_outs):
                             if port in ("CI", "CYINIT"):
                                 arc.append((i, ob, model.carry_step * (1 + j / 4), port == "CYINIT"))
@@ -215,7 +215,7 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
             worst, worst_bit, worst_end = t, b, cell
     # walk back along the path for a summary of what it crosses
     kinds: dict[str, int] = defaultdict(int)
-    path = []
+    path: list[str] = []
     arrival_of: dict[str, float] = {}
     bit = worst_bit
     while bit is not None and bit in via and len(path) < 10_000:

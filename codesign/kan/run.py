@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ def stream_options(task: str, n_inputs: int) -> dict[str, Any]:
 
 
 def task_spec(
-    learner: str, config: str | None, task: str, n_samples: int, seed: int
+    learner: str, config: str | Path | None, task: str, n_samples: int, seed: int
 ) -> tuple[KANSpec | MLPSpec, TaskStream, dict[str, Any]]:
     """The spec, the task's stream fitted to it, and the config's fields.
 
