@@ -61,9 +61,9 @@ def _lightning_config(w_noise: float, clip_sigma: float, bits: int):  # noqa: AN
     )
 
     rpu = TorchInferenceRPUConfig()
-    rpu.forward.inp_res = 2**bits - 2
-    rpu.forward.out_res = 2**bits - 2
-    rpu.forward.out_bound = 12.0
+    rpu.forward.inp_res = 2**bits - 2 if bits else -1  # bits 0: ideal converters
+    rpu.forward.out_res = 2**bits - 2 if bits else -1
+    rpu.forward.out_bound = 12.0 if bits else 0.0
     rpu.forward.out_noise = 0.0
     rpu.pre_post.input_range.enable = True
     rpu.pre_post.input_range.dynamic = True  # each input vector scaled by its own max |x|, as codesign's DAC
@@ -77,7 +77,7 @@ def _lightning_config(w_noise: float, clip_sigma: float, bits: int):  # noqa: AN
 
 def _codesign_config(w_noise: float, bits: int) -> CIMConfig:
     return CIMConfig(device=MismatchConfig(sigma=w_noise, kind="additive"),
-                     converter=ConverterConfig(dac_bits=bits, adc_bits=bits, adc_range=12.0),
+                     converter=ConverterConfig(dac_bits=bits or None, adc_bits=bits or None, adc_range=12.0),
                      tile=TileConfig(rows=256, cols=256), drift_compensation="none")
 
 
@@ -176,6 +176,19 @@ def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.
     return _plain_copy(trained, build_model("mlp", shape, n_classes)), times
 
 
+def saturated_fractions(model: nn.Module, x: torch.Tensor, adc_range: float = 12.0) -> list[float]:
+    """Per Linear layer, the fraction of outputs beyond the ADC's ±adc_range (one full-scale input on one full-scale
+    weight: the layer's largest |w| times each input vector's largest |x|; the layers fit one tile)."""
+    fractions, h = [], x.flatten(1)
+    with torch.no_grad():
+        for layer in (m for m in model.modules() if isinstance(m, nn.Linear)):
+            z = h @ layer.weight.T
+            bound = adc_range * layer.weight.abs().max() * h.abs().amax(1, keepdim=True)
+            fractions.append(float((z.abs() > bound).float().mean()))
+            h = torch.relu(z + layer.bias)
+    return fractions
+
+
 def _accuracy(model: nn.Module, split) -> float:  # noqa: ANN001
     with torch.no_grad():
         return float((model(split.x).argmax(-1) == split.y).float().mean())
@@ -203,6 +216,7 @@ def run_hwa(args: argparse.Namespace, data) -> dict:  # noqa: ANN001
                     label: float(chip_accuracies(model, config, data.test, args.chips, seed=1000 + seed, t_seconds=t).mean())
                     for label, t in HWA_TIMES.items()}
             run = {"tool": tool, "seed": seed, "float_accuracy": _accuracy(model, data.test),
+                   "saturated_fit": saturated_fractions(model, data.fit.x),
                    "step_seconds_median": statistics.median(times), "steps": len(times), "pcm": pcm}
             print(json.dumps(run), file=sys.stderr)
             result["runs"].append(run)
@@ -232,7 +246,12 @@ def hwa_report(result: dict, command: str) -> str:
          "| ms per training step (median over seeds of each run's median) | "
          + " | ".join(f"{1e3 * step[t]:.2f}" for t in tools) + " |",
          "| codesign's step time / this tool's | | " + " | ".join(f"{step['codesign'] / step[t]:.2f}×" for t in tools[1:]) + " |",
-         "", "Every network on codesign's default PCM chip (8-bit DAC/ADC), TEST accuracy %, mean ± std over seeds of the "
+    ]
+    if all("saturated_fit" in r for r in runs):
+        L.append("| outputs beyond the ADC range on the fit split, % per layer (range over seeds) | " + " | ".join(
+             ", ".join(f"{100 * min(r['saturated_fit'][i] for r in by[t]):.1f}-{100 * max(r['saturated_fit'][i] for r in by[t]):.1f}"
+                       for i in range(len(by[t][0]["saturated_fit"]))) for t in tools) + " |")
+    L += ["", "Every network on codesign's default PCM chip (8-bit DAC/ADC), TEST accuracy %, mean ± std over seeds of the "
          f"mean over {result.get('chips', 20)} chips:", "",
          "| compensation | time | " + " | ".join(f"{names[t]}-trained" for t in tools) + " |",
          "|---|---|" + "---:|" * len(tools)]
