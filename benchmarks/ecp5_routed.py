@@ -31,9 +31,10 @@ from pathlib import Path
 from estimator_calibration import _folder_hash  # the same RTL-folder hash decides what to redo
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.estimate import choose_pipeline, estimate
+from codesign.fpga.estimate import estimate
 from codesign.fpga.pnr import run_pnr
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
+from codesign.fpga.search import choose_pipeline
 from codesign.fpga.synth import netlist_top, run_synth
 from codesign.fpga.timing_estimate import critical_path
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision

@@ -267,7 +267,8 @@ def fit_coefficients(samples: list[tuple], target: str, period_only: bool = Fals
 
     ``period_only`` keeps the shipped resource coefficients and refits the period model alone.
     """
-    from codesign.fpga.estimate import coefficient_table, features, timing_features
+    from codesign.fpga.cost import features, timing_features
+    from codesign.fpga.estimate import coefficient_table
 
     if period_only:
         resources = coefficient_table()["resources"]
@@ -485,11 +486,13 @@ def main() -> None:
         print(f"wrote {path}", file=sys.stderr)
         import importlib
 
+        import codesign.fpga.cost
         import codesign.fpga.estimate
         import codesign.fpga.estimate_coefficients
+        import codesign.fpga.search
 
-        importlib.reload(codesign.fpga.estimate_coefficients)
-        importlib.reload(codesign.fpga.estimate)
+        for module in (codesign.fpga.estimate_coefficients, codesign.fpga.cost, codesign.fpga.search, codesign.fpga.estimate):
+            importlib.reload(module)  # in import order: each takes the new coefficients from the one before
     from codesign.fpga.estimate import coefficient_table
 
     table = coefficient_table()
@@ -501,7 +504,7 @@ def main() -> None:
                 "this sweep of the current RTL, whose specs the fit did not all see (among them the last two: casts that "
                 "are wiring, at the placements `auto` chooses for them, `rows` included). A cast to AP_TRN + AP_WRAP is "
                 "charged nothing by rule, not by fit; the rules for the folded steps and the grid register are in "
-                "codesign/fpga/estimate.py (kan_stage_features).")
+                "codesign/fpga/cost.py (kan_stage_features).")
     if args.fit:
         fit_note = (f"Coefficients: `codesign/fpga/estimate_coefficients.py`, fitted on the {table['fitted_on']} specs of "
                     "this sweep (`--fit`).")

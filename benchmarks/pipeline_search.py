@@ -4,7 +4,7 @@
 
 For the default spec (2-4-1, G = 8) and the 1-1 spec (G = 5, k = 3, ap_fixed<16,6>) on xcvu9p, all
 placements PHASES:CUTS:SPLIT (every phase mask, every set of the 13 cut kinds, adder-tree split 0-3;
-without the opt-in FORWARD bit) are scored by the analytic estimator (codesign.fpga.estimate.period_ns,
+without the opt-in FORWARD bit) are scored by the analytic estimator (codesign.fpga.cost.period_ns,
 the model `auto` chooses with) and pipeline_timing. Among those whose estimated period meets the
 clock, the table lists the least prediction + update latency (update latency cycles x period) and
 the placements that reach it, beside what `auto` chose. Estimates, not routed timing.
@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.estimate import choose_pipeline, period_ns
+from codesign.fpga.cost import period_ns
 from codesign.fpga.pipeline import CUT_BITS, Pipeline, pipeline_timing
+from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec
 
 # spec, and its prediction + update target (ns) in docs/rtl_results.md

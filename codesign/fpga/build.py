@@ -19,12 +19,13 @@ from typing import TextIO
 from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_compiler, run_csim
-from codesign.fpga.estimate import choose_pipeline, estimate
+from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
 from codesign.fpga.pipeline import Pipeline, PipelineChoice, pipeline_timing
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
+from codesign.fpga.search import choose_pipeline
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
 from codesign.kan.data_run import data_spec, describe_data

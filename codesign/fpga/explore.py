@@ -132,7 +132,8 @@ def _stream(task: str, samples: int, seed: int, n_inputs: int):
 def score_point(base: dict, kind: str, point: dict, board: Board, task: str, samples: int, seed: int,
                 synth: bool = False, data: DataStream | None = None) -> dict:
     """Run the reference learner on the task (or ``data``) and the estimator (and with ``synth`` Yosys) on the board for one point."""
-    from codesign.fpga.estimate import choose_pipeline, estimate
+    from codesign.fpga.estimate import estimate
+    from codesign.fpga.search import choose_pipeline
     from codesign.kan.kinds import spec_from_mapping
     from codesign.kan.run import make_learner
     from codesign.tasks import online_metrics

@@ -6,7 +6,7 @@ parameters, memory files, where the state lives, the HLS schedule, the estimator
 :func:`fpga_kind` finds the entry of a spec through :func:`codesign.kan.kinds.kind_of`.
 Adding a kind is one :func:`register_fpga_kind` call beside the two below (after its
 ``codesign.kan.kinds.register_kind``). The built-in entries are made on first use: their
-steps live in the modules that ask this registry (rtl_emit, estimate, timing), which import
+steps live in the modules that ask this registry (rtl_emit, cost, timing), which import
 it at their top.
 """
 
@@ -85,7 +85,7 @@ def fpga_kind(spec: object) -> FpgaKind:
 
 def _register_builtin_kinds() -> None:
     """The KAN and MLP entries (imported here: these modules ask the registry)."""
-    from codesign.fpga import estimate, kan_firmware, mlp_firmware, rtl_emit, timing  # noqa: PLC0415
+    from codesign.fpga import cost, kan_firmware, mlp_firmware, rtl_emit, timing  # noqa: PLC0415
     from codesign.kan.kinds import kind_named  # noqa: PLC0415
 
     register_fpga_kind(FpgaKind(
@@ -96,7 +96,7 @@ def _register_builtin_kinds() -> None:
         phase_cuts=True, coefficient_port=True,
         core_parameters=rtl_emit.kan_core_parameters, write_memories=rtl_emit.write_kan_memories,
         state_description=rtl_emit.kan_state_description, expected_timing=timing.kan_timing,
-        resource_features=estimate.kan_features, stage_features=estimate.kan_stage_features, runtime_lr=True,
+        resource_features=cost.kan_features, stage_features=cost.kan_stage_features, runtime_lr=True,
     ))
     register_fpga_kind(FpgaKind(
         kind=kind_named("mlp"), firmware=mlp_firmware,
@@ -105,5 +105,5 @@ def _register_builtin_kinds() -> None:
         phase_cuts=False, coefficient_port=False,
         core_parameters=rtl_emit.mlp_core_parameters, write_memories=rtl_emit.write_mlp_memories,
         state_description=rtl_emit.mlp_state_description, expected_timing=timing.mlp_timing,
-        resource_features=estimate.mlp_features, stage_features=lambda spec, pipe, _coefficients: estimate.mlp_stage_features(spec, pipe),
+        resource_features=cost.mlp_features, stage_features=lambda spec, pipe, _coefficients: cost.mlp_stage_features(spec, pipe),
     ))

@@ -6,7 +6,7 @@ kind of register, :data:`CUT_NAMES`, applied in every layer) and the adder-tree 
 register every ``tree_split`` levels). The KAN RTL takes all three; the MLP RTL phase masks
 only. On the command line a pipeline is ``ii1`` (no register: II = 1), ``staged`` (a register
 after every phase), ``deep`` (every register), ``auto`` (the cheapest placement that meets the
-spec's clock, chosen by the analytic estimator: codesign.fpga.estimate.choose_pipeline), an
+spec's clock, chosen by the analytic estimator: codesign.fpga.search.choose_pipeline), an
 integer phase mask, or ``PHASES:CUTS:SPLIT`` (integers, 0x.. allowed).
 """
 
@@ -73,7 +73,7 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class PipelineChoice:
-    """A pipeline resolved once for a spec on a board (codesign.fpga.estimate.choose_pipeline), passed down whole.
+    """A pipeline resolved once for a spec on a board (codesign.fpga.search.choose_pipeline), passed down whole.
 
     ``request`` is what was asked (``auto``, ``ii1``, ``staged``, ``deep``, or the placement's text for a
     mask or a placement); ``placement`` the registers; ``period_ns`` the analytic estimate of its clock
@@ -120,7 +120,7 @@ def resolve_pipeline(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "
         if pipeline == "deep":
             return Pipeline((1 << n_bits) - 1, ALL_CUTS, DEEP_TREE_SPLIT) if kan else Pipeline((1 << n_bits) - 1)
         if pipeline == "auto":
-            raise ValueError("pipeline='auto' is chosen by codesign.fpga.estimate.choose_pipeline for a target")
+            raise ValueError("pipeline='auto' is chosen by codesign.fpga.search.choose_pipeline for a target")
         raise ValueError(f"pipeline={pipeline!r}: choose one of {', '.join(PIPELINES)} or an integer register mask")
     if isinstance(pipeline, bool):
         raise _bad(pipeline)

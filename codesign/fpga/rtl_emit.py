@@ -13,7 +13,7 @@ manifest's ``axi`` entry): the top a Vivado block design instantiates.
 The pipeline is a choice of the RTL, not of the arithmetic: ``pipeline="ii1"`` puts no register
 inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after every phase
 (II = 2L for L layers); ``"deep"`` every register inside the phases too (``"auto"``, the
-placement codesign.fpga.estimate.choose_pipeline picks for the spec's clock on a board, is
+placement codesign.fpga.search.choose_pipeline picks for the spec's clock on a board, is
 resolved before the RTL is emitted and arrives here as a placement); an int is the phase
 mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full placement
 (codesign/fpga/pipeline.py, docs/rtl.md).
@@ -298,7 +298,7 @@ def emit_rtl(
 
     The initial state is the reference learner's for ``seed`` (make_learner(spec, seed)), so the
     RTL starts where the Python reference and the HLS build start. ``pipeline`` is a placement
-    (``auto`` is resolved for a board by codesign.fpga.estimate.choose_pipeline first). ``initial`` (raw
+    (``auto`` is resolved for a board by codesign.fpga.search.choose_pipeline first). ``initial`` (raw
     coef_t per layer, from --init) replaces the seed's initial coefficients; it is kept in
     ``initial_state.npz`` and named by the manifest's ``initial_state``, where the benches read it.
     """

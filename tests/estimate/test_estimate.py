@@ -12,7 +12,8 @@ import pytest
 
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
-from codesign.fpga.estimate import ESTIMATE_FIELDS, cast_is_wiring, cycles, dsp_tiles, estimate, features, lutram_luts
+from codesign.fpga.cost import cast_is_wiring, dsp_tiles, features, lutram_luts
+from codesign.fpga.estimate import ESTIMATE_FIELDS, cycles, estimate
 from codesign.fpga.pipeline import parse_pipeline
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.kan.kinds import spec_from_mapping

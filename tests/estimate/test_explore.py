@@ -93,8 +93,8 @@ def test_points_are_chosen_as_a_build_chooses_them(tmp_path):
     # the default sweep builds every point with auto at the target's clock, as `codesign build` does; a point
     # whose estimated clock misses the target (here ii1's single long cycle at 250 MHz) is left off the front
     from codesign.fpga.boards import find_board
-    from codesign.fpga.estimate import choose_pipeline
     from codesign.fpga.explore import _point_spec
+    from codesign.fpga.search import choose_pipeline
     from codesign.kan.spec import KANSpec
 
     result = explore(out=tmp_path / "ex", **{**TINY, "workers": 1, "grid": (8,), "bits": (16,)}, pipelines=("auto", "ii1"))

@@ -279,17 +279,17 @@ def test_a_clock_no_placement_meets_is_one_warning_line(capsys, tmp_path):
 def test_a_build_searches_for_its_pipeline_once(tmp_path, monkeypatch):
     # auto is resolved once at the command line's edge; the estimate, the HLS schedule, the RTL and the report
     # receive that choice (the search is counted where it runs, then carried on unchanged)
-    import codesign.fpga.estimate as estimate_module
+    import codesign.fpga.search as search_module
     from codesign.fpga.build import build
 
     searches = []
-    search = estimate_module.candidate_pipelines
+    search = search_module.candidate_pipelines
 
     def counted(*args, **kwargs):
         searches.append(args[0])
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(estimate_module, "candidate_pipelines", counted)
+    monkeypatch.setattr(search_module, "candidate_pipelines", counted)
     report = build("kan_online", samples=5, out=tmp_path / "b", stream=io.StringIO())
     assert len(searches) == 1
     assert report["estimate"]["pipeline"] == "auto" and report["rtl"]["pipeline"]["choice"] == "auto"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.build import load_build_spec, write_sources
-from codesign.fpga.estimate import choose_pipeline
+from codesign.fpga.search import choose_pipeline
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.kinds import learner_names
 from codesign.outputs import Progress

@@ -124,8 +124,8 @@ def test_learner_rtl_is_bit_exact(name, tmp_path):
 
 
 def test_pipeline_placements_parse_and_count():
-    from codesign.fpga.estimate import choose_pipeline
     from codesign.fpga.pipeline import Pipeline, parse_pipeline, pipeline_timing, resolve_pipeline
+    from codesign.fpga.search import choose_pipeline
 
     assert parse_pipeline("0x7:0x3ff:2") == Pipeline(7, 0x3FF, 2) and parse_pipeline("5") == 5
     for bad in ("fast", "1:2", "1:x:2", "-1:0:0"):

@@ -1,0 +1,119 @@
+"""The pipeline search: the register placement ``auto`` chooses for a spec's clock on a board, made once.
+
+:func:`choose_pipeline` resolves any pipeline request into a frozen
+:class:`~codesign.fpga.pipeline.PipelineChoice` (placement, estimated period, clock met, note); a build
+makes that one call at its edge and hands the choice to the estimate, the HLS schedule, the RTL and the
+report. ``auto`` walks the register set greedily (:func:`candidate_pipelines`) with the cost model's
+period (codesign.fpga.cost).
+"""
+
+from __future__ import annotations
+
+import math
+
+from codesign.fpga.boards import Board
+from codesign.fpga.cost import features, period_ns
+from codesign.fpga.kinds import fpga_kind
+from codesign.fpga.pipeline import CUT_BITS, Pipeline, PipelineChoice, kan_bank_geometry, pipeline_timing, resolve_pipeline
+from codesign.kan.spec import KANSpec, MLPSpec
+
+__all__ = ["candidate_pipelines", "choose_pipeline"]
+
+
+def _clog2(n: int) -> int:
+    """SystemVerilog $clog2: bits to count 0..n-1 (0 for n <= 1)."""
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
+    """The placements ``auto`` chooses from: two greedy walks over the register set, a few hundred model evaluations.
+
+    Up from no register: each step adds the register that gives the shortest estimated period
+    (then the fewest register bits), as long as the period does not grow, until every register
+    is placed. Down from every register (when ``target_ns`` is given): each step removes the
+    register that saves the most cycles (then the most bits) while the period still meets
+    ``target_ns``, until none can go.
+    """
+    kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
+    n_bits = 2 * len(spec.layer_shapes) - 1
+    family = board.family
+    max_levels = (_clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0])
+                  if isinstance(spec, KANSpec) and kan else 0)
+    splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
+
+    def added(pipe: Pipeline) -> list[Pipeline]:
+        out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
+        if kan:
+            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values() if not pipe.cuts >> k & 1]
+            finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
+            if finer:
+                out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
+        return out
+
+    def removed(pipe: Pipeline) -> list[Pipeline]:
+        out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
+        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in CUT_BITS.values() if pipe.cuts >> k & 1]
+        if pipe.tree_split:
+            coarser = [v for v in splits if v > pipe.tree_split]
+            out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))
+        return out
+
+    def bits(pipe: Pipeline) -> float:
+        return sum(features(spec, pipe, family)["ff"].values())
+
+    def period(pipe: Pipeline) -> float:
+        return round(period_ns(spec, pipe, board), 6)
+
+    current = Pipeline()
+    visited = [current]
+    while True:
+        options = sorted(added(current), key=lambda p: (period(p), bits(p)))
+        if not options or period(options[0]) > period(current):
+            break
+        current = options[0]
+        visited.append(current)
+    if target_ns is not None and period(current) <= target_ns:
+        while True:
+            options = [p for p in removed(current) if period(p) <= target_ns]
+            if not options:
+                break
+            current = min(options, key=lambda p: (pipeline_timing(spec, p)["ii"], bits(p)))
+            visited.append(current)
+    return visited
+
+
+def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "auto") -> PipelineChoice:
+    """A pipeline resolved once: for ``auto`` the placement that meets the spec's clock at least time per sample.
+
+    ``auto`` takes, among the candidate placements (candidate_pipelines) whose estimated period
+    meets 1000 / spec.clock_mhz, the one with the least II x period (then the fewest registers);
+    when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``note``. Any
+    other request is resolved as it is and its clock estimated.
+    """
+    target = 1000.0 / spec.clock_mhz
+    if pipeline != "auto":
+        pipe = resolve_pipeline(spec, pipeline)
+        period = period_ns(spec, pipe, board)
+        met = period <= target + 1e-9
+        note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "
+                                 f"with pipeline {pipe.text} (--pipeline auto chooses registers for the target)")
+        request = pipeline if isinstance(pipeline, str) else pipe.text
+        return PipelineChoice(request, pipe, spec.clock_mhz, period, met, note)
+    family = board.family
+    scored = []
+    for pipe in candidate_pipelines(spec, board, target):
+        period = period_ns(spec, pipe, board)
+        ii = pipeline_timing(spec, pipe)["ii"]
+        scored.append((period, ii, pipe))
+    meeting = [t for t in scored if t[0] <= target + 1e-9]
+    if meeting:
+        best_time = min(p * ii for p, ii, _ in meeting)
+        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
+        period, ii, pipe = min(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
+        return PipelineChoice("auto", pipe, spec.clock_mhz, period, True)
+    period, ii, pipe = min(scored, key=lambda t: (t[0], t[1]))
+    note = (f"clock target {spec.clock_mhz:g} MHz not met by any register placement: best estimate "
+            f"{1000.0 / period:.1f} MHz (pipeline {pipe.text}, II {ii})")
+    return PipelineChoice("auto", pipe, spec.clock_mhz, period, False, note)
+
+
