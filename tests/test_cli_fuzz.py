@@ -101,6 +101,16 @@ def _out_of(argv: list[str], cwd: Path) -> Path:
     return (cwd / outs[-1]).resolve() if outs and outs[-1] else cwd.resolve() / "no-out"
 
 
+def assert_only_out_changed(argv: list[str], now: dict[str, str], before: dict[str, str], previous: dict[str, str],
+                            cwd: Path) -> dict[str, str]:
+    """No file there at the start changed or gone, every new file under the case's --out; returns ``now``."""
+    assert {k: now.get(k) for k in before} == before, argv
+    written = _out_of(argv, cwd)
+    new = [k for k in now if k not in previous]
+    assert all(written in (cwd / k).parents and written != cwd for k in new), (argv, new)
+    return now
+
+
 def test_no_bad_input_gives_a_traceback_or_touches_a_file_outside_out(tmp_path):
     tmp_path = tmp_path.resolve()
     (tmp_path / "canary.txt").write_text("canary in the working directory\n")
@@ -120,12 +130,7 @@ def test_no_bad_input_gives_a_traceback_or_touches_a_file_outside_out(tmp_path):
         config = argv[argv.index("--config") + 1] if "--config" in argv else None
         if config in BAD_CONFIGS and config != "huge.toml":  # ill-typed or out of range: refused, never run
             assert done.returncode == 2 and err.startswith("codesign: error:"), (argv, err)
-        now = done.files
-        assert {k: now.get(k) for k in before} == before, argv  # no file there at the start is changed or gone
-        written = _out_of(argv, tmp_path)
-        new = [k for k in now if k not in previous]
-        previous = now
-        assert all(written in (tmp_path / k).parents and written != tmp_path for k in new), (argv, new)
+        previous = assert_only_out_changed(argv, done.files, before, previous, tmp_path)
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert leftovers == [], leftovers  # no partial folder of a refused run
 

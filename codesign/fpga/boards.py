@@ -10,12 +10,13 @@ the part string is only ever handed on to the tools (Vitis HLS), never parsed.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-from codesign.fpga.family import Family, resolve_family
+from codesign.fpga.family import Family, need_field, resolve_family
 
 __all__ = ["Board", "load_boards", "find_board"]
 
@@ -62,13 +63,7 @@ class Board:
 
 def _parse_board(file_name: str, data: dict) -> Board:
     """A Board from a parsed board file; a missing or ill-typed field is a one-line error."""
-    def need(table: dict, key: str, kind: type | tuple[type, ...]):
-        if key not in table:
-            raise ValueError(f"board file {file_name}: missing field {key!r}")
-        value = table[key]
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise ValueError(f"board file {file_name}: field {key!r} has the wrong type ({value!r})")
-        return value
+    need = functools.partial(need_field, f"board file {file_name}")
 
     res = need(data, "resources", dict)
     counts = {}

@@ -71,7 +71,8 @@ def family_facts() -> dict[str, dict[str, Any]]:
     return tomllib.loads(files("codesign.board_files").joinpath("families.toml").read_text())
 
 
-def _need(where: str, table: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+def need_field(where: str, table: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    """``table[key]`` when present and of ``kind`` (a bool is never a number); a one-line error naming ``where`` otherwise."""
     if key not in table:
         raise ValueError(f"{where}: missing field {key!r}")
     value = table[key]
@@ -85,16 +86,16 @@ def _delays(key: str, facts: dict[str, dict[str, Any]]) -> tuple[DelayModel, flo
     where = f"board_files/families.toml [{key}]"
     family = facts[key]
     if "delays_like" in family:
-        base, _, _ = _delays(_need(where, family, "delays_like", str), facts)
-        factor = float(_need(where, family, "delay_factor", (int, float)))
+        base, _, _ = _delays(need_field(where, family, "delays_like", str), facts)
+        factor = float(need_field(where, family, "delay_factor", (int, float)))
     else:
-        table = _need(where, family, "delays", dict)
+        table = need_field(where, family, "delays", dict)
         names = {f.name for f in fields(DelayModel)}
         if set(table) != names:
             raise ValueError(f"{where}: delays must name exactly {', '.join(sorted(names))}")
         base, factor = DelayModel(**{k: float(v) for k, v in table.items()}), 1.0
-    source = facts[_need(where, family, "assumptions_like", str)] if "assumptions_like" in family else family
-    assumptions = tuple(_need(where, source, "assumptions", list))
+    source = facts[need_field(where, family, "assumptions_like", str)] if "assumptions_like" in family else family
+    assumptions = tuple(need_field(where, source, "assumptions", list))
     return base, factor, assumptions
 
 
@@ -106,21 +107,21 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
                          f"({', '.join(facts)})")
     where = f"board_files/families.toml [{key}]"
     family = facts[key]
-    synth = _need(where, family, "synth", str)
+    synth = need_field(where, family, "synth", str)
     if synth not in SYNTH_RECIPES:
         raise ValueError(f"{where}: synth {synth!r} is not one of {', '.join(SYNTH_RECIPES)}")
     base, factor, assumptions = _delays(key, facts)
-    fmax = {int(g): float(v) for g, v in _need(where, family, "dsp_fmax_mhz", dict).items()}
-    reference = int(_need(where, family, "reference_grade", int))
+    fmax = {int(g): float(v) for g, v in need_field(where, family, "dsp_fmax_mhz", dict).items()}
+    reference = int(need_field(where, family, "reference_grade", int))
     grade_factor = fmax[reference] / fmax[speed_grade] if speed_grade in fmax and reference in fmax else 1.0
-    router = _need(where, family, "router", str)
+    router = need_field(where, family, "router", str)
     if router and not router_args:
         raise ValueError(f"board file {board_file}: family {key} routes with {router}, so it needs router_args")
-    widths = _need(where, family, "dsp_widths", list)
+    widths = need_field(where, family, "dsp_widths", list)
     return Family(
-        key=key, title=_need(where, family, "title", str), synth=synth,
-        dsp_widths=(int(widths[0]), int(widths[1])), lutram_luts=int(_need(where, family, "lutram_luts", int)),
-        lutram_bits=int(_need(where, family, "lutram_bits", int)), speed_grade=speed_grade,
+        key=key, title=need_field(where, family, "title", str), synth=synth,
+        dsp_widths=(int(widths[0]), int(widths[1])), lutram_luts=int(need_field(where, family, "lutram_luts", int)),
+        lutram_bits=int(need_field(where, family, "lutram_bits", int)), speed_grade=speed_grade,
         delays=base.scaled(grade_factor * factor), assumptions=assumptions,
         router=router, router_args=router_args,
     )

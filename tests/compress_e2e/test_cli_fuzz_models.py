@@ -16,7 +16,7 @@ from codesign.cli import main
 from tests.compress_e2e.own_models import user_folder, user_tokenizer
 from tests.support import requires_llm
 from tests.test_cli_errors import run_many
-from tests.test_cli_fuzz import _out_of, _snapshot
+from tests.test_cli_fuzz import _snapshot, assert_only_out_changed
 
 pytestmark = requires_llm
 
@@ -95,12 +95,7 @@ def test_own_models_never_give_a_traceback_or_touch_a_file_outside_out(tmp_path,
             assert not any(PROGRESS.match(line) for line in err.splitlines()), argv  # refused before any work
             if argv[1] == "compressed":
                 assert "already compressed" in lines[0] or "--context" in lines[0], (argv, err)
-        now = done.files
-        assert {k: now.get(k) for k in before} == before, argv  # no file there at the start is changed or gone
-        written = _out_of(argv, tmp_path)
-        new = [k for k in now if k not in previous]
-        previous = now
-        assert all(written in (tmp_path / k).parents and written != tmp_path for k in new), (argv, new)
+        previous = assert_only_out_changed(argv, done.files, before, previous, tmp_path)
     assert succeeded >= 5
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert leftovers == [], leftovers  # no partial folder of a refused run
