@@ -20,7 +20,8 @@ from codesign.kan.kan_online import (
     read_rom,
     read_window,
 )
-from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, probe, type_row
+from codesign.kan.learner_base import OnlineLearner, njit, note_clamp, pack_type, type_row
+from codesign.kan.online_error import output_error
 from codesign.kan.spec import KANSpec
 
 __all__ = ["KANLearner", "basis_roms", "init_kan_coefficients"]
@@ -151,7 +152,8 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
                 pred: np.ndarray, stats: np.ndarray | None, sig: np.ndarray) -> None:
     """Predict-then-update over a stream; coef is updated in place (docs/arithmetic.md §3-§7).
 
-    The operations are those of kan_online.py (named as in hls/codesign/kan_online.h), in §7's order.
+    The operations are those of kan_online.py and online_error.py (named as in hls/codesign/kan_online.h and
+    online_error.h), in §7's order.
     stats/sig: a profile's table (None: not profiling) and the first row of each signal kind.
     """
     n_layers = widths.shape[0] - 1
@@ -183,8 +185,7 @@ def _kan_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, coef: np.ndarra
         if train[t] == 0:
             continue
         # §4 error at the output
-        for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], types[T_ACT, 1], err_t, stats, sig[n_layers, 0] + o, t)
+        output_error(acts, y, grads, n_layers, widths[n_layers], types[T_ACT, 1], err_t, stats, sig[n_layers, 0], t)
         # §5 backward with the pre-update coefficients (the windows), then §6 the sparse update, layer by layer
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]

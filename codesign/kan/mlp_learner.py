@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from codesign.kan.learner_base import OnlineLearner, njit, pack_type, probe, type_row
+from codesign.kan.learner_base import OnlineLearner, njit, pack_type, type_row
+from codesign.kan.mlp_online import (
+    ACT_HARDTANH,
+    ACT_RELU,
+    T_ACT,
+    T_ERR,
+    T_GRAD,
+    activation_mask,
+    dense_forward,
+    dense_input_gradient,
+    dense_update,
+)
+from codesign.kan.online_error import output_error
 from codesign.kan.spec import MLPSpec
 
 __all__ = ["MLPLearner", "init_mlp_weights"]
-
-T_ACT, T_COEF, T_ERR, T_GRAD = range(4)
-ACT_RELU, ACT_HARDTANH = 0, 1
 
 
 def init_mlp_weights(spec: MLPSpec, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -109,9 +118,7 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
     """
     n_layers = widths.shape[0] - 1
     w_max = widths.max()
-    f_act, f_coef = types[T_ACT, 1], types[T_COEF, 1]
-    act_t, coef_t, err_t, grad_t = type_row(types, T_ACT), type_row(types, T_COEF), type_row(types, T_ERR), type_row(types, T_GRAD)
-    one = np.int64(1) << f_act
+    err_t = type_row(types, T_ERR)
     pre = np.zeros((n_layers + 1, w_max), dtype=np.int64)  # cast sums, before the activation
     acts = np.zeros((n_layers + 1, w_max), dtype=np.int64)
     grads = np.zeros((n_layers + 1, w_max), dtype=np.int64)
@@ -119,48 +126,18 @@ def _mlp_stream(x: np.ndarray, y: np.ndarray, train: np.ndarray, wts: np.ndarray
         for i in range(widths[0]):
             acts[0, i] = x[t, i]
         for l in range(n_layers):
-            n_in, n_out = widths[l], widths[l + 1]
-            for o in range(n_out):
-                row = offsets[l] + o * (n_in + 1)
-                acc = wts[row + n_in] << f_act  # bias, aligned to the products' f_coef + f_act bits
-                for i in range(n_in):
-                    acc += wts[row + i] * acts[l, i]
-                z = probe(acc, f_coef + f_act, act_t, stats, sig[l, 0] + o, t)
-                pre[l + 1, o] = z
-                if l < n_layers - 1:
-                    if activation == ACT_RELU:
-                        z = max(z, 0)
-                    else:
-                        z = min(max(z, -one), one)
-                acts[l + 1, o] = z
+            dense_forward(wts, acts, pre, l, offsets[l], widths[l], widths[l + 1], l < n_layers - 1, activation, types,
+                          stats, sig[l, 0], t)
         for o in range(widths[n_layers]):
             pred[t, o] = acts[n_layers, o]
         if train[t] == 0:
             continue
-        for o in range(widths[n_layers]):
-            grads[n_layers, o] = probe(acts[n_layers, o] - y[t, o], f_act, err_t, stats, sig[n_layers, 0] + o, t)
+        output_error(acts, y, grads, n_layers, widths[n_layers], types[T_ACT, 1], err_t, stats, sig[n_layers, 0], t)
         for l in range(n_layers - 1, -1, -1):
             n_in, n_out = widths[l], widths[l + 1]
             f_g = types[T_ERR, 1] if l == n_layers - 1 else types[T_GRAD, 1]
-            # gradient through the activation of this layer's outputs (the last layer is linear)
-            if l < n_layers - 1:
-                for o in range(n_out):
-                    z = pre[l + 1, o]
-                    active = z > 0 if activation == ACT_RELU else (z > -one and z < one)
-                    if not active:
-                        grads[l + 1, o] = 0
+            # the gradient through the activation of this layer's outputs (the last layer is linear)
+            activation_mask(pre, grads, l, n_out, l < n_layers - 1, activation, types[T_ACT, 1])
             if l > 0:
-                for i in range(n_in):
-                    s = 0
-                    for o in range(n_out):
-                        s += grads[l + 1, o] * wts[offsets[l] + o * (n_in + 1) + i]
-                    grads[l, i] = probe(s, f_g + f_coef, grad_t, stats, sig[l, 1] + i, t)
-            f_delta = f_g + f_act + lr_shift
-            f_full = max(f_coef, f_delta)
-            for o in range(n_out):
-                g = grads[l + 1, o]
-                row = offsets[l] + o * (n_in + 1)
-                for i in range(n_in + 1):
-                    xin = acts[l, i] if i < n_in else one  # the bias sees a constant input of 1.0
-                    full = (wts[row + i] << (f_full - f_coef)) - ((g * xin) << (f_full - f_delta))
-                    wts[row + i] = probe(full, f_full, coef_t, stats, sig[l, 2] + o * (n_in + 1) + i, t)
+                dense_input_gradient(wts, grads, l, offsets[l], n_in, n_out, f_g, types, stats, sig[l, 1], t)
+            dense_update(wts, acts, grads, l, offsets[l], n_in, n_out, f_g, lr_shift, types, stats, sig[l, 2], t)
