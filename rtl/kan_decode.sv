@@ -81,7 +81,7 @@ module kan_decode #(
     );
     // The ROMs are read at the unclamped address, beside the clamp, which then picks the row of the
     // first or last address: the clamp is not in front of the ROM (the rows equal a read at the clamped address)
-    always_comb begin
+    always_comb begin : read_rom
       b_row_g = low ? basis_rom[0] : (high ? basis_rom[(1 << A) - 1] : basis_rom[addr_raw]);
       d_row_g = '0;
       if (HAS_D != 0) d_row_g = low ? dbasis_rom[0] : (high ? dbasis_rom[(1 << A) - 1] : dbasis_rom[addr_raw]);

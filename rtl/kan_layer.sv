@@ -6,6 +6,9 @@
 //      dphi = cast_dphi(sum D*c)
 //   B  backward (HAS_BACKWARD): g_in = cast_grad(sum_o g_out * dphi * inv_h), 0 where clamped
 //   U  update, written when `commit` is high: c <- cast_coef(c - 2^-s * g_out * B)
+// The blocks carry the names of the operations (docs/arithmetic.md §10): read_window (the bank
+// reads), layer_forward (F, with output_error where FUSE_ERROR), layer_input_gradient (B, from
+// the derivative sums g_dphi of F), layer_update (U).
 // Pipeline registers (pipe_reg, no enable): REG_F after F (y, dphi), REG_B after B (g_in), and
 // inside the phases the cuts of CUTS (bit names in kan_online): the bank read, the products,
 // the adder trees (every TREE_SPLIT levels, and before the cast), the backward products and
@@ -179,7 +182,7 @@ module kan_layer #(
   // the register (not before it, where Yosys would fold it into the RAM as a transparent read
   // port and move the register in front of the RAM, out of the DSP's input register).
   pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_q));
-  for (genvar e = 0; e < N_IN * P; e++) begin : g_forward
+  for (genvar e = 0; e < N_IN * P; e++) begin : read_window
     if (READ_IN_FRONT != 0) begin : g_fwd
       logic hit;
       logic [W_WORD-1:0] written;
@@ -200,7 +203,7 @@ module kan_layer #(
   assign y_comb = y_now;
   logic [N_OUT*N_IN*W_DPHI-1:0] dphi, dphi_h;  // edge (o, i) at [(o*N_IN+i)*W_DPHI +: W_DPHI]
   logic [N_OUT*N_IN-1:0] ovf_dphi;
-  for (genvar o = 0; o < N_OUT; o++) begin : g_output
+  for (genvar o = 0; o < N_OUT; o++) begin : layer_forward
     logic [N_IN*P*W_BPROD-1:0] prod, prod_r;  // one product per (input, bank)
     logic signed [W_ACC-1:0] acc, acc_r;
     for (genvar e = 0; e < N_IN * P; e++) begin : g_prod
@@ -235,7 +238,7 @@ module kan_layer #(
     );
     assign y_grid_now[o*W_YG+:W_YG] = (GRID_NEXT != 0) ? {!minus_above[W_YG-1], minus[W_YG-2:0]} : '0;
 
-    if (FUSE_ERROR != 0) begin : g_error
+    if (FUSE_ERROR != 0) begin : output_error
       // y - target is `minus` where the forward cast fits (both in act_t, so W_ACT + 1 bits hold it),
       // else the cast's limit less the target, formed from the held -target beside the chain
       localparam logic signed [W_ACT:0] LIM_HI = (O_ACT == 1) ? '0 : (W_ACT + 1)'((1 << (W_ACT - 1)) - 1);
@@ -368,7 +371,7 @@ module kan_layer #(
 
   // ---------------------------------------------------------------- B: input gradient
   logic [N_IN*W_GR-1:0] g_in_now;
-  if (HAS_BACKWARD != 0) begin : g_backward
+  if (HAS_BACKWARD != 0) begin : layer_input_gradient
     for (genvar i = 0; i < N_IN; i++) begin : g_grad
       logic [N_OUT*W_SPROD-1:0] sprod, sprod_r;
       logic signed [W_S-1:0] s;
@@ -407,7 +410,7 @@ module kan_layer #(
   pipe_reg #(.W(N_IN * W_GR), .ON(REG_B)) u_reg_b (.clk(clk), .d(g_in_now), .q(g_in));
 
   // ---------------------------------------------------------------- U: sparse update
-  for (genvar i = 0; i < N_IN; i++) begin : g_upd_in
+  for (genvar i = 0; i < N_IN; i++) begin : layer_update
     for (genvar b = 0; b < P; b++) begin : g_upd_bank
       for (genvar o = 0; o < N_OUT; o++) begin : g_upd_out
         logic signed [W_GB-1:0] gb, gb_r;

@@ -352,7 +352,7 @@ module kan_online #(
     for (genvar o = 0; o < N_OUT; o++) begin : g_error
       assign sat_flags[flags_before(N_LAYERS)+o] = count_train && g_layer[N_LAYERS-1].ovf_err_l[o];
     end
-  end else begin : g_cast_error
+  end else begin : output_error
     for (genvar o = 0; o < N_OUT; o++) begin : g_error
       logic signed [W_ACT:0] diff;
       assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));

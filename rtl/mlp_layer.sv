@@ -8,6 +8,8 @@
 //      with x = 1.0
 // On a hidden layer (HAS_ACT) g_o is the incoming gradient masked by the activation's
 // derivative at the cast z (ReLU: z > 0; hardtanh: -1 < z < 1).
+// The blocks carry the names of the operations (docs/arithmetic.md §10): dense_forward (F),
+// activation_mask, dense_input_gradient (B), dense_update (U).
 // The weights live in registers, one row per neuron (weights, then the bias), read in parallel.
 // Reset does not touch them.
 module mlp_layer #(
@@ -65,7 +67,7 @@ module mlp_layer #(
   logic [N_OUT*W_ACT-1:0] z_now, y_now, z_h;
   logic [N_IN*W_ACT-1:0] x_h;
   assign y_comb = y_now;
-  for (genvar o = 0; o < N_OUT; o++) begin : g_neuron
+  for (genvar o = 0; o < N_OUT; o++) begin : dense_forward
     logic [N_IN*W_PROD-1:0] prod;
     logic signed [W_ACC-1:0] acc;
     logic signed [W_ACT-1:0] z;
@@ -109,7 +111,7 @@ module mlp_layer #(
 
   // ---------------------------------------------------------------- gradient at the outputs
   logic [N_OUT*W_G-1:0] g_masked;
-  for (genvar o = 0; o < N_OUT; o++) begin : g_mask
+  for (genvar o = 0; o < N_OUT; o++) begin : activation_mask
     logic signed [W_ACT-1:0] z;
     logic active;
     assign z = $signed(z_h[o*W_ACT+:W_ACT]);
@@ -127,7 +129,7 @@ module mlp_layer #(
 
   // ---------------------------------------------------------------- B
   logic [N_IN*W_GR-1:0] g_in_now;
-  if (HAS_BACKWARD != 0) begin : g_backward
+  if (HAS_BACKWARD != 0) begin : dense_input_gradient
     for (genvar i = 0; i < N_IN; i++) begin : g_grad
       logic [N_OUT*W_BPROD-1:0] bprod;
       logic signed [W_S-1:0] s;
@@ -156,7 +158,7 @@ module mlp_layer #(
   endgenerate
 
   // ---------------------------------------------------------------- U
-  for (genvar o = 0; o < N_OUT; o++) begin : g_upd
+  for (genvar o = 0; o < N_OUT; o++) begin : dense_update
     logic [W_ROW-1:0] new_row;
     for (genvar i = 0; i <= N_IN; i++) begin : g_weight
       logic signed [W_GX-1:0] gx;

@@ -141,7 +141,7 @@ module mlp_online #(
     end
   end
 
-  for (genvar o = 0; o < N_OUT; o++) begin : g_error
+  for (genvar o = 0; o < N_OUT; o++) begin : output_error
     logic signed [W_ACT:0] diff;
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
     logic ovf_err;
