@@ -1,4 +1,4 @@
-// The HLS functions of hls/codesign/kan_grid.h and kan_online.h behind a C interface, for tests/ops.
+// The HLS functions of hls/codesign/kan_grid.h, kan_online.h and online_error.h behind a C interface, for tests/ops.
 //
 // Compiled with g++ into a shared library against a generated firmware/parameters.h and
 // basis_roms.h (one spec per library) and called through ctypes. Every value crosses the
@@ -193,6 +193,19 @@ int ops_layer_update(int layer, long long n, long long* coef, const long long* c
 #define CALL(CFG) layer_update_n<CFG>(n, coef, cell, window, basis, g_out)
   BY_LAYER(CALL)
 #undef CALL
+}
+
+// n vectors of N_OUT raw predictions and targets (act_t) -> the raw errors (err_t).
+int ops_output_error(long long n, const long long* y_hat, const long long* y, long long* e) {
+  for (long long t = 0; t < n; t++) {
+    act_t a[N_OUT], b[N_OUT];
+    err_t out[N_OUT];
+    load<act_t, N_OUT>(y_hat + t * N_OUT, a);
+    load<act_t, N_OUT>(y + t * N_OUT, b);
+    output_error<act_t, err_t, N_OUT>(a, b, out);
+    store<err_t, N_OUT>(out, e + t * N_OUT);
+  }
+  return 0;
 }
 
 }  // extern "C"

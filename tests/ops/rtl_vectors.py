@@ -28,13 +28,14 @@ def unpack(words: Sequence[int], bits: int, count: int, signed: bool) -> np.ndar
 
 
 def run_module(sources: Sequence[str | Path], top: str, parameters: Mapping[str, object], inputs: Mapping[str, list[int]],
-               outputs: Sequence[str], build: Path, clock: bool = False) -> dict[str, list[int]]:
+               outputs: Sequence[str], build: Path, clock: bool = False, includes: Sequence[Path] = ()) -> dict[str, list[int]]:
     """Build `top` from its sources (names in rtl/, or paths) with parameters, apply the input words, return the output words.
 
     clock: a rising edge of clk after each read (vector_bench), for a module with registers.
+    includes: folders of the `include files (rtl/ for a module that includes mem_names.svh).
     """
     pytest.importorskip("cocotb")
-    build_simulation([rtl_dir() / s if isinstance(s, str) else s for s in sources], top, build, parameters)
+    build_simulation([rtl_dir() / s if isinstance(s, str) else s for s in sources], top, build, parameters, includes=includes)
     result = run_bench(build, top, "tests.ops.vector_bench", {"inputs": dict(inputs), "outputs": list(outputs), "clock": clock})
     assert result["passed"], result["failures"]
     return result["outputs"]

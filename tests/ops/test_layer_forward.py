@@ -1,6 +1,6 @@
-"""layer_forward (§3): the Python function and the HLS function on the same windows and basis values.
+"""layer_forward (§3): the Python function, the HLS function and kan_layer.sv on the same windows and basis values.
 
-RTL: the forward sum is phase F of kan_layer.sv (adder_tree and fixed_cast inside it), not a module of its own.
+RTL: phase F of kan_layer.sv (block `layer_forward`: adder_tree and fixed_cast inside it).
 """
 
 from __future__ import annotations
@@ -25,3 +25,8 @@ def test_layer_forward_python_equals_hls(spec_name, hls_ops, layer):
         layer_forward(v["window"][t : t + 1], v["basis"][t : t + 1], acts, 0, n_in, n_out, types, NO_STATS, 0, t)
         py[t] = acts[1, :n_out]
     assert_equal("y", py, hls_ops.layer_forward(layer, v["window"], v["basis"]), "hls")
+
+
+def test_layer_forward_python_equals_kan_layer_sv(kan_layer_sv):
+    assert_equal("y", kan_layer_sv.python["y"], kan_layer_sv.sv["y"], "sv")
+    assert np.any(kan_layer_sv.python["y"] != 0), "every output is zero: the vectors test nothing"

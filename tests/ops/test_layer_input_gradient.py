@@ -1,6 +1,6 @@
-"""layer_input_gradient (§5): the Python function and the HLS function on the same windows, derivatives, gradients.
+"""layer_input_gradient (§5): the Python function, the HLS function and kan_layer.sv on the same windows, derivatives, gradients.
 
-RTL: the input gradient is phase B of kan_layer.sv, not a module of its own.
+RTL: phase B of kan_layer.sv (block `layer_input_gradient`), with the derivative sums of phase F.
 """
 
 from __future__ import annotations
@@ -30,3 +30,9 @@ def test_layer_input_gradient_python_equals_hls(spec_name, hls_ops, layer):
     hls = hls_ops.layer_input_gradient(layer, v["window"], v["dbasis"], v["clamped"], v["g_out"])
     assert_equal("g_in", py, hls, "hls")
     assert np.any(py[v["clamped"] == 0] != 0), "every gradient is zero: the vectors test nothing"
+
+
+def test_layer_input_gradient_python_equals_kan_layer_sv(kan_layer_sv):
+    py = kan_layer_sv.python["g_in"]
+    assert_equal("g_in", py, kan_layer_sv.sv["g_in"], "sv")
+    assert np.any(py[kan_layer_sv.vectors["clamped"] == 0] != 0), "every gradient is zero: the vectors test nothing"

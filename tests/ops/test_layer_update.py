@@ -1,6 +1,6 @@
-"""layer_update (§6): the Python function and the HLS function (banked memory) on the same inputs.
+"""layer_update (§6): the Python function, the HLS function (banked memory) and kan_layer.sv on the same inputs.
 
-RTL: the update is phase U of kan_layer.sv (written back through kan_bank), not a module of its own.
+RTL: phase U of kan_layer.sv (block `layer_update`, written back through kan_bank); the SV test reads every bank back.
 """
 
 from __future__ import annotations
@@ -33,3 +33,10 @@ def test_layer_update_python_equals_hls(spec_name, hls_ops, layer):
     hls = hls_ops.layer_update(layer, v["coef"], v["cell"], window, v["basis"], v["g_out"])
     assert_equal("coef", py, hls, "hls")
     assert np.any(py != v["coef"]), "no coefficient changed: the vectors test nothing"
+
+
+def test_layer_update_python_equals_kan_layer_sv(kan_layer_sv):
+    # every coefficient read back after the commit: the window's written, the rest untouched
+    py = kan_layer_sv.python["coef"]
+    assert_equal("coef", py, kan_layer_sv.sv["coef"], "sv")
+    assert np.any(py != kan_layer_sv.vectors["coef"]), "no coefficient changed: the vectors test nothing"

@@ -1,6 +1,6 @@
-"""read_window: the Python function and the HLS function (banked memory) on the same coefficients and cells.
+"""read_window: the Python function, the HLS function (banked memory) and kan_layer.sv on the same coefficients and cells.
 
-RTL: the window is read inside kan_layer.sv (kan_bank per input and bank), not a module of its own.
+RTL: the bank reads of kan_layer.sv (block `read_window`, kan_bank per input and bank) at the decoded addresses.
 """
 
 from __future__ import annotations
@@ -22,3 +22,8 @@ def test_read_window_python_equals_hls(spec_name, hls_ops, layer):
     for t in range(py.shape[0]):
         read_window(v["coef"][t].ravel(), v["cell"][t : t + 1], py[t : t + 1], 0, 0, n_in, n_out, spec.n_coef)
     assert_equal("window", py, hls_ops.read_window(layer, v["coef"], v["cell"]), "hls")
+
+
+def test_read_window_python_equals_kan_layer_sv(kan_layer_sv):
+    # the bank reads at the addresses of each sample's cells, undone from bank order (tests/ops/kan_layer_run.py)
+    assert_equal("window", kan_layer_sv.python["window"], kan_layer_sv.sv["window"], "sv")

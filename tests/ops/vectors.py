@@ -6,7 +6,7 @@ import numpy as np
 
 from codesign.fixed import FixedType
 from codesign.kan.fixed_learner import KANLearner
-from codesign.kan.spec import KANSpec
+from codesign.kan.spec import KANSpec, MLPSpec
 
 
 def raw_range(t: FixedType) -> tuple[int, int]:
@@ -80,3 +80,32 @@ def assert_equal(name: str, python: np.ndarray, other: np.ndarray, what: str) ->
         f"{name}: {len(bad)} values differ, first at {[tuple(b) for b in bad[:3]]}: "
         f"python {python[tuple(bad[:3].T)]} {what} {other[tuple(bad[:3].T)]}"
     )
+
+
+def _mixed(t: FixedType, shape: tuple[int, ...], n_random: int, n_extreme: int, rng: np.random.Generator) -> np.ndarray:
+    """n_random rows half uniform over the type and half of half its bits, then n_extreme rows of its corners."""
+    wide = random_raw(t, (n_random - n_random // 2, *shape), rng)
+    narrow = random_raw(t, (n_random // 2, *shape), rng) >> (t.width // 2)
+    return np.concatenate([wide, narrow, extreme_raw(t, (n_extreme, *shape), rng)])
+
+
+def dense_vectors(spec: MLPSpec, layer: int, rng: np.random.Generator, n_random: int = 200,
+                  n_extreme: int = 40) -> dict[str, np.ndarray]:
+    """Inputs of one MLP layer's operations: w (n, o, n_in + 1) of coef_t (each row's weights then its bias),
+    x (n, n_in) and z (n, n_out) of act_t (z with -1.0, 0 and 1.0 where act_t holds them, the activations' edges),
+    g_out (n, n_out) of g_t (err_t for the last layer, grad_t otherwise), target (n, n_out) of act_t.
+    """
+    n_in, n_out = spec.layer_shapes[layer]
+    g_t = spec.err_t if layer == len(spec.layer_shapes) - 1 else spec.grad_t
+    out = {
+        "w": _mixed(spec.coef_t, (n_out, n_in + 1), n_random, n_extreme, rng),
+        "x": _mixed(spec.act_t, (n_in,), n_random, n_extreme, rng),
+        "z": _mixed(spec.act_t, (n_out,), n_random, n_extreme, rng),
+        "g_out": _mixed(g_t, (n_out,), n_random, n_extreme, rng),
+        "target": _mixed(spec.act_t, (n_out,), n_random, n_extreme, rng),
+    }
+    lo, hi = raw_range(spec.act_t)
+    one = 1 << spec.act_t.frac
+    edges = np.clip(np.array([-one - 1, -one, -one + 1, -1, 0, 1, one - 1, one, one + 1]), lo, hi)
+    out["z"][: edges.size] = edges[:, None]
+    return out
