@@ -1,6 +1,7 @@
 """codesign.cim beside IBM's aihwkit-lightning (hardware-aware training) and aihwkit (PCM drift), run for real.
 
     nice -n 10 python benchmarks/cim_vs_aihwkit.py --part hwa [--dataset digits --seeds 0 1 2 3 4 --epochs 20]
+    nice -n 10 python benchmarks/cim_vs_aihwkit.py --part speed [--dataset mnist5k]   (step time only)
     nice -n 10 python benchmarks/cim_vs_aihwkit.py --part drift [--chips 20]   (needs aihwkit, built from its sdist)
 
 ``hwa``: the MLP of docs/cim_dwp.md (flatten, 256, 128, 10) on the fixed splits, trained once per seed by each
@@ -16,9 +17,12 @@ tool with matched knobs and everything else equal (initialisation, data order, A
   an 8-bit ADC saturating at ±12 full-scale units (``out_res`` 254, ``out_bound`` 12).
 
 Reported per tool: TEST accuracy of the trained float weights (mean ± std over seeds), wall seconds per training
-step (median over every step of every seed, the two tools' seeds interleaved in one process, one torch thread),
-and both networks read on --chips programmed PCM chips of codesign's default chip (8-bit DAC/ADC, global drift
-compensation) at 1 s, 1 day and 1 year.
+step (the median over seeds of each run's median, the tools' runs interleaved in one process, one torch thread;
+and ``speed``: both tools' steps in alternating blocks of 20 on the same mini-batches, which a changing load on a
+shared machine moves less), the outputs beyond the ADC range per layer, and every network read on --chips programmed
+PCM chips of codesign's default chip (8-bit DAC/ADC) at 1 s, 1 day and 1 year, with and without global drift
+compensation. ``--ablate-adc-gradient`` adds lightning with its ADC clamp's gradient passed straight through, as
+codesign's HWA backward passes it. ``--bits 0`` makes both tools' converters ideal.
 
 ``drift``: every trained network of ``hwa`` (the same float weights, bit for bit) converted once to codesign's
 CIM layers and once to aihwkit's AnalogSequential with the InferenceRPUConfig that ``to_aihwkit_rpu_config``
@@ -37,7 +41,7 @@ import shlex
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -129,14 +133,10 @@ def _lightning_adc_straight_through() -> Iterator[None]:
         torch_linear.clamp = original
 
 
-def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.Module, list[float]]:  # noqa: ANN001
-    """One HWA network of one tool: the trained plain model and the wall seconds of every step."""
-    if tool == "lightning-ste":
-        with _lightning_adc_straight_through():
-            return train_one("lightning", seed, args, data)
-    shape, n_classes = data.image_shape, 10
+def _trainer(tool: str, seed: int, args: argparse.Namespace, shape: tuple[int, int, int]) -> tuple[Callable, nn.Module]:
+    """One tool's training step (x, y, step index) on a new seeded MLP, and the module that holds its weights."""
     torch.manual_seed(seed)
-    model = build_model("mlp", shape, n_classes)
+    model = build_model("mlp", shape, 10)
     if tool == "lightning":
         from aihwkit_lightning.nn.conversion import convert_to_analog
         from aihwkit_lightning.optim import AnalogOptimizer
@@ -145,22 +145,31 @@ def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.
         opt = AnalogOptimizer(torch.optim.Adam, net.analog_layers, net.parameters(), lr=args.lr)
         net.train()
 
-        def step(x: torch.Tensor, y: torch.Tensor, i: int) -> None:
+        def lightning_step(x: torch.Tensor, y: torch.Tensor, i: int) -> None:
             loss = nn.functional.cross_entropy(net(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()  # the clip runs in the optimizer's post-step hook
-    else:
-        twin = chip_twin(model, _codesign_config(args.w_noise, args.bits))
-        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        return lightning_step, net
+    twin = chip_twin(model, _codesign_config(args.w_noise, args.bits))
+    adam = torch.optim.Adam(model.parameters(), lr=args.lr)
 
-        def step(x: torch.Tensor, y: torch.Tensor, i: int) -> None:
-            sample_model(twin, seed=seed * 1_000_003 + i, t_seconds=0.0, n_chips=1)
-            loss = nn.functional.cross_entropy(twin(chip_inputs(x, 1)), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            _clip_(model, args.clip_sigma)
+    def codesign_step(x: torch.Tensor, y: torch.Tensor, i: int) -> None:
+        sample_model(twin, seed=seed * 1_000_003 + i, t_seconds=0.0, n_chips=1)
+        loss = nn.functional.cross_entropy(twin(chip_inputs(x, 1)), y)
+        adam.zero_grad()
+        loss.backward()
+        adam.step()
+        _clip_(model, args.clip_sigma)
+    return codesign_step, model
+
+
+def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.Module, list[float]]:  # noqa: ANN001
+    """One HWA network of one tool: the trained plain model and the wall seconds of every step."""
+    if tool == "lightning-ste":
+        with _lightning_adc_straight_through():
+            return train_one("lightning", seed, args, data)
+    step, trained = _trainer(tool, seed, args, data.image_shape)
     gen = torch.Generator().manual_seed(seed)
     x_fit, y_fit = data.fit.x, data.fit.y
     times, i = [], 0
@@ -172,8 +181,24 @@ def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.
             step(x_fit[idx], y_fit[idx], i)
             times.append(time.perf_counter() - start)
             i += 1
-    trained = net if tool == "lightning" else model
-    return _plain_copy(trained, build_model("mlp", shape, n_classes)), times
+    return _plain_copy(trained, build_model("mlp", data.image_shape, 10)), times
+
+
+def run_speed(args: argparse.Namespace, data, blocks: int = 15, block_steps: int = 20) -> dict:  # noqa: ANN001
+    """Seconds per training step of each tool, in alternating blocks of back-to-back steps (after a warm-up block)."""
+    tools = ("codesign", "lightning")
+    steps = {t: _trainer(t, args.seeds[0], args, data.image_shape)[0] for t in tools}
+    gen = torch.Generator().manual_seed(0)
+    batches = [torch.randint(len(data.fit.y), (args.batch,), generator=gen) for _ in range(block_steps)]
+    per_step: dict[str, list[float]] = {t: [] for t in tools}
+    for block in range(blocks + 1):
+        for tool in (tools if block % 2 == 0 else tools[::-1]):
+            start = time.perf_counter()
+            for j, idx in enumerate(batches):
+                steps[tool](data.fit.x[idx], data.fit.y[idx], block * block_steps + j)
+            if block:  # block 0 warms up (codesign's first draw builds its sampling table)
+                per_step[tool].append((time.perf_counter() - start) / block_steps)
+    return {"blocks": per_step, "median": {t: statistics.median(v) for t, v in per_step.items()}}
 
 
 def saturated_fractions(model: nn.Module, x: torch.Tensor, adc_range: float = 12.0) -> list[float]:
@@ -247,6 +272,12 @@ def hwa_report(result: dict, command: str) -> str:
          + " | ".join(f"{1e3 * step[t]:.2f}" for t in tools) + " |",
          "| codesign's step time / this tool's | | " + " | ".join(f"{step['codesign'] / step[t]:.2f}×" for t in tools[1:]) + " |",
     ]
+    if "speed" in result:
+        med = result["speed"]["median"]
+        L.append(f"| ms per step, alternating blocks of 20 steps (median of 15 blocks) | {1e3 * med['codesign']:.2f} "
+                 f"| {1e3 * med['lightning']:.2f} |" + (" |" if len(tools) > 2 else ""))
+        L.append(f"| codesign / lightning, alternating blocks | | {med['codesign'] / med['lightning']:.2f}× |"
+                 + (" |" if len(tools) > 2 else ""))
     if all("saturated_fit" in r for r in runs):
         L.append("| outputs beyond the ADC range on the fit split, % per layer (range over seeds) | " + " | ".join(
              ", ".join(f"{100 * min(r['saturated_fit'][i] for r in by[t]):.1f}-{100 * max(r['saturated_fit'][i] for r in by[t]):.1f}"
@@ -360,12 +391,16 @@ def drift_report(result: dict, command: str) -> str:
             diffs = [statistics.mean(r["codesign"][i]) - statistics.mean(r["aihwkit"][i]) for r in runs]
             half = _t95(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.nan
             L.append(f"| {name} | {label} | {_ms(ours)} | {_ms(theirs)} | {100 * statistics.mean(diffs):+.2f} ± {100 * half:.2f} |")
+    runs = result["runs"]
+    L += ["", f"Wall time to read one network on {len(runs[0]['codesign'][0])} chips at {len(DRIFT_TIMES)} times (median over "
+          f"{len(runs)} networks × settings): codesign {statistics.median(r['codesign_seconds'] for r in runs):.1f} s, "
+          f"aihwkit {statistics.median(r['aihwkit_seconds'] for r in runs):.1f} s."]
     return "\n".join(L) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("hwa", "drift"), default="hwa")
+    parser.add_argument("--part", choices=("hwa", "speed", "drift"), default="hwa")
     parser.add_argument("--dataset", choices=("digits", "mnist5k"), default="digits")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--epochs", type=int, default=20)
@@ -385,7 +420,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     try:
-        if args.part == "hwa":
+        if args.part in ("hwa", "speed"):
             import aihwkit_lightning  # noqa: F401
         else:
             import aihwkit  # noqa: F401
@@ -396,7 +431,14 @@ def main() -> int:
     command = "python benchmarks/cim_vs_aihwkit.py " + shlex.join(sys.argv[1:])
     if args.part == "hwa":
         result = run_hwa(args, data)
+        result["speed"] = run_speed(args, data)
         text = hwa_report(result, command)
+    elif args.part == "speed":
+        result = run_speed(args, data)
+        med = result["median"]
+        text = (f"Generated by `{command}`.\n\nms per HWA step, alternating blocks of 20 steps (median of 15 blocks): "
+                f"codesign {1e3 * med['codesign']:.2f}, aihwkit-lightning {1e3 * med['lightning']:.2f}, "
+                f"ratio {med['codesign'] / med['lightning']:.2f}x\n")
     else:
         result = run_drift(args, data)
         text = drift_report(result, command)
