@@ -26,6 +26,7 @@ from codesign.fpga.axi import register_markdown, stream_layout
 from codesign.fpga.axi_cosim import run_axi_cosim
 from codesign.fpga.boards import find_board
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
+from codesign.fpga.search import choose_pipeline
 from codesign.fpga.synth import run_synth
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -40,7 +41,7 @@ CONFIGS = [
 SYNTH = ("kan 1-1 G=5 k=3", "kan default 2-4-1 G=8", "kan default, LR_SHIFT 4..7")
 
 
-def _synth_tops(spec, pipeline: str, work: Path) -> dict[str, dict]:
+def _synth_tops(spec, pipeline: object, work: Path) -> dict[str, dict]:
     """Yosys resources of the bare top, the AXI top, and the AXI top without its coefficient port."""
     bare = work / "bare"
     manifest = emit_rtl(spec, bare, pipeline=pipeline, force=True)
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             "| mismatches (predictions, state) | counters equal | SATURATIONS (reference; samples counted) "
             "| learning-rate shifts that trained | bit-exact |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, spec, pipeline in CONFIGS:
+    for name, spec, request in CONFIGS:
+        pipeline = choose_pipeline(spec, find_board("xcvu9p"), request).placement  # auto, chosen for the part first
         # the resets among the first 500 samples: SATURATIONS (it restarts at a reset) then spans the rest of the stream
         r = run_axi_cosim(spec, work / name.replace(" ", "_"), samples=args.samples, pipeline=pipeline, resets=8, seed=2,
                           resets_within=min(500, args.samples // 4))
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                                                       "counters_expected", "saturations_counted_from", "lr_shifts_used", "seconds",
                                                       "failures")}),
               flush=True)
-        rows.append(f"| {name} | {pipeline} ({r['expected']['ii']}) | {r.get('samples', 0):,} | {r.get('predictions_checked', 0):,} "
+        rows.append(f"| {name} | {request} ({r['expected']['ii']}) | {r.get('samples', 0):,} | {r.get('predictions_checked', 0):,} "
                     f"| {r.get('resets', 0)} ({r.get('dropped_predictions', 0)} / {r.get('dropped_updates', 0)}) "
                     f"| {r.get('prediction_mismatches')}, {r.get('state_mismatches')} of {r.get('state_values', 0)} "
                     f"| {r.get('counters') == r.get('counters_expected')} "
@@ -111,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, spec, pipeline in CONFIGS:
             if name not in SYNTH:
                 continue
-            tops = _synth_tops(spec, pipeline, work / ("synth_" + name.replace(" ", "_")))
+            placement = choose_pipeline(spec, find_board("xcvu9p"), pipeline).placement
+            tops = _synth_tops(spec, placement, work / ("synth_" + name.replace(" ", "_")))
             for top, s in tops.items():
                 results.append(f"| {name} ({pipeline}) | {top} | {s['lut']:,} | {s['lutram']:,} | {s['ff']:,} | {s['dsp']:,} "
                                f"| {s['clock_mhz_estimate']:g} |")

@@ -31,6 +31,7 @@ from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import run_cosim
 from codesign.fpga.pipeline import FORWARD, Pipeline, parse_pipeline
+from codesign.fpga.search import choose_pipeline
 from codesign.fpga.synth import run_synth
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -105,7 +106,9 @@ def run_one(row: dict, work: Path, target: str, samples: int) -> dict:
     spec = row["spec"]
     task = TASK_OF.get(spec.n_inputs, "function_tracking")
     started = time.perf_counter()
-    cosim = run_cosim(spec, samples=row.get("samples", samples), task=task, pipeline=row["pipeline"], work_dir=folder)
+    placement = (choose_pipeline(spec, find_board(target), "auto").placement if row["pipeline"] == "auto"
+                 else row["pipeline"])  # auto is chosen for the part first, as a build does
+    cosim = run_cosim(spec, samples=row.get("samples", samples), task=task, pipeline=placement, work_dir=folder)
     synth = run_synth(folder / "rtl", find_board(target), latency_cycles=cosim)
     result = {
         "name": row["name"], "group": row["group"], "matches": row.get("matches"),
