@@ -338,6 +338,15 @@ def drift_settings() -> dict[str, tuple[CIMConfig, object]]:
                 changed.drift_compensation = None
             change(changed)
             settings[f"aihwkit defaults + {name}, {'global' if comp else 'none'}"] = (config, changed)
+        # with 392-input tiles both split MNIST's 784 inputs alike (392 + 392; at 512 aihwkit splits 392 + 392 and
+        # codesign fills 512 + 272): the tile split, apart from everything else
+        same_split = InferenceRPUConfig()
+        same_split.mapping.weight_scaling_omega = 1.0
+        same_split.mapping.max_input_size = 392
+        if not comp:
+            same_split.drift_compensation = None
+        settings[f"aihwkit defaults + weight_scaling_omega=1 + max_input_size=392, {'global' if comp else 'none'}"] = (
+            cim_config_from_aihwkit(same_split, ignore=("forward.bound_management",)), same_split)
     return settings
 
 
