@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import math
 import shlex
@@ -347,6 +348,10 @@ def drift_settings() -> dict[str, tuple[CIMConfig, object]]:
             same_split.drift_compensation = None
         settings[f"aihwkit defaults + weight_scaling_omega=1 + max_input_size=392, {'global' if comp else 'none'}"] = (
             cim_config_from_aihwkit(same_split, ignore=("forward.bound_management",)), same_split)
+        no_bm = copy.deepcopy(same_split)
+        no_bm.forward.bound_management = BoundManagementType.NONE  # then every field is codesign's
+        settings[f"aihwkit defaults + weight_scaling_omega=1 + max_input_size=392 + bound_management=NONE, "
+                 f"{'global' if comp else 'none'}"] = (cim_config_from_aihwkit(no_bm), no_bm)
     return settings
 
 
