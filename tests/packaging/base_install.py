@@ -8,6 +8,14 @@ import sysconfig
 from pathlib import Path
 
 
+def environment_site_dirs() -> list[str]:
+    """This environment's package folders, its own first: a virtual environment's, then those it sees of its base
+    Python's (--system-site-packages). Not the checkout, whose egg-info is no installed distribution."""
+    own = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    seen = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    return list(dict.fromkeys(own + seen))
+
+
 def base_install(site: Path) -> None:
     """Links into ``site`` the installed distributions that `pip install -e .` without extras brings: codesign and
     the closure of its requirements that no extra marks (every optional package is then really absent)."""
@@ -15,7 +23,7 @@ def base_install(site: Path) -> None:
 
     from packaging.requirements import Requirement
 
-    installed = list({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})  # not the checkout's egg-info
+    installed = environment_site_dirs()
     todo, seen = ["codesign"], set()
     while todo:
         dist = next(iter(metadata.distributions(name=todo.pop(), path=installed)))

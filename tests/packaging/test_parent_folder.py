@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.packaging.base_install import environment_site_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import site, sys
 site.addsitedir({site!r})
-sys.path.append({purelib!r})
+sys.path.extend({packages!r})
 import codesign
 from codesign import __version__
 import codesign.examples.hls4ml_head  # the example of the report: codesign.fpga.hls4ml_head imports __version__
@@ -37,7 +38,7 @@ def holder(tmp_path_factory) -> Path:
 
 
 def probe(site: Path, holder: Path) -> subprocess.CompletedProcess:
-    code = PROBE.format(site=str(site), purelib=sysconfig.get_paths()["purelib"])
+    code = PROBE.format(site=str(site), packages=environment_site_dirs())
     return subprocess.run([sys.executable, "-S", "-c", code], cwd=holder, capture_output=True, text=True, timeout=300)
 
 
