@@ -10,11 +10,15 @@
 #include "basis_roms.h"
 #include "kan_online.h"
 #include "parameters.h"
+#include "ops_raw.h"
 
 using namespace codesign;
 using namespace codesign::kan_online;
 
 namespace {
+
+using ops_raw::load;
+using ops_raw::store;
 
 template <class CFG>
 void grid_coordinate_n(long long n, const long long* x, long long* cell, long long* addr, long long* clamped) {
@@ -54,16 +58,6 @@ void to_banks(const long long* flat, typename CFG::coef_t coef[CFG::n_out][CFG::
       for (int m = 0; m < CFG::n_coef; m++)
         set_raw(coef[o][i][m % CFG::k1][m / CFG::k1], flat[(o * CFG::n_in + i) * CFG::n_coef + m]);
     }
-}
-
-template <class T, int N>
-void load(const long long* raw, T v[N]) {
-  for (int k = 0; k < N; k++) set_raw(v[k], raw[k]);
-}
-
-template <class T, int N>
-void store(const T v[N], long long* raw) {
-  for (int k = 0; k < N; k++) raw[k] = to_raw(v[k]);
 }
 
 template <class CFG>
@@ -197,15 +191,7 @@ int ops_layer_update(int layer, long long n, long long* coef, const long long* c
 
 // n vectors of N_OUT raw predictions and targets (act_t) -> the raw errors (err_t).
 int ops_output_error(long long n, const long long* y_hat, const long long* y, long long* e) {
-  for (long long t = 0; t < n; t++) {
-    act_t a[N_OUT], b[N_OUT];
-    err_t out[N_OUT];
-    load<act_t, N_OUT>(y_hat + t * N_OUT, a);
-    load<act_t, N_OUT>(y + t * N_OUT, b);
-    output_error<act_t, err_t, N_OUT>(a, b, out);
-    store<err_t, N_OUT>(out, e + t * N_OUT);
-  }
-  return 0;
+  return ops_raw::output_error_n<act_t, err_t, N_OUT>(n, y_hat, y, e);
 }
 
 }  // extern "C"
