@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from doc_sections import replace_section
 
 from codesign.fpga.axi import register_markdown, stream_layout
 from codesign.fpga.axi_cosim import run_axi_cosim
@@ -61,10 +62,10 @@ def _synth_tops(spec, pipeline: object, work: Path) -> dict[str, dict]:
 
 
 def _replace_section(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", re.S)
-    if not pattern.search(text):
+    replaced = replace_section(text, name, body)
+    if replaced is None:
         raise SystemExit(f"{DOC} has no <!-- {name}:begin/end --> markers")
-    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+    return replaced
 
 
 def main(argv: list[str] | None = None) -> int:

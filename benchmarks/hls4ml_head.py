@@ -14,13 +14,13 @@ Rewrites the marked section of docs/integration.md.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from doc_sections import replace_section
 
 from codesign.examples.hls4ml_head import NETWORK_PRECISION, SPEC, stream, trained_network
 
@@ -81,12 +81,11 @@ def main(argv: list[str] | None = None) -> int:
             + "\n".join(header + rows) + "\n")
     if args.no_doc:
         return 0
-    text = DOC.read_text()
-    pattern = re.compile(r"(<!-- hls4ml-head:begin -->\n).*?(<!-- hls4ml-head:end -->)", re.S)
-    if not pattern.search(text):
+    text = replace_section(DOC.read_text(), "hls4ml-head", body)
+    if text is None:
         print(f"hls4ml_head: error: {DOC} has no <!-- hls4ml-head:begin/end --> markers", file=sys.stderr)
         return 2
-    DOC.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
+    DOC.write_text(text)
     print(f"wrote {DOC}")
     return 0
 

@@ -10,12 +10,12 @@ of a 10,000-sample function_tracking stream. Rewrites the marked section of docs
 
 from __future__ import annotations
 
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
+from doc_sections import replace_section
 
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.float_model import KAN
@@ -52,11 +52,10 @@ def main() -> int:
             rows.append(f"| {bits} | {e['samples']:,} | {e['rms']:.3g} | {e['max_abs']:.3g} | {e['float_rms']:.3g} | {init.saturated} |")
             print(rows[-1], flush=True)
     body = "Measured by `python benchmarks/init_error.py` (act_t and coef_t ap_fixed<16,6>):\n\n" + "\n".join(rows) + "\n"
-    text = DOC.read_text()
-    pattern = re.compile(r"(<!-- init-error:begin -->\n).*?(<!-- init-error:end -->)", re.S)
-    if not pattern.search(text):
+    text = replace_section(DOC.read_text(), "init-error", body)
+    if text is None:
         raise SystemExit(f"{DOC} has no <!-- init-error:begin/end --> markers")
-    DOC.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
+    DOC.write_text(text)
     print(f"wrote {DOC}")
     return 0
 

@@ -14,13 +14,13 @@ Rewrites the marked section of docs/integration.md.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from doc_sections import replace_section
 
 from codesign.examples.hls4ml_keras_head import CALIBRATION, SPEC, WINDOW, Run, pretrained_head, run, stream, trained_backbone
 
@@ -91,12 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if args.no_doc:
         return 0
-    text = DOC.read_text()
-    pattern = re.compile(r"(<!-- keras-head:begin -->\n).*?(<!-- keras-head:end -->)", re.S)
-    if not pattern.search(text):
+    text = replace_section(DOC.read_text(), "keras-head", body)
+    if text is None:
         print(f"keras_head: error: {DOC} has no <!-- keras-head:begin/end --> markers", file=sys.stderr)
         return 2
-    DOC.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
+    DOC.write_text(text)
     print(f"wrote {DOC}")
     return 0
 

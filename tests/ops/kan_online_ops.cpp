@@ -137,14 +137,6 @@ void layer_update_n(long long n, long long* coef_flat, const long long* cell, co
 
 }  // namespace
 
-#define BY_LAYER(call)                 \
-  switch (layer) {                     \
-    case 0: call(layer0_config); break; \
-    case 1: call(layer1_config); break; \
-    default: return 1;                 \
-  }                                    \
-  return 0;
-
 extern "C" {
 
 int ops_grid_coordinate(int layer, long long n, const long long* x, long long* cell, long long* addr, long long* clamped) {

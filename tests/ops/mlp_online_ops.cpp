@@ -78,14 +78,6 @@ void dense_update_n(long long n, long long* w, const long long* x, const long lo
 
 }  // namespace
 
-#define BY_LAYER(call)                 \
-  switch (layer) {                     \
-    case 0: call(layer0_config); break; \
-    case 1: call(layer1_config); break; \
-    default: return 1;                 \
-  }                                    \
-  return 0;
-
 extern "C" {
 
 int ops_dense_forward(int layer, long long n, const long long* w, const long long* x, long long* z, long long* y) {

@@ -29,3 +29,12 @@ int output_error_n(long long n, const long long* y_hat, const long long* y, long
 }
 
 }  // namespace ops_raw
+
+// An entry point's body: run CALL on layer0_config or layer1_config (the two layers of a test's spec) by `layer`.
+#define BY_LAYER(call)                 \
+  switch (layer) {                     \
+    case 0: call(layer0_config); break; \
+    case 1: call(layer1_config); break; \
+    default: return 1;                 \
+  }                                    \
+  return 0;
