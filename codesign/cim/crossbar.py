@@ -588,14 +588,22 @@ class Crossbar(nn.Module):
 
     def forward(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
         """y (C·B, out) for inputs x (C·B, in), chip-major; DAC, read noise, ADC, digital accumulation, + bias."""
+        return self._rows(x, bias, False)[0]
+
+    def forward_saturation(self, x: Tensor, bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """forward, and the mask (C, n_row_tiles, B, out) of the tile partial sums the ADC saturated (None if none):
+        what the straight-through backward stops (hwa.py)."""
+        return self._rows(x, bias, True)
+
+    def _rows(self, x: Tensor, bias: Tensor | None, saturation: bool) -> tuple[Tensor, Tensor | None]:
         gr = self.grid
         if x.dim() != 2 or x.shape[1] != gr.in_features:
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {gr.in_features})")
         self.readout.check_bias(bias)
-        if torch.is_grad_enabled():  # inference only: no gradients through the converters
+        if torch.is_grad_enabled():  # no gradients through the converters (hwa.py gives the straight-through backward)
             with torch.no_grad():
-                return self._read_rows(x, bias)
-        return self._read_rows(x, bias)
+                return self._read_rows(x, bias, saturation)
+        return self._read_rows(x, bias, saturation)
 
     def forward_columns(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
                         vector_amax: Tensor | None = None) -> Tensor:
@@ -610,6 +618,16 @@ class Crossbar(nn.Module):
         then clamps it in place. Same arithmetic as forward; a layer of several row tiles goes through the
         row layout.
         """
+        return self._columns(x, row_dims, bias, vector_amax, False)[0]
+
+    def forward_columns_saturation(self, x: Tensor, row_dims: int = 1, bias: Tensor | None = None,
+                                   vector_amax: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """forward_columns, and the mask (C, n_row_tiles, out, *vectors) of the tile partial sums the ADC saturated
+        (None if none)."""
+        return self._columns(x, row_dims, bias, vector_amax, True)
+
+    def _columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None,
+                 saturation: bool) -> tuple[Tensor, Tensor | None]:
         gr = self.grid
         vectors = tuple(x.shape[1 + row_dims:])
         if row_dims < 1 or x.dim() < 2 + row_dims or math.prod(x.shape[1: 1 + row_dims]) != gr.in_features:
@@ -621,18 +639,23 @@ class Crossbar(nn.Module):
             raise ValueError(f"input of shape {tuple(x.shape)}: expected n_chips={chips} in its first axis")
         self.readout.check_bias(bias)
         if math.prod(vectors) == 0:  # an empty batch: nothing to read (and no noise drawn)
-            return x.new_zeros((chips, gr.out_features, *vectors))
+            return x.new_zeros((chips, gr.out_features, *vectors)), None
         with torch.no_grad():
             if gr.n_row_tiles > 1:  # every vector a row, then back to (C, out, *vectors)
                 order = (0, *range(1 + row_dims, x.dim()), *range(1, 1 + row_dims))
-                y = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias)
+                y, saturated = self._read_rows(x.permute(order).reshape(-1, gr.in_features), bias, saturation)
                 y = y.view(chips, *vectors, gr.out_features)
-                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1))
-            return self.readout.read_columns(x, row_dims, bias, vector_amax, self._read_state(x.device))
+                if saturated is not None:  # (C, tiles, M, out) -> (C, tiles, out, *vectors)
+                    saturated = saturated.view(chips, gr.n_row_tiles, *vectors, gr.out_features).movedim(-1, 2)
+                return y.permute(0, y.dim() - 1, *range(1, y.dim() - 1)), saturated
+            return self.readout.read_columns(x, row_dims, bias, vector_amax, self._read_state(x.device), saturation)
 
-    def _read_rows(self, x: Tensor, bias: Tensor | None) -> Tensor:
+    def _read_rows(self, x: Tensor, bias: Tensor | None, saturation: bool = False) -> tuple[Tensor, Tensor | None]:
         self.chip_batch(x.shape[0])
-        return self.readout.read_rows(x, bias, self._read_state(x.device))
+        state = self._read_state(x.device)
+        if saturation:
+            return self.readout.read_rows_saturation(x, bias, state)
+        return self.readout.read_rows(x, bias, state), None
 
     def chip_batch(self, n_rows: int) -> int:
         """Inputs per chip in a chip-major batch of n_rows (a one-line error if not programmed or not a multiple)."""

@@ -207,10 +207,12 @@ class CIMConv2d(_CIMLayer):
             return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation)
         if needs_grad(x, self):
             return ChipConvRead.apply(x, self.weight, self.bias, self)
-        return self._read(x)
+        return self._read(x)[0]
 
-    def _read(self, x: Tensor) -> Tensor:
-        """The crossbar read of every window of a padded input (no gradient)."""
+    def _read(self, x: Tensor, saturation: bool = False) -> tuple[Tensor, Tensor | None]:
+        """The crossbar read of every window of a padded input (no gradient); with `saturation`, also the mask
+        (N, n_row_tiles·out, H_out, W_out) of the tile partial sums the ADC saturated, channel t·out + o for row
+        tile t and output o (None if none)."""
         crossbar = self.crossbar
         chips, batch = crossbar.n_chips, crossbar.chip_batch(x.shape[0])
         n, c_in, h, w = x.shape
@@ -222,8 +224,13 @@ class CIMConv2d(_CIMLayer):
         windows = x.as_strided((chips, c_in, kh, kw, batch, h_out, w_out),
                                (batch * s_n, s_c, dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w), x.storage_offset())
         amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) if crossbar.uses_vector_amax else None
-        y = crossbar.forward_columns(windows, row_dims=3, bias=self.bias, vector_amax=amax)  # (C, out, B, H, W)
-        return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out)
+        if not saturation:
+            y = crossbar.forward_columns(windows, row_dims=3, bias=self.bias, vector_amax=amax)  # (C, out, B, H, W)
+            return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out), None
+        y, saturated = crossbar.forward_columns_saturation(windows, row_dims=3, bias=self.bias, vector_amax=amax)
+        if saturated is not None:  # (C, tiles, out, B, H, W) -> (N, tiles·out, H, W)
+            saturated = saturated.permute(0, 3, 1, 2, 4, 5).reshape(n, -1, h_out, w_out)
+        return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out), saturated
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "

@@ -36,12 +36,14 @@ def dac_codes(x, k, tiny, codes, amax):  # pragma: no cover - compiled  # noqa: 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def adc_accumulate(p, adc_max, full_scale, column_scale, y, add):  # pragma: no cover - compiled  # noqa: ANN001
+def adc_accumulate(p, adc_max, full_scale, column_scale, y, add, saturated, record):  # pragma: no cover - compiled  # noqa: ANN001
     """y (C, B, W) = (y if add else 0) + Σ_t clamp(rint(p), ±adc_max) · full_scale · column_scale over the tiles t of
     p (C, T, B, W), full_scale (C, T, B, 1), column_scale (C, T, 1, W): readout's ADC and digital rescale, the
-    tiles summed in order."""
+    tiles summed in order. With `record`, saturated (p's shape, bool) marks every |rint(p)| > adc_max; returns how
+    many there were (0 without `record`)."""
     chips, tiles, batch, width = p.shape
     top = np.float32(adc_max)
+    count = 0
     for c in range(chips):
         for t in range(tiles):
             for b in range(batch):
@@ -49,5 +51,10 @@ def adc_accumulate(p, adc_max, full_scale, column_scale, y, add):  # pragma: no 
                 first = t == 0 and not add
                 for w in range(width):
                     q = np.rint(p[c, t, b, w])
+                    if record:
+                        beyond = q > top or q < -top
+                        saturated[c, t, b, w] = beyond
+                        count += beyond
                     q = min(max(q, -top), top) * scale * column_scale[c, t, 0, w]
                     y[c, b, w] = q if first else y[c, b, w] + q
+    return count

@@ -77,6 +77,16 @@ class ReadState(NamedTuple):
     columns: int | None = None
 
 
+class _Arrays(NamedTuple):
+    """numpy views of a CPU row read's workspaces, for the compiled kernels (made once per read plan)."""
+
+    codes: np.ndarray
+    amax: np.ndarray
+    partial: np.ndarray
+    scale: np.ndarray  # column_scale as (C, tiles, 1, width)
+    no_mask: np.ndarray  # the saturation mask's argument when no mask is asked for (never written)
+
+
 class _RowRead(NamedTuple):
     """One segment's row read prepared for a batch size: its input view, workspaces, weights and column scales."""
 
@@ -91,6 +101,7 @@ class _RowRead(NamedTuple):
     matmul_out: Tensor  # partial as the GEMM writes it
     one_tile: Tensor | None  # partial without its tile axis (C, B, width) when the segment is one tile
     column_scale: Tensor  # digital_scale of the segment: (C, tiles, 1, width), or (C, 1, width) for one tile
+    arrays: _Arrays | None  # numpy views of the workspaces (CPU)
 
 
 class CrossbarReadout:
@@ -193,21 +204,35 @@ class CrossbarReadout:
             codes.clamp_(-self.steps.dac_max, self.steps.dac_max)
         return full_scale
 
-    def _adc(self, p: Tensor, generators: tuple[torch.Generator, torch.Generator] | None, name: str) -> None:
-        """ADC noise and quantization of partial sums p (in ADC steps) in place."""
+    def _adc(self, p: Tensor, generators: tuple[torch.Generator, torch.Generator] | None, name: str,
+             saturation: bool = False) -> Tensor | None:
+        """ADC noise and quantization of partial sums p (in ADC steps) in place; with `saturation`, the mask (p's
+        shape) of the partial sums the ADC clamped (None when it clamped none, or has no range)."""
         conv, steps = self.converter, self.steps
         if conv.adc_noise > 0:
             assert generators is not None  # ADC noise makes the read noisy: the Crossbar gives the generators
             noise = self.randn(name, tuple(p.shape), p, generators)
             p.add_(noise, alpha=conv.adc_noise / steps.code_unit / steps.adc_step)
-        if conv.adc_bits is not None:
-            p.round_().clamp_(-steps.adc_max, steps.adc_max)
+        if conv.adc_bits is None:
+            return None
+        p.round_()
+        # |rint(p)| beyond the last code: what the clamp changes (a code at ±adc_max passes, as torch.clamp's gradient)
+        saturated = torch.gt(p.abs(), steps.adc_max) if saturation else None
+        p.clamp_(-steps.adc_max, steps.adc_max)
+        return saturated if saturated is not None and bool(saturated.any()) else None
 
     def read_rows(self, x: Tensor, bias: Tensor | None, state: ReadState) -> Tensor:
         """Row layout: every input vector a row, partial sums per row tile (C, tiles, B, width).
 
         x (C·B, in), chip-major, with B = chip_batch rows per chip (checked by the caller); y (C·B, out).
         """
+        return self._rows(x, bias, state, False)[0]
+
+    def read_rows_saturation(self, x: Tensor, bias: Tensor | None, state: ReadState) -> tuple[Tensor, Tensor | None]:
+        """read_rows, and the mask (C, n_row_tiles, B, out) of the partial sums the ADC saturated (None if none)."""
+        return self._rows(x, bias, state, True)
+
+    def _rows(self, x: Tensor, bias: Tensor | None, state: ReadState, saturation: bool) -> tuple[Tensor, Tensor | None]:
         gr, chips = self.grid, state.n_chips
         batch = x.shape[0] // chips
         out_dtype = x.dtype
@@ -220,8 +245,10 @@ class CrossbarReadout:
         if state.columns == gr.out_features and not ideal and variance is None and conv.adc_noise == 0 \
                 and conv.input_range is None and conv.dac_bits is not None and conv.adc_bits is not None \
                 and x.dtype == torch.float32 and x.device.type == "cpu":
-            return self._read_rows_fused(x, bias, state).to(out_dtype)
+            y_fused, masks = self._read_rows_fused(x, bias, state, saturation)
+            return y_fused.to(out_dtype), masks
         y: Tensor | None = None
+        saturated: list[Tensor | None] = []
         biased = False
         full_scale: Tensor | float
         for i, r in enumerate(self._row_plan(batch, state, x)):
@@ -239,7 +266,7 @@ class CrossbarReadout:
                 sq = torch.mul(codes, codes, out=self._workspace(f"dac_sq{i}", tuple(r.codes.shape), x))
                 std = torch.matmul(sq, var.transpose(-1, -2), out=self._workspace(f"std{i}", tuple(p.shape), x))
                 p.addcmul_(std.sqrt_(), self.randn(f"noise{i}", tuple(p.shape), p, gen))
-            self._adc(p, gen, f"adc_noise{i}")
+            saturated.append(self._adc(p, gen, f"adc_noise{i}", saturation))
             # digital: input full scale per vector; code unit × ADC step, tile scale and drift compensation per column
             if isinstance(full_scale, Tensor) or full_scale != 1.0:
                 p.mul_(full_scale)
@@ -258,26 +285,46 @@ class CrossbarReadout:
         elif width != gr.out_features:
             y = y[..., : gr.out_features]
         y = y.reshape(chips * batch, gr.out_features)
-        return y if y.dtype == out_dtype else y.to(out_dtype)
+        masks = self._tile_masks(saturated, self._row_plan(batch, state, x), width) if saturation else None
+        return (y if y.dtype == out_dtype else y.to(out_dtype)), masks
 
-    def _read_rows_fused(self, x: Tensor, bias: Tensor | None, state: ReadState) -> Tensor:
+    def _tile_masks(self, masks: list[Tensor | None], plan: tuple[_RowRead, ...], width: int) -> Tensor | None:
+        """The segments' saturation masks (C, tiles, B, width) as one (C, n_row_tiles, B, out) mask, or None if none
+        saturated."""
+        if all(m is None for m in masks):
+            return None
+        full = [m if m is not None else torch.zeros(r.partial.shape, dtype=torch.bool, device=r.partial.device)
+                for m, r in zip(masks, plan, strict=True)]
+        mask = full[0] if len(full) == 1 else torch.cat(full, dim=1)
+        return mask if width == self.grid.out_features else mask[..., : self.grid.out_features]
+
+    def _read_rows_fused(self, x: Tensor, bias: Tensor | None, state: ReadState,
+                         saturation: bool) -> tuple[Tensor, Tensor | None]:
         """read_rows of a drawn chip (it reads its out_features columns) through quantizing converters with the DAC
-        and the ADC + digital rescale as one kernel each (read_kernels.py); x contiguous CPU float32."""
+        and the ADC + digital rescale as one kernel each (read_kernels.py); x contiguous CPU float32. With
+        `saturation`, also the mask of the partial sums the ADC saturated (read_rows_saturation)."""
         from codesign.cim.read_kernels import adc_accumulate, dac_codes  # numba: compiled on the first drawn read
 
         gr, chips = self.grid, state.n_chips
         batch = x.shape[0] // chips
         y = torch.empty((chips, batch, gr.out_features), dtype=x.dtype)
+        y_np = y.numpy()
         k, tiny, adc_max = np.float32(self.steps.dac_max), np.float32(_TINY), np.float32(self.steps.adc_max)
-        for i, r in enumerate(self._row_plan(batch, state, x)):
+        masks: list[Tensor | None] = []
+        plan = self._row_plan(batch, state, x)
+        for i, r in enumerate(plan):
             xt = x.as_strided(r.codes.shape, r.input_stride, x.storage_offset() + r.segment.first_input)
-            dac_codes(xt.detach().numpy(), k, tiny, r.codes.numpy(), r.amax.numpy())
+            arrays = r.arrays
+            assert arrays is not None  # a CPU plan holds its numpy views
+            dac_codes(xt.detach().numpy(), k, tiny, arrays.codes, arrays.amax)
             (torch.mm if r.single else torch.bmm)(r.matmul_in, r.weights, out=r.matmul_out)  # in ADC steps
-            scale = r.column_scale if r.one_tile is None else r.column_scale.unsqueeze(1)  # (C, tiles, 1, width)
-            adc_accumulate(r.partial.numpy(), adc_max, r.amax.numpy(), scale.numpy(), y.numpy(), i > 0)
+            mask = torch.empty(r.partial.shape, dtype=torch.bool) if saturation else None
+            count = adc_accumulate(arrays.partial, adc_max, arrays.amax, arrays.scale, y_np, i > 0,
+                                   mask.numpy() if mask is not None else arrays.no_mask, mask is not None)
+            masks.append(mask if count else None)
         if bias is not None:
             y.add_(bias)
-        return y.view(chips * batch, gr.out_features)
+        return y.view(chips * batch, gr.out_features), self._tile_masks(masks, plan, gr.out_features)
 
     def _width(self, state: ReadState) -> int:
         """The columns a row read computes: state.columns, or every column of the tiles."""
@@ -300,11 +347,15 @@ class CrossbarReadout:
             partial = self._workspace(f"partial{i}", (chips, seg.tiles, batch, width), like)
             single = chips * seg.tiles == 1  # one matrix: a plain GEMM has less overhead than a batch of one
             n = chips * seg.tiles
+            amax = self._workspace(f"amax{i}", (chips, seg.tiles, batch, 1), like)
+            arrays = _Arrays(codes.numpy(), amax.numpy(), partial.numpy(), scale.numpy(),
+                             np.zeros((1, 1, 1, 1), dtype=np.bool_)) \
+                if like.device.type == "cpu" and like.dtype == torch.float32 else None  # the kernels' case
             reads.append(_RowRead(
                 segment=seg,
                 input_stride=(batch * gr.in_features, seg.rows, gr.in_features, 1),
                 codes=codes,
-                amax=self._workspace(f"amax{i}", (chips, seg.tiles, batch, 1), like),
+                amax=amax,
                 partial=partial,
                 single=single,
                 matmul_in=codes.view(batch, seg.rows) if single else codes.view(n, batch, seg.rows),
@@ -313,15 +364,17 @@ class CrossbarReadout:
                 matmul_out=partial.view(batch, width) if single else partial.view(n, batch, width),
                 one_tile=partial[:, 0] if seg.tiles == 1 else None,
                 column_scale=scale[:, 0] if seg.tiles == 1 else scale,
+                arrays=arrays,
             ))
         plan = tuple(reads)
         self._row_plan_cache = (key, flat_w, digital_scale, plan)
         return plan
 
     def read_columns(self, x: Tensor, row_dims: int, bias: Tensor | None, vector_amax: Tensor | None,
-                     state: ReadState) -> Tensor:
+                     state: ReadState, saturation: bool = False) -> tuple[Tensor, Tensor | None]:
         """Column layout (one row tile): codes (C, rows, M) for the M vectors of x (C, *rows, *vectors), y = W @ codes
-        per chip, returned as (C, out, *vectors) (see Crossbar.forward_columns)."""
+        per chip, returned as (C, out, *vectors) (see Crossbar.forward_columns); with `saturation`, also the mask
+        (C, 1, out, *vectors) of the partial sums the ADC saturated (None if none)."""
         gr, chips = self.grid, state.n_chips
         vectors = tuple(x.shape[1 + row_dims:])
         m, out_dtype = math.prod(vectors), x.dtype
@@ -350,7 +403,9 @@ class CrossbarReadout:
             sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
             std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
             p.addcmul_(std.sqrt_(), self.randn("noise_columns", tuple(p.shape), p, gen))
-        self._adc(p, gen, "adc_noise_columns")
+        saturated = self._adc(p, gen, "adc_noise_columns", saturation)
+        if saturated is not None:
+            saturated = saturated[:, : gr.out_features].reshape(chips, 1, gr.out_features, *vectors)
         if isinstance(full_scale, Tensor):  # the input full scale per vector
             p.mul_(full_scale.view(chips, 1, m))
         elif full_scale != 1.0:
@@ -369,4 +424,4 @@ class CrossbarReadout:
             if bias is not None:
                 y = y + bias.view(-1, 1)
         y = y.transpose(1, 2).reshape(chips, gr.out_features, *vectors)
-        return y if y.dtype == out_dtype else y.to(out_dtype)
+        return (y if y.dtype == out_dtype else y.to(out_dtype)), saturated

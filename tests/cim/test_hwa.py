@@ -1,4 +1,4 @@
-"""Gradients through CIM layers: exact mode equals F.linear/F.conv2d, noisy reads are straight-through."""
+"""Gradients through CIM layers: exact mode equals F.linear/F.conv2d, noisy reads are straight-through with clipping."""
 
 from __future__ import annotations
 
@@ -7,12 +7,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from codesign.cim import CIMConfig, CIMConv2d, CIMLinear, PCMConfig, chip_inputs, program_model
+from codesign.cim import (
+    CIMConfig,
+    CIMConv2d,
+    CIMLinear,
+    ConverterConfig,
+    MismatchConfig,
+    PCMConfig,
+    chip_inputs,
+    program_model,
+)
 from codesign.cim.layers import chip_twin
 
 
 def _grads(out: torch.Tensor, g: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    return torch.autograd.grad(out, tensors, g)
+    return torch.autograd.grad(out, tensors, g, retain_graph=True)
 
 
 def test_exact_linear_and_its_gradients_are_f_linear_bit_for_bit():
@@ -123,3 +132,125 @@ def test_per_call_reads_take_the_gradient_at_the_noise_free_realization():
     gx, = _grads(layer(x), g, x)
     quiet = layer.realized_weights(read_noise=False).detach()[0]
     assert torch.equal(gx, g.mm(quiet))
+
+
+# saturation: a small additive mismatch (the reference takes each chip's realized weights, whatever they are)
+SATURATING = CIMConfig(device=MismatchConfig(sigma=0.02, kind="additive"), drift_compensation="none")
+
+
+def _clamped_reference(rows: torch.Tensor, sampled: torch.Tensor, layer) -> tuple[torch.Tensor, float]:  # noqa: ANN001
+    """Σ over row tiles of torch.clamp(tile partial sum, ±bound), bound = ADC range × the vector's max |x| on the tile ×
+    the tile's scale (its ADC full scale in weight units); and the smallest relative distance of a partial sum from
+    its bound (the quantizers' rounding cannot move a sum across it when this is not tiny)."""
+    crossbar = layer.crossbar
+    tile_rows, adc_range, out = crossbar.grid.rows, crossbar.config.converter.adc_range, sampled.shape[0]
+    y, margin = 0.0, float("inf")
+    for t in range(crossbar.grid.n_row_tiles):
+        cols = slice(t * tile_rows, min((t + 1) * tile_rows, rows.shape[1]))
+        p = rows[:, cols] @ sampled[:, cols].t()
+        bound = adc_range * rows[:, cols].detach().abs().amax(1, keepdim=True) * crossbar.out_scale[0, t, :out]
+        y = y + torch.clamp(p, -bound, bound)
+        margin = min(margin, float(((p.detach().abs() - bound) / bound).abs().min()))
+    return y, margin
+
+
+@pytest.mark.parametrize("chip", list(CHIPS))
+def test_a_saturated_tile_partial_sum_passes_no_gradient_back(chip):
+    torch.manual_seed(6)
+    gen = torch.Generator().manual_seed(6)
+    layer = CIMLinear(300, 12, config=SATURATING)  # row tiles of 256 and 44 inputs
+    with torch.no_grad():
+        layer.weight.copy_(0.05 * torch.randn(12, 300, generator=gen))
+        layer.weight[:6, :256] = 0.5 + 0.5 * torch.rand(6, 256, generator=gen)  # outputs 0-5 saturate on tile 0 only
+    CHIPS[chip](layer, 4, 60.0)
+    x = (0.5 + 0.5 * torch.rand(5, 300, generator=gen)).requires_grad_()
+    y = layer(x)
+    sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
+    ref, margin = _clamped_reference(x, sampled, layer)
+    ref = ref + layer.bias
+    assert margin > 0.05  # every partial sum clearly inside or beyond the ADC's range
+    assert (y - ref).abs().max() < 0.02 * ref.abs().max()  # the converters' rounding only
+    one_hot = torch.zeros_like(y)
+    one_hot[:, 0] = 1.0  # output 0: tile 0 saturated, tile 1 not
+    gx, = _grads(y, one_hot, x)
+    assert torch.equal(gx[:, :256], torch.zeros(5, 256))
+    assert torch.equal(gx[:, 256:], sampled[0, 256:].detach().expand(5, -1))  # the full gradient through tile 1
+    one_hot = torch.zeros_like(y)
+    one_hot[:, 6] = 1.0  # output 6 saturates nowhere
+    gx, = _grads(y, one_hot, x)
+    assert torch.equal(gx, sampled[6].detach().expand(5, -1))
+    g = torch.randn(y.shape, generator=gen)
+    gx, gw, gb = _grads(y, g, x, layer.weight, layer.bias)
+    rx, rw, rb = _grads(ref, g, x, sampled, layer.bias)
+    assert torch.allclose(gx, rx, rtol=1e-5, atol=1e-6) and torch.allclose(gw, rw, rtol=1e-5, atol=1e-6)
+    assert torch.equal(gb, rb)
+
+
+@pytest.mark.parametrize("chip", list(CHIPS))
+def test_one_tile_saturation_gradient_is_autograd_of_the_clamp_bit_for_bit(chip):
+    gen = torch.Generator().manual_seed(7)
+    layer = CIMLinear(64, 10, config=SATURATING)
+    with torch.no_grad():
+        layer.weight.copy_(0.05 * torch.randn(10, 64, generator=gen))
+        layer.weight[:3] = 0.6 + 0.4 * torch.rand(3, 64, generator=gen)
+    CHIPS[chip](layer, 2, 1.0)
+    x = torch.rand(8, 64, generator=gen)
+    x[:4] = 0.5 + 0.5 * x[:4]  # rows 0-3 saturate outputs 0-2; rows 4-7, mostly small, do not
+    x[4:] *= 0.1
+    x[4:, 0] = 1.0
+    x.requires_grad_()
+    y = layer(x)
+    sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
+    ref, margin = _clamped_reference(x, sampled, layer)
+    assert margin > 0.05
+    g = torch.randn(y.shape, generator=gen)
+    gx, gw = _grads(y, g, x, layer.weight)
+    rx, rw = _grads(ref, g, x, sampled)
+    assert torch.equal(gx, rx) and torch.equal(gw, rw)
+    assert torch.equal(gx[:4], (g[:4, 3:] @ sampled[3:].detach()))  # outputs 0-2 saturated in rows 0-3
+
+
+def _conv_reference(x: torch.Tensor, sampled: torch.Tensor, layer) -> tuple[torch.Tensor, float]:  # noqa: ANN001
+    """The clamped reference of a CIM convolution (padding 1, stride 1): every window a row (F.unfold)."""
+    n, _, h, w = x.shape
+    rows = F.unfold(F.pad(x, (1, 1, 1, 1)), layer.kernel_size).transpose(1, 2).reshape(n * h * w, -1)
+    y, margin = _clamped_reference(rows, sampled.view(sampled.shape[0], -1), layer)
+    return y.view(n, h, w, -1).permute(0, 3, 1, 2) + layer.bias.view(-1, 1, 1), margin
+
+
+@pytest.mark.parametrize(("c_in", "chip"), [(2, "programmed"), (2, "drawn"), (32, "drawn")])
+def test_conv_saturation_gradient_is_autograd_of_the_clamp(c_in, chip):
+    gen = torch.Generator().manual_seed(8)
+    layer = CIMConv2d(c_in, 4, 3, padding=1, config=SATURATING)  # 32 channels: 288 rows, tiles of 256 and 32
+    with torch.no_grad():
+        layer.weight.copy_(0.05 * torch.randn(layer.weight.shape, generator=gen))
+        flat = layer.weight.view(4, -1)
+        flat[0, : min(256, flat.shape[1])] = 0.9 + 0.1 * torch.rand(min(256, flat.shape[1]), generator=gen)
+    CHIPS[chip](layer, 3, 1.0)
+    x = (0.9 + 0.1 * torch.rand(2, c_in, 6, 6, generator=gen)).requires_grad_()
+    y = layer(x)
+    sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
+    ref, margin = _conv_reference(x, sampled, layer)
+    assert margin > 0.05
+    assert (y - ref).abs().max() < 0.02 * ref.abs().max()
+    g = torch.randn(y.shape, generator=gen)
+    gx, gw, gb = _grads(y, g, x, layer.weight, layer.bias)
+    rx, rw, rb = _grads(ref, g, x, sampled, layer.bias)
+    assert torch.allclose(gx, rx, rtol=1e-5, atol=1e-5) and torch.allclose(gw, rw, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(gb, rb)
+    assert not torch.allclose(gx, torch.autograd.grad(F.conv2d(x, sampled.detach(), padding=1), x, g)[0], atol=1e-3)
+
+
+def test_a_fixed_range_dac_clips_the_gradient_as_torch_clamp():
+    gen = torch.Generator().manual_seed(9)
+    config = CIMConfig(device=MismatchConfig(sigma=0.02, kind="additive"), drift_compensation="none",
+                       converter=ConverterConfig(input_range=1.0, adc_range=64.0))
+    layer = CIMLinear(16, 4, config=config).sample(1, 1.0)
+    x = (1.5 * torch.randn(6, 16, generator=gen)).requires_grad_()  # about half beyond the range
+    y = layer(x)
+    sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
+    ref = F.linear(torch.clamp(x, -1.0, 1.0), sampled, layer.bias)
+    g = torch.randn(y.shape, generator=gen)
+    gx, gw = _grads(y, g, x, layer.weight)
+    rx, rw = _grads(ref, g, x, sampled)
+    assert bool((x.abs() > 1).any()) and torch.equal(gx, rx) and torch.equal(gw, rw)
