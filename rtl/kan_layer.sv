@@ -10,7 +10,7 @@
 // reads), layer_forward (F, with output_error where FUSE_ERROR), layer_input_gradient (B, from
 // the derivative sums g_dphi of F), layer_update (U).
 // Pipeline registers (pipe_reg, no enable): REG_F after F (y, dphi), REG_B after B (g_in), and
-// inside the phases the cuts of CUTS (bit names in kan_online): the bank read, the products,
+// inside the phases the cuts of CUTS (bit names in kan_cuts.svh): the bank read, the products,
 // the adder trees (every TREE_SPLIT levels, and before the cast), the backward products and
 // sum, the update's product and difference. kan_online holds the sample's inputs and the banks
 // do not change until the commit, so a value is right once every register on its path has
@@ -48,7 +48,7 @@ module kan_layer #(
     parameter int HAS_BACKWARD = 1,
     parameter int REG_F = 0,
     parameter int REG_B = 0,
-    parameter int CUTS = 0,        // kan_online's CUT_* bits
+    parameter int CUTS = 0,        // the CUT_* bits of kan_cuts.svh
     parameter int TREE_SPLIT = 0,  // adder-tree levels between registers (0: none)
     // 1: the bank read register is the last register of the front that the next sample overlaps
     // (kan_online, layer 0): the read forwards this sample's write, and the decoded inputs the
@@ -128,15 +128,7 @@ module kan_layer #(
   localparam int W_FULL_D = W_GB + F_FULL - F_DELTA + LR_SPAN;
   localparam int W_FULL = ((W_FULL_C > W_FULL_D) ? W_FULL_C : W_FULL_D) + 2;
 
-  // the cuts (bit positions as in kan_online)
-  localparam int CUT_READ = (CUTS >> 2) & 1;
-  localparam int CUT_MULT = (CUTS >> 3) & 1;
-  localparam int CUT_SUM = (CUTS >> 4) & 1;
-  localparam int CUT_GMULT = (CUTS >> 6) & 1;
-  localparam int CUT_GSUM = (CUTS >> 7) & 1;
-  localparam int CUT_UMULT = (CUTS >> 8) & 1;
-  localparam int CUT_UFULL = (CUTS >> 9) & 1;
-  localparam int CUT_ROUND = (CUTS >> 11) & 1;
+  `include "kan_cuts.svh"
 
   `include "mem_names.svh"
 

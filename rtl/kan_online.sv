@@ -15,11 +15,13 @@
 // inside the phases of every layer (CUT_* below), and TREE_SPLIT > 0 one every TREE_SPLIT
 // levels of each adder tree. A value is ready in the sample's cycle d when d registers lie on
 // its path (the inputs are held and the banks unchanged until the commit, pipe_reg.sv), so
-// the sample takes C = 1 + (registers on its deepest path, to the update's write data) clocks.
-// The next one may start N_FRONT cycles before the commit (layer 0's front, below): II = C -
-// N_FRONT. With CUTS = TREE_SPLIT = 0, C = 1 + popcount(PIPE) and nothing overlaps: PIPE = 0
-// gives II = 1 (one long clock). codesign.fpga.pipeline computes the same counts; the bench
-// measures them.
+// the sample takes N_STAGES = 1 + (registers on its deepest path, to the update's write data)
+// clocks. The next one may start N_FRONT cycles before the commit (layer 0's front): II =
+// N_STAGES - N_FRONT. With CUTS = TREE_SPLIT = 0, N_STAGES = 1 + popcount(PIPE) and nothing
+// overlaps: PIPE = 0 gives II = 1 (one long clock). These counts are computed once, by
+// codesign.fpga.pipeline.kan_stage_structure, and passed in as parameters (N_STAGES,
+// PRED_STAGE, N_FRONT, READ_IN_FRONT); the module checks that they are consistent, and the
+// bench measures them.
 module kan_online #(
     parameter int N_LAYERS = 2,
     parameter logic [16*8-1:0] WIDTHS = {16'd1, 16'd4, 16'd2},  // n_0 at bits [15:0], n_1 next, ...
@@ -55,6 +57,16 @@ module kan_online #(
     // FUSE_ERROR = 1: the error is formed in the last layer's forward cast (kan_layer), not after it.
     parameter int FOLD_GRID = 0,
     parameter int FUSE_ERROR = 0,
+    // The cycle structure of this placement (codesign.fpga.pipeline.StageStructure): stages from
+    // acceptance to the commit, the stage at whose end the prediction is ready, the leading stages
+    // that the next sample overlaps (layer 0's grid coordinate, basis ROM read and, with
+    // CUT_FORWARD, bank read: a pipeline of the input alone, at most half the stages), and 1 when
+    // the bank read register is the last of that front (kan_layer READ_IN_FRONT: it forwards the
+    // write it overlaps). The defaults are those of PIPE = CUTS = 0.
+    parameter int N_STAGES = 1,
+    parameter int PRED_STAGE = 0,
+    parameter int N_FRONT = 0,
+    parameter int READ_IN_FRONT = 0,
     parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
     parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
@@ -94,65 +106,30 @@ module kan_online #(
 );
   `include "mem_names.svh"
 
-  // the cuts inside the phases (each in every layer)
-  localparam int CUT_GRID = CUTS & 1;          // the grid coordinate
-  localparam int CUT_DECODE = (CUTS >> 1) & 1;  // the basis ROM read, rotation and bank address
-  localparam int CUT_READ = (CUTS >> 2) & 1;    // the coefficient bank read
-  localparam int CUT_MULT = (CUTS >> 3) & 1;    // the forward products (B*c, D*c)
-  localparam int CUT_SUM = (CUTS >> 4) & 1;     // the forward sums, before their cast
-  localparam int CUT_ERR = (CUTS >> 5) & 1;     // the error, after its cast
-  localparam int CUT_GMULT = (CUTS >> 6) & 1;   // the backward products g*dphi
-  localparam int CUT_GSUM = (CUTS >> 7) & 1;    // the backward sum times 1/h, before its cast
-  localparam int CUT_UMULT = (CUTS >> 8) & 1;   // the update products g*B
-  localparam int CUT_UFULL = (CUTS >> 9) & 1;   // the update difference, before its cast
-  localparam int CUT_SCALE = (CUTS >> 10) & 1;  // the grid's scaled offset, before the clamp
-  localparam int CUT_ROUND = (CUTS >> 11) & 1;  // inside every cast, after the rounding
-  localparam int CUT_FORWARD = (CUTS >> 12) & 1;  // no register: the bank read joins the overlapped front, forwarding
-  localparam int CUT_ROWS = (CUTS >> 13) & 1;     // the basis rows alone, beside the bank read (not with CUT_FORWARD)
+  `include "kan_cuts.svh"
 
   function automatic int width_of(input int n);
     width_of = WIDTHS[16*n+:16];
-  endfunction
-  function automatic int levels_of(input int terms);  // $clog2
-    levels_of = 0;
-    while ((1 << levels_of) < terms) levels_of = levels_of + 1;
-  endfunction
-  function automatic int tree_regs(input int terms);  // adder_tree's registers on a path
-    tree_regs = (TREE_SPLIT > 0 && levels_of(terms) > 0) ? (levels_of(terms) - 1) / TREE_SPLIT : 0;
   endfunction
   // the scale register of layer l: none where the grid offset comes from the previous layer's cast
   function automatic int scale_regs(input int l);
     scale_regs = (l > 0 && FOLD_GRID != 0) ? 0 : CUT_SCALE;
   endfunction
-  // registers from layer l's input to its forward output (before REG_F)
-  function automatic int forward_regs(input int l);
-    // the products wait for the later of the bank word (CUT_READ) and the basis rows (CUT_ROWS)
-    forward_regs = scale_regs(l) + CUT_GRID + CUT_DECODE + ((CUT_READ > CUT_ROWS) ? CUT_READ : CUT_ROWS) + CUT_MULT
-                   + tree_regs(width_of(l) * P) + CUT_SUM + CUT_ROUND;
-  endfunction
-  // the cycle in which layer l's input is ready (l = N_LAYERS: the last layer's output, after REG_F)
-  function automatic int input_ready(input int l);
-    input_ready = 0;
-    for (int q = 0; q < l; q++) input_ready = input_ready + forward_regs(q) + (PIPE[q] ? 1 : 0);
-  endfunction
-  // the cycle in which the gradient at layer l's outputs is ready
-  function automatic int grad_ready(input int l);
-    // the fused error has its round register in the forward cast (counted there); otherwise its own cast's
-    grad_ready = input_ready(N_LAYERS) + ((FUSE_ERROR != 0) ? 0 : CUT_ROUND) + CUT_ERR;
-    for (int q = N_LAYERS - 1; q > l; q--)
-      grad_ready = grad_ready + CUT_GMULT + tree_regs(width_of(q + 1)) + CUT_GSUM + CUT_ROUND + (PIPE[2*N_LAYERS-1-q] ? 1 : 0);
+  function automatic int popcount(input logic [63:0] v);
+    popcount = 0;
+    for (int b = 0; b < 64; b++) popcount = popcount + (v[b] ? 1 : 0);
   endfunction
 
-  localparam int PRED_STAGE = input_ready(N_LAYERS - 1) + forward_regs(N_LAYERS - 1);
-  localparam int N_STAGES = 1 + grad_ready(0) + CUT_UMULT + CUT_UFULL + CUT_ROUND;
-  // Layer 0's grid coordinate, basis ROM read and (with CUT_FORWARD) bank read are a pipeline of
-  // the input alone (the bank read forwarding this sample's write, kan_layer READ_IN_FRONT), so the next sample
-  // runs through them while this one finishes: II = N_STAGES - N_FRONT (online_control), at
-  // most half the stages. When the overlap is cut short of the read register, the next sample
-  // reads the banks after the commit and nothing needs forwarding.
-  localparam int FRONT_REGS = CUT_SCALE + CUT_GRID + CUT_DECODE + CUT_READ * CUT_FORWARD;
-  localparam int N_FRONT = (2 * FRONT_REGS <= N_STAGES) ? FRONT_REGS : N_STAGES - FRONT_REGS;
-  localparam int READ_IN_FRONT = (CUT_READ * CUT_FORWARD != 0 && N_FRONT == FRONT_REGS) ? 1 : 0;
+  // The stage parameters come from the emitter; what must hold between them and the registers
+  // is checked here, at elaboration: every phase register is a stage of its own, the prediction
+  // comes no earlier than the overlapped front and before the commit, the front is at most half
+  // the stages, and only a forwarding bank read can end the front.
+  if (N_STAGES < 1 + popcount(PIPE) || PRED_STAGE < N_FRONT || PRED_STAGE >= N_STAGES || N_FRONT < 0
+      || 2 * N_FRONT > N_STAGES || READ_IN_FRONT < 0 || READ_IN_FRONT > 1
+      || (READ_IN_FRONT != 0 && CUT_READ * CUT_FORWARD == 0)) begin : g_bad_stages
+    $error("kan_online: N_STAGES=%0d PRED_STAGE=%0d N_FRONT=%0d READ_IN_FRONT=%0d do not fit PIPE/CUTS",
+           N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT);
+  end
   // the overflow flags of a layer (kan_layer's ovf_y, ovf_back, ovf_upd) and where they sit in sat_flags
   function automatic int layer_flags(input int l);
     layer_flags = width_of(l + 1) * (1 + width_of(l) + width_of(l) * P) + width_of(l);

@@ -21,23 +21,52 @@ from codesign.fpga.kinds import fpga_kind
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "FORWARD", "Pipeline", "PipelineChoice", "parse_pipeline", "resolve_pipeline",
-           "pipeline_mask", "pipeline_timing", "kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_front_stages", "kan_read_in_front"]
+           "pipeline_mask", "pipeline_timing", "kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_front_stages", "kan_read_in_front",
+           "StageStructure", "kan_stage_structure", "cut_header", "CUT_HEADER", "FORWARD_BIT"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
 
-# CUTS bit CUT_BITS[name] is the register `name` in rtl/kan_online.sv (CUT_GRID, ...).
-CUT_BITS = {"grid": 0, "decode": 1, "read": 2, "mult": 3, "sum": 4, "err": 5, "gmult": 6, "gsum": 7, "umult": 8,
-            "ufull": 9, "scale": 10, "round": 11,
-            # the basis rows alone, beside the bank read: the ROM, its rotation and the bank read share one stage
-            "rows": 13}
+# The registers inside the phases: CUTS bit CUT_BITS[name] is the register CUT_<NAME> of the KAN
+# RTL, and what it holds. rtl/kan_cuts.svh is rendered from this table (cut_header); nothing
+# else in the RTL spells a bit position.
+_CUTS: tuple[tuple[str, int, str], ...] = (
+    ("grid", 0, "the grid coordinate"),
+    ("decode", 1, "the basis ROM read, rotation and bank address"),
+    ("read", 2, "the coefficient bank read"),
+    ("mult", 3, "the forward products (B*c, D*c)"),
+    ("sum", 4, "the forward sums, before their cast"),
+    ("err", 5, "the error, after its cast"),
+    ("gmult", 6, "the backward products g*dphi"),
+    ("gsum", 7, "the backward sum times 1/h, before its cast"),
+    ("umult", 8, "the update products g*B"),
+    ("ufull", 9, "the update difference, before its cast"),
+    ("scale", 10, "the grid's scaled offset, before the clamp"),
+    ("round", 11, "inside every cast, after the rounding"),
+    # the ROM, its rotation and the bank read otherwise share one stage
+    ("rows", 13, "the basis rows alone, beside the bank read (not with FORWARD)"),
+)
+CUT_BITS = {name: bit for name, bit, _ in _CUTS}
 CUT_NAMES = tuple(CUT_BITS)
 ALL_CUTS = sum(1 << bit for bit in CUT_BITS.values())
 # CUTS bit 12 is no register: it puts layer 0's bank read register in the front that the next
 # sample overlaps, with read-after-write forwarding (rtl/kan_layer.sv READ_IN_FRONT). Opt-in:
 # the select it adds before the forward multipliers costs them their DSP input register in
 # Yosys, which the analytic model does not describe, so `auto` does not place it.
-FORWARD = 1 << 12
+FORWARD_BIT = 12
+FORWARD = 1 << FORWARD_BIT
 DEEP_TREE_SPLIT = 2
+CUT_HEADER = "kan_cuts.svh"
+
+
+def cut_header() -> str:
+    """The text of rtl/kan_cuts.svh: one CUT_<NAME> localparam per CUTS bit, for the modules that take CUTS."""
+    rows = list(_CUTS)
+    rows.append(("forward", FORWARD_BIT, "no register: the bank read joins the overlapped front, forwarding"))
+    lines = ["// The CUTS bits, rendered by codesign from codesign.fpga.pipeline.CUT_BITS (edit that table, not this file).",
+             "// `include it inside a module that has the parameter CUTS."]
+    lines += [f"localparam int CUT_{name.upper()} = (CUTS >> {bit}) & 1;  // {what}"
+              for name, bit, what in sorted(rows, key=lambda row: row[1])]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -211,6 +240,36 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     return {"prediction": prediction, "write": grad + c("umult") + c("ufull") + c("round")}
 
 
+@dataclass(frozen=True)
+class StageStructure:
+    """The KAN core's cycle structure for one placement: computed here, passed to rtl/kan_online.sv as parameters.
+
+    ``n_stages`` cycles from acceptance to the commit, the prediction ready at the end of stage
+    ``pred_stage``, the next sample accepted ``n_front`` cycles before the commit, and
+    ``read_in_front`` when layer 0's bank read register is the front's last (it forwards the write).
+    """
+
+    n_stages: int
+    pred_stage: int
+    n_front: int
+    read_in_front: bool
+
+    def sv_parameters(self) -> dict[str, int]:
+        """The core's parameters N_STAGES, PRED_STAGE, N_FRONT and READ_IN_FRONT."""
+        return {"N_STAGES": self.n_stages, "PRED_STAGE": self.pred_stage, "N_FRONT": self.n_front,
+                "READ_IN_FRONT": int(self.read_in_front)}
+
+
+def kan_stage_structure(spec: KANSpec, pipe: Pipeline) -> StageStructure:
+    """Stages, prediction stage, overlapped front and the front's bank read of a KAN placement (the one place they are counted)."""
+    at = kan_arrivals(spec, pipe)
+    stages = at["write"] + 1
+    regs = _front_registers(pipe)
+    front = kan_front_stages(pipe, stages)
+    return StageStructure(n_stages=stages, pred_stage=at["prediction"], n_front=front,
+                          read_in_front=bool(pipe.cut("read") & pipe.forward) and front == regs)
+
+
 def kan_front_stages(pipe: Pipeline, stages: int) -> int:
     """Stages of layer 0's front (grid, basis ROM, bank read) that the next sample overlaps (rtl/kan_online.sv N_FRONT).
 
@@ -229,7 +288,7 @@ def _front_registers(pipe: Pipeline) -> int:
 
 def kan_read_in_front(spec: KANSpec, pipe: Pipeline) -> bool:
     """Whether the next sample's bank read is registered at this sample's commit edge and forwards it (rtl/kan_online.sv READ_IN_FRONT)."""
-    return bool(pipe.cut("read") & pipe.forward) and pipeline_timing(spec, pipe)["overlap_stages"] == _front_registers(pipe)
+    return kan_stage_structure(spec, pipe).read_in_front
 
 
 def pipeline_timing(spec: KANSpec | MLPSpec, pipeline: int | Pipeline) -> dict[str, int]:
@@ -243,9 +302,8 @@ def pipeline_timing(spec: KANSpec | MLPSpec, pipeline: int | Pipeline) -> dict[s
     pipe = resolve_pipeline(spec, pipeline)
     front = 0
     if fpga_kind(spec).phase_cuts:  # the KAN core: arrivals through the cuts inside its phases
-        at = kan_arrivals(cast(KANSpec, spec), pipe)
-        stages, pred_stage = at["write"] + 1, at["prediction"]
-        front = kan_front_stages(pipe, stages)
+        structure = kan_stage_structure(cast(KANSpec, spec), pipe)
+        stages, pred_stage, front = structure.n_stages, structure.pred_stage, structure.n_front
     else:
         n_layers = len(spec.layer_shapes)
         stages = 1 + bin(pipe.phases).count("1")

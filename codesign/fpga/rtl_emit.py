@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -33,10 +33,13 @@ from codesign.fixed import FixedType
 from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
 from codesign.fpga.kinds import FpgaKind, fpga_kind
 from codesign.fpga.pipeline import (
+    CUT_HEADER,
     PIPELINES,
     Pipeline,
+    cut_header,
     kan_bank_geometry,
     kan_folds,
+    kan_stage_structure,
     parse_pipeline,
     pipeline_mask,
     pipeline_timing,
@@ -98,6 +101,7 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii
     if kind.phase_cuts:
         params["CUTS"] = pipe.cuts
         params["TREE_SPLIT"] = pipe.tree_split
+        params.update(kan_stage_structure(cast(KANSpec, spec), pipe).sv_parameters())
     return params
 
 
@@ -314,6 +318,8 @@ def emit_rtl(
     library = rtl_dir()
     for name in kind.rtl_library:
         shutil.copyfile(library / name, out_dir / name)
+    if kind.phase_cuts:  # the CUT_* definitions, rendered from CUT_BITS
+        (out_dir / CUT_HEADER).write_text(cut_header())
     learner = make_learner(spec, seed=seed, initial=initial)
     if initial is not None:
         np.savez(out_dir / INITIAL_STATE, *[np.asarray(c, dtype=np.int64) for c in initial])

@@ -42,7 +42,8 @@ BIN_KEEP = 32  # models kept (least recently used dropped); one is about a megab
 _BIN_INFO = "build.json"
 # What every build passes besides the caller's flags, and what _Verilator._build_command puts in place of the
 # runner's --public-flat-rw: both part of every key.
-_BASE_ARGS = ("-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast")
+# An elaboration-time $error (rtl/kan_online.sv's check of its stage parameters) stops the build.
+_BASE_ARGS = ("-Wno-fatal", "-Werror-USERERROR", "--x-assign", "fast", "--x-initial", "fast")
 _PUBLIC_ARGS = ("--public-depth", "1")
 _STALE_BUILD_S = 24 * 3600.0  # a build folder this old was left by a process that died
 _INCLUDE_SUFFIXES = (".sv", ".svh", ".v", ".vh")

@@ -123,6 +123,10 @@ module kan_online_axi #(
       .PIPE(64'd6),
       .CUTS(9053),
       .TREE_SPLIT(2),
+      .N_STAGES(16),
+      .PRED_STAGE(10),
+      .N_FRONT(1),
+      .READ_IN_FRONT(0),
       .MEM_DIR(MEM_DIR),
       .HOST_PORT(1)
   ) u_core (

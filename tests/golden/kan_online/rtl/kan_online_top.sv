@@ -65,6 +65,10 @@ module kan_online_top #(
       .PIPE(64'd6),
       .CUTS(9053),
       .TREE_SPLIT(2),
+      .N_STAGES(16),
+      .PRED_STAGE(10),
+      .N_FRONT(1),
+      .READ_IN_FRONT(0),
       .MEM_DIR(MEM_DIR)
   ) u_core (
       .ap_clk(ap_clk), .ap_rst(ap_rst), .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle),
