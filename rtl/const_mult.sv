@@ -23,7 +23,7 @@ module const_mult #(
         for (int b = 0; b < 31; b++) if ((C >> b) & 1) y = y + (W_Y'(x) <<< b);
       end
     end else begin : g_multiply
-      assign y = W_Y'(x) * $signed({1'b0, W_Y'(C)});
+      assign y = W_Y'(x) * W_Y'(C);  // C < 2^(W_Y-1): positive as a signed W_Y-bit value
     end
   endgenerate
 endmodule

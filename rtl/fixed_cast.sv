@@ -80,19 +80,19 @@ module fixed_cast #(
       localparam logic [W_V:0] HALF_M1 = (ONE_V << (DROP - 1)) - ONE_V;
       localparam logic [W_V:0] ALL_DROPPED = (ONE_V << DROP) - ONE_V;
       logic signed [W_V:0] ve, bias, biased;
-      logic negative, ci;
+      logic v_neg, ci;
       assign ve = (W_V + 1)'(v);  // sign extension, one bit of headroom for the bias
-      assign negative = ve[W_V];
+      assign v_neg = ve[W_V];
       always_comb begin
         bias = HALF_M1;
         ci = 1'b0;
         case (QMODE)
           0: ci = 1'b1;                                     // AP_RND
-          1: ci = negative;                                 // AP_RND_ZERO
+          1: ci = v_neg;                                 // AP_RND_ZERO
           2: ci = 1'b0;                                     // AP_RND_MIN_INF
-          3: ci = ~negative;                                // AP_RND_INF
+          3: ci = ~v_neg;                                // AP_RND_INF
           4: ci = ve[DROP];                                 // AP_RND_CONV
-          6: bias = negative ? ALL_DROPPED : '0;            // AP_TRN_ZERO
+          6: bias = v_neg ? ALL_DROPPED : '0;            // AP_TRN_ZERO
           default: bias = '0;                               // AP_TRN
         endcase
       end

@@ -34,16 +34,19 @@ module kan_bank #(
 
   initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);
 
+  // the writes below are `always @(posedge clk)`, not always_ff: the initial $readmemh also writes
+  // mem, and IEEE 1800 (9.2.2.4) allows an always_ff variable no other writer
+
   assign rdata = mem[raddr];
   if (HOST_PORT != 0) begin : g_host
     logic [W_ADDR-1:0] port_addr;
     assign port_addr = host_mode ? host_addr : waddr;
-    always_ff @(posedge clk) begin
+    always @(posedge clk) begin
       if (we || host_we) mem[port_addr] <= host_mode ? host_wdata : wdata;
     end
     assign host_rdata = mem[port_addr];
   end else begin : g_no_host
-    always_ff @(posedge clk) begin
+    always @(posedge clk) begin
       if (we) mem[waddr] <= wdata;
     end
     assign host_rdata = '0;

@@ -92,7 +92,11 @@ module kan_decode #(
     );
 
     assign rot = LOG2P'(cell_idx);
-    assign qbase = cell_idx >> LOG2P;
+    if (W_CELL > LOG2P) begin : g_qbase
+      assign qbase = cell_idx >> LOG2P;
+    end else begin : g_qbase_zero  // every cell is below P: one word per bank
+      assign qbase = '0;
+    end
 
     for (genvar b = 0; b < P; b++) begin : g_bank
       logic [LOG2P-1:0] j;

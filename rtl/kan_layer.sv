@@ -149,6 +149,12 @@ module kan_layer #(
 
   // ---------------------------------------------------------------- banks
   logic [N_IN*P*W_WORD-1:0] wdata;
+  // what u_reg_hold (below, after F) holds for B and U; declared before the banks, whose write uses it
+  logic [N_IN*P*W_B-1:0] bb_h;
+  logic [N_IN*P*W_BADDR-1:0] baddr_h;
+  logic [N_IN*P-1:0] used_h;
+  logic [N_IN-1:0] clamped_h;
+  logic [N_IN*P*W_WORD-1:0] rdata_h;
   for (genvar i = 0; i < N_IN; i++) begin : g_input
     for (genvar b = 0; b < P; b++) begin : g_bank
       kan_bank #(
@@ -265,39 +271,39 @@ module kan_layer #(
         // LD = max(lo_act - y, ceil(lo_err / 2^AE)), HD = min(hi_act - y, floor(hi_err / 2^AE))), so one select
         // follows the chains. The bounds are registered with the target (TARGET_REG).
         localparam int AE = F_ERR - F_ACT;
-        localparam int W_T = W_ACT + AE + 4;
-        localparam logic signed [W_T-1:0] LO_E = W_T'(E_MIN);
-        localparam logic signed [W_T-1:0] HI_E = W_T'(E_MAX);
-        localparam logic signed [W_T-1:0] CE_LO = -((-LO_E) >>> AE);  // ceil(lo_err / 2^AE)
-        localparam logic signed [W_T-1:0] FE_HI = HI_E >>> AE;        // floor(hi_err / 2^AE)
+        localparam int W_TB = W_ACT + AE + 4;
+        localparam logic signed [W_TB-1:0] LO_E = W_TB'(E_MIN);
+        localparam logic signed [W_TB-1:0] HI_E = W_TB'(E_MAX);
+        localparam logic signed [W_TB-1:0] CE_LO = -((-LO_E) >>> AE);  // ceil(lo_err / 2^AE)
+        localparam logic signed [W_TB-1:0] FE_HI = HI_E >>> AE;        // floor(hi_err / 2^AE)
         // With ny = -y each bound is a comparison of ny with a constant beside one constant addition, then a select:
         //   n_lt = ny - LD = ny > K1 ? -lo_act : ny - CE_LO        (K1 = CE_LO - lo_act)
         //   n_gt = ny - HD - 1 = ny < K2 ? -hi_act - 1 : ny - FE_HI - 1   (K2 = FE_HI - hi_act)
         //   LX = ny > K3 ? (lo_act + ny) 2^AE : lo_err     (K3 = floor(lo_err / 2^AE) - lo_act)
         //   HX = ny < K4 ? (hi_act + ny) 2^AE : hi_err     (K4 = ceil(hi_err / 2^AE) - hi_act)
-        localparam logic signed [W_T-1:0] K1 = CE_LO - W_T'(LIM_LO);
-        localparam logic signed [W_T-1:0] K2 = FE_HI - W_T'(LIM_HI);
-        localparam logic signed [W_T-1:0] K3 = (LO_E >>> AE) - W_T'(LIM_LO);
-        localparam logic signed [W_T-1:0] K4 = -((-HI_E) >>> AE) - W_T'(LIM_HI);
-        logic signed [W_T-1:0] ny, lx, hx, n_lt_d, n_gt_d;
-        logic signed [W_T-1:0] n_lt, n_gt;
+        localparam logic signed [W_TB-1:0] K1 = CE_LO - W_TB'(LIM_LO);
+        localparam logic signed [W_TB-1:0] K2 = FE_HI - W_TB'(LIM_HI);
+        localparam logic signed [W_TB-1:0] K3 = (LO_E >>> AE) - W_TB'(LIM_LO);
+        localparam logic signed [W_TB-1:0] K4 = -((-HI_E) >>> AE) - W_TB'(LIM_HI);
+        logic signed [W_TB-1:0] ny, lx, hx, n_lt_d, n_gt_d;
+        logic signed [W_TB-1:0] n_lt, n_gt;
         logic [W_ERR-1:0] lx_q, hx_q;
-        assign ny = W_T'($signed(neg_target[o*(W_ACT+1)+:W_ACT+1]));
-        assign n_lt_d = (ny > K1) ? -W_T'(LIM_LO) : ny - CE_LO;
-        assign n_gt_d = (ny < K2) ? -W_T'(LIM_HI) - W_T'(1) : ny - FE_HI - W_T'(1);
-        assign lx = (ny > K3) ? ((W_T'(LIM_LO) + ny) <<< AE) : LO_E;
-        assign hx = (ny < K4) ? ((W_T'(LIM_HI) + ny) <<< AE) : HI_E;
-        pipe_reg #(.W(2 * W_T + 2 * W_ERR), .ON(TARGET_REG)) u_bounds_reg (
+        assign ny = W_TB'($signed(neg_target[o*(W_ACT+1)+:W_ACT+1]));
+        assign n_lt_d = (ny > K1) ? -W_TB'(LIM_LO) : ny - CE_LO;
+        assign n_gt_d = (ny < K2) ? -W_TB'(LIM_HI) - W_TB'(1) : ny - FE_HI - W_TB'(1);
+        assign lx = (ny > K3) ? ((W_TB'(LIM_LO) + ny) <<< AE) : LO_E;
+        assign hx = (ny < K4) ? ((W_TB'(LIM_HI) + ny) <<< AE) : HI_E;
+        pipe_reg #(.W(2 * W_TB + 2 * W_ERR), .ON(TARGET_REG)) u_bounds_reg (
             .clk(clk), .d({n_lt_d, n_gt_d, lx[W_ERR-1:0], hx[W_ERR-1:0]}), .q({n_lt, n_gt, lx_q, hx_q})
         );
         logic signed [W_YG-1:0] below_lo, above_hi;
         fixed_cast #(
             .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
-            .W_NOFF(W_T), .W_MINUS(W_YG)
+            .W_NOFF(W_TB), .W_MINUS(W_YG)
         ) u_lt (.clk(clk), .v(acc_r), .q(), .overflow(), .negative(), .fit_terms(), .neg_offset(n_lt), .minus(below_lo));
         fixed_cast #(
             .W_IN(W_ACC), .SHIFT(F_B + F_COEF - F_ACT), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT), .CUT(CUT_ROUND),
-            .W_NOFF(W_T), .W_MINUS(W_YG)
+            .W_NOFF(W_TB), .W_MINUS(W_YG)
         ) u_gt (.clk(clk), .v(acc_r), .q(), .overflow(), .negative(), .fit_terms(), .neg_offset(n_gt), .minus(above_hi));
         assign err_now[o*W_ERR+:W_ERR] = below_lo[W_YG-1] ? lx_q : (!above_hi[W_YG-1] ? hx_q : W_ERR'(d_fit <<< AE));
       end else begin : g_select
@@ -338,7 +344,7 @@ module kan_layer #(
         pipe_reg #(.W(W_DACC), .ON(CUT_SUM)) u_cut_dacc (.clk(clk), .d(dacc), .q(dacc_r));
         fixed_cast #(
             .W_IN(W_DACC), .SHIFT(F_D + F_COEF - F_DPHI), .W_OUT(W_DPHI), .SIGNED(1), .QMODE(Q_DPHI), .OMODE(O_DPHI), .CUT(CUT_ROUND)
-        ) u_dphi (.clk(clk), .v(dacc_r), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]), .overflow(ovf_dphi[o*N_IN+i]));
+        ) u_dphi (.clk(clk), .neg_offset(1'b0), .v(dacc_r), .q(dphi[(o*N_IN+i)*W_DPHI+:W_DPHI]), .overflow(ovf_dphi[o*N_IN+i]));
       end
     end else begin : g_no_dphi
       assign dphi[o*N_IN*W_DPHI+:N_IN*W_DPHI] = '0;
@@ -352,11 +358,6 @@ module kan_layer #(
   pipe_reg #(.W(N_OUT * W_YG), .ON(REG_F * GRID_NEXT)) u_reg_y_grid (.clk(clk), .d(y_grid_now), .q(y_grid));
   pipe_reg #(.W(N_OUT * W_ERR), .ON(REG_F * FUSE_ERROR)) u_reg_err (.clk(clk), .d(err_now), .q(err));
   pipe_reg #(.W(N_OUT * N_IN * W_DPHI), .ON(REG_F * HAS_BACKWARD)) u_reg_dphi (.clk(clk), .d(dphi), .q(dphi_h));
-  logic [N_IN*P*W_B-1:0] bb_h;
-  logic [N_IN*P*W_BADDR-1:0] baddr_h;
-  logic [N_IN*P-1:0] used_h;
-  logic [N_IN-1:0] clamped_h;
-  logic [N_IN*P*W_WORD-1:0] rdata_h;
   pipe_reg #(.W(N_IN * P * (W_B + W_BADDR + 1 + W_WORD) + N_IN), .ON(REG_F)) u_reg_hold (
       .clk(clk), .d({bb_s, baddr_s, used_s, rdata_r, clamped_s}), .q({bb_h, baddr_h, used_h, rdata_h, clamped_h})
   );
@@ -381,7 +382,7 @@ module kan_layer #(
       pipe_reg #(.W(W_T), .ON(CUT_GSUM)) u_cut_t (.clk(clk), .d(t), .q(t_r));
       fixed_cast #(
           .W_IN(W_T), .SHIFT(F_G + F_DPHI + INV_H_FRAC - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR), .CUT(CUT_ROUND)
-      ) u_grad (.clk(clk), .v(t_r), .q(cast_t), .overflow(ovf_grad));
+      ) u_grad (.clk(clk), .neg_offset(1'b0), .v(t_r), .q(cast_t), .overflow(ovf_grad));
       // the clamp is part of the function: a clamped input has derivative zero
       assign g_in_now[i*W_GR+:W_GR] = clamped_h[i] ? '0 : cast_t;
       assign ovf_back[N_OUT*N_IN+i] = ovf_grad && !clamped_h[i];
@@ -420,7 +421,7 @@ module kan_layer #(
         pipe_reg #(.W(W_FULL), .ON(CUT_UFULL)) u_cut_full (.clk(clk), .d(full), .q(full_r));
         fixed_cast #(
             .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF), .CUT(CUT_ROUND)
-        ) u_coef (.clk(clk), .v(full_r), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]), .overflow(ovf_coef));
+        ) u_coef (.clk(clk), .neg_offset(1'b0), .v(full_r), .q(wdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]), .overflow(ovf_coef));
         assign ovf_upd[(i*P+b)*N_OUT+o] = ovf_coef && used_h[i*P+b];
       end
     end

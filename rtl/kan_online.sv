@@ -109,7 +109,7 @@ module kan_online #(
   `include "kan_cuts.svh"
 
   function automatic int width_of(input int n);
-    width_of = WIDTHS[16*n+:16];
+    width_of = int'(WIDTHS[16*n+:16]);
   endfunction
   // the scale register of layer l: none where the grid offset comes from the previous layer's cast
   function automatic int scale_regs(input int l);
@@ -252,6 +252,14 @@ module kan_online #(
     logic [NO-1:0] ovf_y;
     logic [NO*NI+NI-1:0] ovf_back;
     logic [NI*P*NO-1:0] ovf_upd;
+    // the target's negation reaches the last layer only (there NO == N_OUT); a select of ny_now in a
+    // layer that is not the last would be out of range, which a strict elaborator refuses even unused
+    logic [NO*(W_ACT+1)-1:0] neg_target_l;
+    if (IS_LAST != 0) begin : g_target
+      assign neg_target_l = ny_now;
+    end else begin : g_no_target
+      assign neg_target_l = '0;
+    end
 
     // layer 0 needs no derivative ROM: it passes no gradient back
     kan_decode #(
@@ -296,7 +304,7 @@ module kan_online #(
         .y(acts[(l+1)*ACT_SLOT+:NO*W_ACT]),
         .y_comb(y_comb),
         .y_grid(ygs[(l+1)*YG_SLOT+:NO*W_YG]),
-        .neg_target((IS_LAST != 0) ? ny_now[0+:NO*(W_ACT+1)] : '0),
+        .neg_target(neg_target_l),
         .err(err_l),
         .ovf_err(ovf_err_l),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),

@@ -80,7 +80,7 @@ module mlp_layer #(
     end
     fixed_cast #(
         .W_IN(W_ACC), .SHIFT(F_COEF), .W_OUT(W_ACT), .SIGNED(1), .QMODE(Q_ACT), .OMODE(O_ACT)
-    ) u_z (.clk(1'b0), .v(acc), .q(z), .overflow(ovf_z[o]));
+    ) u_z (.clk(1'b0), .neg_offset(1'b0), .v(acc), .q(z), .overflow(ovf_z[o]));
     assign z_now[o*W_ACT+:W_ACT] = z;
     if (HAS_ACT == 0) begin : g_linear
       assign y_now[o*W_ACT+:W_ACT] = z;
@@ -142,7 +142,7 @@ module mlp_layer #(
       end
       fixed_cast #(
           .W_IN(W_S), .SHIFT(F_G + F_COEF - F_GR), .W_OUT(W_GR), .SIGNED(1), .QMODE(Q_GR), .OMODE(O_GR)
-      ) u_grad (.clk(1'b0), .v(s), .q(g_in_now[i*W_GR+:W_GR]), .overflow(ovf_grad[i]));
+      ) u_grad (.clk(1'b0), .neg_offset(1'b0), .v(s), .q(g_in_now[i*W_GR+:W_GR]), .overflow(ovf_grad[i]));
     end
   end else begin : g_no_backward
     assign g_in_now = '0;
@@ -172,8 +172,8 @@ module mlp_layer #(
                   - (W_FULL'(gx) <<< (F_FULL - F_DELTA));
       fixed_cast #(
           .W_IN(W_FULL), .SHIFT(F_FULL - F_COEF), .W_OUT(W_COEF), .SIGNED(1), .QMODE(Q_COEF), .OMODE(O_COEF)
-      ) u_coef (.clk(1'b0), .v(full), .q(new_row[i*W_COEF+:W_COEF]), .overflow(ovf_upd[o*(N_IN+1)+i]));
+      ) u_coef (.clk(1'b0), .neg_offset(1'b0), .v(full), .q(new_row[i*W_COEF+:W_COEF]), .overflow(ovf_upd[o*(N_IN+1)+i]));
     end
-    always_ff @(posedge clk) if (commit) rows[o] <= new_row;
+    always @(posedge clk) if (commit) rows[o] <= new_row;  // not always_ff: $readmemh also writes rows
   end
 endmodule

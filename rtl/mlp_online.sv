@@ -146,7 +146,7 @@ module mlp_online #(
     assign diff = (W_ACT + 1)'($signed(acts[N_LAYERS*ACT_SLOT+o*W_ACT+:W_ACT])) - (W_ACT + 1)'($signed(y_now[o*W_ACT+:W_ACT]));
     logic ovf_err;
     fixed_cast #(.W_IN(W_ACT + 1), .SHIFT(F_ACT - F_ERR), .W_OUT(W_ERR), .SIGNED(1), .QMODE(Q_ERR), .OMODE(O_ERR)) u_err (
-        .clk(1'b0), .v(diff), .q(grads[N_LAYERS*G_SLOT+o*W_ERR+:W_ERR]), .overflow(ovf_err)
+        .clk(1'b0), .neg_offset(1'b0), .v(diff), .q(grads[N_LAYERS*G_SLOT+o*W_ERR+:W_ERR]), .overflow(ovf_err)
     );
     assign sat_flags[flags_before(N_LAYERS)+o] = count_train && ovf_err;
   end
