@@ -116,6 +116,13 @@ def _gxx_version() -> str | None:
     return _first_line(out.stdout) if out and out.returncode == 0 else None
 
 
+def _clang_version() -> str | None:
+    """clang++'s version (Vitis HLS's front end is clang: the suite compiles the HLS C++ with it where installed)."""
+    exe = shutil.which("clang++")
+    out = _run([exe, "--version"]) if exe else None
+    return _first_line(out.stdout) if out and out.returncode == 0 else None
+
+
 def tool_versions() -> dict[str, str | None]:
     """Versions of everything codesign drives (None: not found); the tools are asked side by side."""
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -130,7 +137,9 @@ def tool_versions() -> dict[str, str | None]:
         "cocotb": _dist_version("cocotb"),
         "verilator": f"{verilator} ({where})" if verilator else None,
         "g++": gxx,
+        "clang++": _clang_version(),
         "yosys": yosys,
+        "pyslang": _dist_version("pyslang"),  # the strict SystemVerilog front end of the RTL lint (test extra)
         "hls4ml": _dist_version("hls4ml"),
         "keras": _dist_version("keras"),
         "hgq2": _dist_version("hgq2"),
@@ -158,7 +167,8 @@ def _check_csim() -> Check:
         run = _run([str(Path(tmp) / "t")])
     # 3.3 rounds to 3.3125 = 106 / 32: the header and g++ work together
     ok = run is not None and run.stdout.strip() == "106"
-    return Check("C-simulation (g++ + ap_fixed.h)", ok, f"{cxx}, headers in {headers}", "" if ok else "reinstall hls4ml")
+    note = "" if shutil.which("clang++") else "clang++ not found: the portability check of the HLS C++ is skipped (apt-get install clang)"
+    return Check("C-simulation (g++ + ap_fixed.h)", ok, f"{cxx}, headers in {headers}", "" if ok else "reinstall hls4ml", note)
 
 
 def _check_cosim(versions: dict[str, str | None]) -> Check:

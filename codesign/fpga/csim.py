@@ -19,7 +19,7 @@ from codesign.processes import ToolError, run_tool, run_tools
 from codesign.resources import cache_dir, copy_into_place
 
 __all__ = ["CsimError", "CsimResult", "find_compiler", "find_ap_types", "compile_csim", "cached_csim", "run_csim",
-           "parse_summary"]
+           "parse_summary", "compile_strict", "STRICT_FLAGS", "HLS_WARNING_KINDS"]
 
 # Fast enough to compile (ap_fixed templates are heavy at -O2) and to run 10^4-10^5 samples.
 OPT_LEVEL = "-O1"
@@ -29,6 +29,12 @@ PCH_INCLUDES = ("ap_fixed.h", "ap_int.h", "hls_stream.h", "cstdio", "fstream", "
 PCH_NAME = "codesign_csim.h"
 # Linked C-simulations kept for reuse (cache_dir()/csim-bin, newest first by use); a binary is a few MB.
 REUSE_KEEP = 64
+# The portability compile (compile_strict): every warning on, ap_types as system headers (their own warnings are the
+# vendor's). Only the kinds an HLS source has by design are expected: its pragmas, unknown to a C++ compiler, and the
+# labels it puts on loops for the HLS reports, which nothing jumps to.
+STRICT_FLAGS = ("-Wall", "-Wextra")
+HLS_WARNING_KINDS = ("unknown-pragmas", "unused-label")
+_WARNING = re.compile(r"warning: .*\[-W([\w+-]+)[^\]]*\]$")
 _SUMMARY = re.compile(
     r"csim: samples=(\d+) prediction_mismatches=(\d+) state_values=(\d+) state_mismatches=(\d+) result=(PASS|FAIL)"
 )
@@ -285,3 +291,34 @@ def run_csim(binary: Path, tb_data: Path, timeout_s: float = 600.0, log_name: st
         raise CsimError("C-simulation", f"exit status {proc.returncode} ({last[0]})", log)
     samples, pred, values, state, passed = parse_summary(proc.stdout)
     return CsimResult(samples, pred, values, state, passed and proc.returncode == 0, seconds)
+
+
+def compile_strict(project: Path, learner: str, compiler: str, ap_types: Path) -> tuple[Path, dict[str, int]]:
+    """Compile and link the C-simulation with STRICT_FLAGS (no cache) into csim-strict/; returns the binary and the
+    count of each warning kind (the -W name) the compiler gave for the project's own sources."""
+    build = project / "csim-strict"
+    build.mkdir(exist_ok=True)
+    flags = [OPT_LEVEL, "-std=c++14", "-isystem", str(ap_types), f"-I{project / 'firmware'}", *STRICT_FLAGS]
+    sources = [project / "tb" / f"{learner}_test.cpp", project / "firmware" / f"{learner}.cpp"]
+    objects = [build / (src.stem + ".o") for src in sources]
+    binary = build / f"{learner}_csim"
+    log = build / "compile.log"
+    tool = Path(compiler).name
+    try:
+        results = run_tools([[compiler, *flags, "-c", str(src), "-o", str(o)] for src, o in zip(sources, objects)], tool=tool,
+                            log=log)
+        if all(r.returncode == 0 for r in results):
+            results.append(run_tool([compiler, *map(str, objects), "-o", str(binary)], tool=tool, log=log))
+    except ToolError as exc:
+        raise CsimError(exc.tool, exc.cause, exc.log) from None
+    text = "".join(r.stdout + r.stderr for r in results)
+    log.write_text(text)
+    if any(r.returncode for r in results) or not binary.is_file():
+        first = next((ln for ln in text.splitlines() if "error" in ln), "see the log")
+        raise CsimError(tool, f"the C-simulation did not compile: {first.strip()}", log)
+    kinds: dict[str, int] = {}
+    for line in text.splitlines():
+        m = _WARNING.search(line)
+        if m:
+            kinds[m.group(1)] = kinds.get(m.group(1), 0) + 1
+    return binary, kinds
