@@ -53,6 +53,9 @@ DEFAULT_ROWS = [
     ("qer-plain", 4), ("qer-scaled", 4), ("srr", 4),
 ]
 _QER = ("qer-plain", "qer-scaled", "srr")
+# rows whose grid is KMeansConfig's default; those measured before it had zero points (symmetric levels) lack the key
+_KMEANS_GRID = ("kmeans", *_QER)
+KMEANS_GRID = "zero-point"
 
 
 class KMeansMemo:
@@ -210,7 +213,8 @@ def _label(r: dict) -> str:
         guard = r.get("guard_objective", r["model_guard"])  # (rows of the first runs stored True and the objective apart)
         options = ", ".join(filter(None, (options, f"model-guarded on {guard.upper()}")))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
-    return r["method"] + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
+    grid = " (zero point)" if r.get("kmeans_grid") == KMEANS_GRID and r["method"] == "kmeans" else ""
+    return r["method"] + grid + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 
 def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budget, spec: MethodSpec,
@@ -220,6 +224,8 @@ def _same_row(d: dict, model: str, method: str, bits: int, blocks, budget: Budge
                  if model != "minilm" else metric.get("n_sentences") == budget.eval_sentences)
     name, _, extra = method.partition("+")
     if (name == "hqq") != (d["method"] == "hqq") or d.get("hqq_axis", 1) != hqq_axis:
+        return False
+    if name in _KMEANS_GRID and d.get("kmeans_grid") != KMEANS_GRID:
         return False
     return (d["model"] == model and d["method"] == name and bool(d.get("winq")) == (extra == "winq")
             and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
@@ -397,6 +403,8 @@ def main() -> int:
         report["reused_kmeans_seconds"] = memo.reused_seconds
         report["calib_tokens"] = budget.calib_tokens
         report["threads"] = torch.get_num_threads()
+        if method.partition("+")[0] in _KMEANS_GRID:
+            report["kmeans_grid"] = KMEANS_GRID
         done.append(report)
         append_row(args.out, report)
         print(table([report]).splitlines()[-1], flush=True)

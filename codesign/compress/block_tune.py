@@ -73,9 +73,17 @@ class TunedLinear(torch.nn.Module):
         n, k = weight.shape
         self.codes = unpack_codes(weight.packed, weight.bits, k).long()
         self.log_scale = torch.nn.Parameter(weight.scales.float().clamp(min=torch.finfo(torch.float16).tiny).log())
-        self.train_levels = weight.zeros is None and weight.codebook.dim() == 1
+        # per-layer levels train (k-means, with or without zero points); an integer grid's levels stay integers
+        self.train_levels = weight.codebook.dim() == 1 and (weight.zeros is None or weight.method.startswith("kmeans"))
+        # the zero points stay as stored; they shift each group's levels
+        self.offsets = (None if weight.zeros is None
+                        else weight.zeros.float().repeat_interleave(weight.group_size, dim=1))
+        # levels with zero points are stored in fractions of a level (0 .. 2**8); trained in units of half their
+        # span, as the symmetric levels in [-1, 1] are, so that a step size means the same for both
+        book_span = float(weight.codebook.float().max() - weight.codebook.float().min())
+        self.level_unit = book_span / 2 if weight.zeros is not None and book_span > 0 else 1.0
         if self.train_levels:
-            self.levels = torch.nn.Parameter(weight.codebook.float().clone())
+            self.levels = torch.nn.Parameter(weight.codebook.float().clone() / self.level_unit)
             self.fixed_units = None
         else:
             book = weight.codebook.float()
@@ -88,7 +96,11 @@ class TunedLinear(torch.nn.Module):
 
     def weight(self) -> torch.Tensor:
         """The dequantized weight [N, K] of the current scales and levels."""
-        units = self.levels[self.codes] if self.fixed_units is None else self.fixed_units
+        if self.fixed_units is not None:
+            units = self.fixed_units
+        else:
+            units = self.levels[self.codes] * self.level_unit
+            units = units if self.offsets is None else units - self.offsets
         return units * self.log_scale.exp().repeat_interleave(self.grid.group_size, dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -116,7 +128,7 @@ class TunedLinear(torch.nn.Module):
         buffers = {name: _stored(self.source, name) for name in ("scales", "codebook", "packed")}
         buffers["scales"].copy_(self.log_scale.exp().to(torch.float16))
         if self.train_levels:
-            book = self.levels.to(torch.float16)
+            book = (self.levels * self.level_unit).to(torch.float16)
             order = torch.argsort(book.float(), stable=True)
             rank = torch.empty_like(order)
             rank[order] = torch.arange(order.numel())

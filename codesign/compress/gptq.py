@@ -138,6 +138,8 @@ def weighted_codebook(weight: torch.Tensor, grid: ScalarQuantizedWeight, importa
     size, levels = grid.group_size, 1 << grid.bits
     scales = grid.scales.float().repeat_interleave(size, dim=1)
     units = weight.float() / scales
+    if grid.zeros is not None:  # levels live in code units: w / scale + zero point
+        units = units + grid.zeros.float().repeat_interleave(size, dim=1)
     mass = importance.float().clamp(min=0)[None, :] * scales * scales
     rows = n * (k // size) if grid.per_group_codebook else 1
     book = lloyd_max(units.reshape(rows, -1), levels, iterations, init=grid.codebook.float().reshape(rows, levels),

@@ -1,7 +1,21 @@
-"""Non-uniform (k-means / Lloyd–Max) scalar quantization with per-group absmax scaling."""
+"""Non-uniform (k-means / Lloyd–Max) scalar quantization with per-group scales and, by default, zero points.
+
+The default grid (`zero_point=True`) starts from asymmetric round to nearest: each group's [min, max]
+range, shrunk by the clip ratio of least squared error, gives an fp16 step and a uint8 zero point, and
+the levels are the integers 0..2**b - 1, so that start is AsymIntConfig's grid or better. Lloyd–Max then
+moves the levels (one codebook per layer by default), and rounds of exact block-coordinate descent refit
+codes, each group's step and zero point, and the levels: W = (codebook[code] - zero) * step. No step
+increases the weight's squared error, and the stored (fp16) result is kept only if it is no worse than
+the uniform start, so the grid's error never exceeds that of min-max round to nearest. The zero point is
+stored in 1/16 of a level at 4 bits (256 / 2**bits in general) in AsymInt's uint8, so the levels can span a
+group's range exactly at AsymInt's storage (`zero_point=True`). `zero_point=False` is the symmetric grid
+(absmax-normalized weights, no zero point, a quarter bit less storage at group 64); by default
+(`zero_point=None`) each layer keeps whichever of the two grids has the lower squared error.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -22,7 +36,12 @@ class KMeansConfig:
     group_size: weights per absmax scale along the input dimension; a multiple of 8 dividing K.
     codebook: "layer" (one codebook of 2**bits levels per matrix) or "group" (one per group).
     iterations: Lloyd iterations at most; they stop early once no code changes.
-    refits: rounds of refitting codes, group scales and levels to the weights after Lloyd.
+    refits: rounds of refitting codes, group scales (and zero points) and levels to the weights after Lloyd.
+    zero_point: None (the default): each layer keeps the grid of lower squared error of True and False; True:
+        asymmetric levels with a uint8 zero point per group, started from min-max round to nearest; False:
+        absmax-normalized symmetric levels without one.
+    clip_ratios: with zero_point, the candidate shrinks of each group's [min, max] range for the start
+        (the best per group wins; 1.0 must be among them, so the start is never worse than plain min-max).
     """
 
     bits: int = 4
@@ -30,11 +49,18 @@ class KMeansConfig:
     codebook: str = "layer"
     iterations: int = 25
     refits: int = 4
+    zero_point: bool | None = None
+    clip_ratios: tuple[float, ...] = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
         if self.codebook not in ("layer", "group"):
             raise ValueError(f"codebook must be 'layer' or 'group', got {self.codebook!r}")
+        if self.zero_point is not None and not isinstance(self.zero_point, bool):
+            raise ValueError(f"zero_point must be None, True or False, got {self.zero_point!r}")
+        if (not isinstance(self.clip_ratios, tuple) or 1.0 not in self.clip_ratios
+                or any(not isinstance(r, (int, float)) or not 0 < r <= 1 for r in self.clip_ratios)):
+            raise ValueError(f"clip_ratios must be a tuple of values in (0, 1] that includes 1.0, got {self.clip_ratios!r}")
         if self.iterations < 1:
             raise ValueError(f"iterations must be >= 1, got {self.iterations}")
         if self.refits < 0:
@@ -44,13 +70,14 @@ class KMeansConfig:
 def nearest_level(values: torch.Tensor, levels: torch.Tensor) -> torch.Tensor:
     """Index of the nearest of the sorted `levels` [G, C] for each of `values` [G, n] (int64)."""
     bounds = ((levels[:, 1:] + levels[:, :-1]) / 2).contiguous()
-    if values.numel() * bounds.shape[1] > (1 << 22):
+    if values.numel() * bounds.shape[1] > (1 << 22) and bounds.shape[1] > 15:
         return torch.searchsorted(bounds, values.contiguous())
-    # small problems: counting the bounds below each value beats searchsorted's fixed cost on CPU
-    codes = torch.zeros(values.shape, dtype=torch.long, device=values.device)
+    # small problems and codebooks of up to 16 levels: counting the bounds below each value (in uint8) beats
+    # searchsorted on CPU
+    codes = torch.zeros(values.shape, dtype=torch.uint8, device=values.device)
     for j in range(bounds.shape[1]):
         codes += values > bounds[:, j : j + 1]
-    return codes
+    return codes.long()
 
 
 def _quantile_init(values: torch.Tensor, n_levels: int) -> torch.Tensor:
@@ -147,6 +174,14 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
     check_weight(weight)
     n, k = weight.shape
     check_group_size(config.group_size, k)
+    if config.zero_point:
+        return _quantize_asymmetric(weight, config)
+    if config.zero_point is None:
+        # the grid of lower error: zero points, or the symmetric one (a quarter bit less storage at group 64)
+        asymmetric = _quantize_asymmetric(weight, config)
+        symmetric = quantize_kmeans(weight, dataclasses.replace(config, zero_point=False))
+        errors = [float(((q.dequantize() - weight.float()) ** 2).sum()) for q in (symmetric, asymmetric)]
+        return symmetric if errors[0] <= errors[1] else asymmetric
     groups = k // config.group_size
     per_layer = config.codebook == "layer"
     grouped = weight.float().reshape(n * groups, config.group_size)
@@ -177,3 +212,104 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
         shape=(n, k),
         method="kmeans",
     )
+
+
+def _stored_step(step: torch.Tensor, fine: int) -> torch.Tensor:
+    """The step as stored (fp16 of step / fine, times fine), 1 where that is not positive (a constant group)."""
+    stored = (step / fine).to(torch.float16).float() * fine
+    return torch.where(stored > 0, stored, torch.ones_like(stored))
+
+
+def _minmax_start(grouped: torch.Tensor, top: int, fine: int, ratios: tuple[float, ...]):
+    """Per group [R, 1]: step, zero point (a multiple of 1 / fine) and squared error of the best min-max RTN.
+
+    Candidates: each clip ratio of the [min, max] range (shrunk toward zero, as GPTQ's and AWQ's clip
+    search), with the zero point that makes the levels span the range and with the integer one of AsymInt.
+    """
+    low, high = grouped.amin(dim=1, keepdim=True), grouped.amax(dim=1, keepdim=True)
+    best_err = torch.full_like(low, float("inf"))
+    best_step, best_zero = torch.ones_like(low), torch.zeros_like(low)
+    for ratio in ratios:
+        step = _stored_step((high - low) * ratio / top, fine)
+        for zero in (torch.round(-low * ratio / step * fine) / fine, torch.round(-low * ratio / step)):
+            zero = zero.clamp(0, 255 / fine)
+            codes = torch.round(grouped / step + zero).clamp(0, top)
+            err = _group_errors(grouped, codes, step, zero)
+            better = err < best_err
+            best_err = torch.where(better, err, best_err)
+            best_step = torch.where(better, step, best_step)
+            best_zero = torch.where(better, zero, best_zero)
+    return best_step, best_zero, best_err
+
+
+def _group_errors(grouped: torch.Tensor, values: torch.Tensor, step: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    return (((values - zero) * step - grouped) ** 2).sum(dim=1, keepdim=True)
+
+
+def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQuantizedWeight:
+    """The zero-point grid: min-max RTN start, Lloyd levels in code units, then exact block-coordinate refits.
+
+    Stored with AsymInt's layout (fp16 scale, uint8 zero point per group, fp16 codebook), but in units of
+    1 / fine of a level (fine = 256 / 2**bits): codebook = fine * level, zero = fine * z, scale = step / fine,
+    so the zero point takes fractional values and the levels can span a group's range exactly.
+    """
+    n, k = weight.shape
+    groups, levels = k // config.group_size, 1 << config.bits
+    top, per_layer, fine = levels - 1, config.codebook == "layer", 256 >> config.bits
+    grouped = weight.float().reshape(n * groups, config.group_size)
+    step, zero, start_err = _minmax_start(grouped, top, fine, config.clip_ratios)
+    start_step, start_zero = step, zero
+    uniform = torch.arange(levels, dtype=torch.float32, device=weight.device)[None]
+    # in code units u = w / step + zero the error of a weight is step^2 (u - level)^2: Lloyd weighted by step^2
+    units = grouped / step + zero
+    mass = (step * step).expand_as(units)
+    book = lloyd_max(units.reshape(1, -1), levels, config.iterations, init=uniform, weights=mass.reshape(1, -1))
+    if not per_layer:
+        book = lloyd_max(units, levels, config.iterations, init=book, weights=mass)
+    for _ in range(config.refits):
+        codes = _assign(grouped / step + zero, book, per_layer)
+        values = book[0][codes] if per_layer else torch.gather(book, 1, codes)
+        err = _group_errors(grouped, values, step, zero)
+        # least squares w ~ a * level + b per group (a = step, b = -step * zero), the zero point rounded to its
+        # grid; a group keeps the new pair only where it lowers the group's error
+        mean_v, mean_w = values.mean(dim=1, keepdim=True), grouped.mean(dim=1, keepdim=True)
+        var = ((values - mean_v) ** 2).sum(dim=1, keepdim=True)
+        slope = ((values - mean_v) * (grouped - mean_w)).sum(dim=1, keepdim=True) / var.clamp(min=1e-30)
+        trial_step = _stored_step(torch.where((var > 0) & (slope > 0), slope, step), fine)
+        trial_zero = (torch.round((mean_v - mean_w / trial_step) * fine) / fine).clamp(0, 255 / fine)
+        better = _group_errors(grouped, values, trial_step, trial_zero) < err
+        step, zero = torch.where(better, trial_step, step), torch.where(better, trial_zero, zero)
+        # levels: the step^2-weighted mean of the code units assigned to each
+        book = _refit_levels(grouped / step + zero, (step * step).expand_as(grouped), codes, book)
+    stored = (book * fine).to(torch.float16)
+    book = stored.float() / fine
+    codes = _assign(grouped / step + zero, book, per_layer)
+    values = book[0][codes] if per_layer else torch.gather(book, 1, codes)
+    if _group_errors(grouped, values, step, zero).sum() > start_err.sum():
+        # fp16 levels can cost a little: never store worse than the uniform start
+        step, zero = start_step, start_zero
+        stored = (uniform * fine).to(torch.float16).expand(1 if per_layer else n * groups, levels)
+        codes = _assign(grouped / step + zero, uniform, True)
+    codebook = stored[0].contiguous() if per_layer else stored.reshape(n, groups, levels).contiguous()
+    return ScalarQuantizedWeight(
+        packed=pack_codes(codes.view(n, k).to(torch.uint8), config.bits),
+        scales=(step / fine).view(n, groups).to(torch.float16).contiguous(),
+        codebook=codebook,
+        bits=config.bits,
+        group_size=config.group_size,
+        shape=(n, k),
+        method="kmeans",
+        zeros=torch.round(zero * fine).view(n, groups).to(torch.uint8).contiguous(),
+    )
+
+
+def _refit_levels(units: torch.Tensor, mass: torch.Tensor, codes: torch.Tensor, book: torch.Tensor) -> torch.Tensor:
+    """Levels [1 or R, C] minimizing sum mass * (unit - level)^2 for fixed codes (an empty level stays), sorted."""
+    rows, n_levels = book.shape
+    base = (torch.arange(units.shape[0], device=book.device) * n_levels)[:, None] if rows > 1 else 0
+    flat = (codes + base).flatten()
+    num = torch.zeros(rows * n_levels, dtype=torch.float64, device=book.device).index_add_(
+        0, flat, (mass * units).flatten().double())
+    den = torch.zeros(rows * n_levels, dtype=torch.float64, device=book.device).index_add_(0, flat, mass.flatten().double())
+    refit = torch.where(den > 0, num / den.clamp(min=1e-300), book.flatten().double()).float()
+    return refit.view(rows, n_levels).sort(dim=1).values

@@ -62,12 +62,18 @@ def test_group_codebooks_never_worse_than_a_layer_codebook():
 
 def test_kmeans_stored_format_decodes_by_its_formula():
     w = heavy_tailed()
-    q = quantize_kmeans(w, KMeansConfig(bits=3, group_size=32))
-    codes = q.codes().long()
-    manual = q.codebook.float()[codes] * q.scales.float().repeat_interleave(32, dim=1)
-    assert torch.equal(q.dequantize(), manual)
-    assert q.packed.shape == (32, 256 * 3 // 8) and q.scales.dtype == torch.float16
-    assert q.nbytes == q.packed.numel() + 2 * q.scales.numel() + 2 * 8
+    for zero_point in (False, True):
+        q = quantize_kmeans(w, KMeansConfig(bits=3, group_size=32, zero_point=zero_point))
+        codes = q.codes().long()
+        levels = q.codebook.float()[codes]
+        if q.zeros is not None:
+            levels = levels - q.zeros.float().repeat_interleave(32, dim=1)
+        manual = levels * q.scales.float().repeat_interleave(32, dim=1)
+        assert torch.equal(q.dequantize(), manual)
+        assert q.packed.shape == (32, 256 * 3 // 8) and q.scales.dtype == torch.float16
+        zeros = 0 if q.zeros is None else q.zeros.numel()
+        assert q.nbytes == q.packed.numel() + 2 * q.scales.numel() + 2 * 8 + zeros
+    assert q.zeros is not None  # heavy tails at 3 bits: the zero-point grid has the lower error
 
 
 def test_kmeans_beats_integer_at_equal_bits_on_heavy_tails():

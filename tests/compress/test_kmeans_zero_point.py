@@ -1,0 +1,88 @@
+"""The default k-means grid: zero points (in fractions of a level), started from min-max round to nearest."""
+
+import pytest
+import torch
+
+from codesign.compress import AsymIntConfig, KMeansConfig, quantize, relative_error
+
+
+def _heavy_tailed(rows: int, cols: int, seed: int, shift: float = 0.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=g) * torch.rand(rows, 1, generator=g)
+    w += 0.2 * torch.randn(rows, cols, generator=g) ** 3  # outliers, as real layers have
+    # each group of 64 moved by up to `shift` times its rows' spread: groups off centre by different amounts
+    offsets = shift * (2 * torch.rand(rows, cols // 64, 1, generator=g) - 1) * w.abs().amax(dim=1)[:, None, None]
+    return (w.view(rows, -1, 64) + offsets).reshape(rows, cols)
+
+
+def _offset_levels() -> torch.Tensor:
+    """Every group of 64 on 16 uniform levels offset by its own fraction of a step (as weights dequantized from
+    GGUF's Q4_1 / Q4_K blocks are, with their float minimum): only a fractional zero point spans it."""
+    g = torch.Generator().manual_seed(0)
+    step = 0.01 + 0.02 * torch.rand(32, 4, 1, generator=g)
+    offset = 15 * torch.rand(32, 4, 1, generator=g)
+    codes = torch.randint(0, 16, (32, 4, 64), generator=g).float()
+    codes[..., 0], codes[..., 1] = 0, 15  # each group uses the end levels
+    return ((codes - offset) * step).reshape(32, 256)
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4])
+@pytest.mark.parametrize("shift", [0.0, 1.0])  # 1.0: groups off centre, where a symmetric grid wastes levels
+def test_never_worse_than_minmax_round_to_nearest_at_the_same_storage(bits, shift):
+    w = _heavy_tailed(96, 256, seed=bits, shift=shift)
+    ours, rtn = quantize(w, KMeansConfig(bits=bits)), quantize(w, AsymIntConfig(bits=bits))
+    # codes, fp16 step, uint8 zero point, 2**bits fp16 levels: AsymInt's layout (or the symmetric grid, without zeros)
+    assert ours.nbytes == rtn.nbytes - (0 if ours.zeros is not None else rtn.zeros.numel())
+    assert relative_error(w, ours.dequantize()) <= relative_error(w, rtn.dequantize())
+
+
+def test_the_zero_point_takes_fractions_of_a_level():
+    w = _offset_levels()
+    ours = quantize(w, KMeansConfig(bits=4))
+    assert ours.zeros is not None and ours.zeros.dtype == torch.uint8
+    assert relative_error(w, ours.dequantize()) < 5e-3  # a zero point rounded to 1/16 of a level
+    assert relative_error(w, quantize(w, AsymIntConfig(bits=4)).dequantize()) > 1e-2
+
+
+def test_per_group_codebooks_start_from_the_layers():
+    w = _heavy_tailed(32, 128, seed=5)
+    layer = relative_error(w, quantize(w, KMeansConfig(bits=3, zero_point=True)).dequantize())
+    group = quantize(w, KMeansConfig(bits=3, codebook="group", zero_point=True))
+    assert group.codebook.shape == (32, 2, 8) and group.zeros is not None
+    assert relative_error(w, group.dequantize()) <= layer
+
+
+def test_each_layer_keeps_the_grid_of_lower_error():
+    w = _heavy_tailed(64, 256, seed=7)
+    chosen = quantize(w, KMeansConfig(bits=3))
+    both = [relative_error(w, quantize(w, KMeansConfig(bits=3, zero_point=z)).dequantize()) for z in (False, True)]
+    assert both[0] != both[1]
+    assert relative_error(w, chosen.dequantize()) == min(both)
+    # a layer whose groups lie on offset uniform levels takes the zero points
+    assert quantize(_offset_levels(), KMeansConfig(bits=3)).zeros is not None
+
+
+def test_the_symmetric_grid_is_still_there():
+    w = _heavy_tailed(16, 128, seed=6)
+    symmetric = quantize(w, KMeansConfig(bits=4, zero_point=False))
+    assert symmetric.zeros is None
+    assert symmetric.nbytes < quantize(w, KMeansConfig(bits=4, zero_point=True)).nbytes
+
+
+def test_a_constant_group_is_exact():
+    w = torch.full((4, 64), -0.25)
+    w[1] = 0.0
+    w[2, :] = 3.0
+    assert relative_error(w, quantize(w, KMeansConfig(bits=2)).dequantize()) < 1e-3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"clip_ratios": (0.9, 0.8)}, "includes 1.0"),
+    ({"clip_ratios": (1.0, 1.2)}, r"in \(0, 1\]"),
+    ({"clip_ratios": (1.0, 0.0)}, r"in \(0, 1\]"),
+    ({"clip_ratios": [1.0]}, "tuple"),
+    ({"zero_point": "yes"}, "zero_point must be None, True or False"),
+])
+def test_a_bad_config_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        KMeansConfig(**kwargs)
