@@ -146,6 +146,7 @@ def tool_versions() -> dict[str, str | None]:
         "brevitas": _dist_version("brevitas"),
         "aihwkit": _dist_version("aihwkit"),  # CIM peers (extra cim-peers; aihwkit is built from its sdist)
         "aihwkit-lightning": _dist_version("aihwkit-lightning"),
+        "llama-cpp-python": _dist_version("llama-cpp-python"),  # compression peer (extra compress-peers; built from its sdist)
     }
 
 
