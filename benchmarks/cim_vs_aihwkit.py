@@ -137,7 +137,7 @@ def _lightning_adc_straight_through() -> Iterator[None]:
 def _trainer(tool: str, seed: int, args: argparse.Namespace, shape: tuple[int, int, int]) -> tuple[Callable, nn.Module]:
     """One tool's training step (x, y, step index) on a new seeded MLP, and the module that holds its weights."""
     torch.manual_seed(seed)
-    model = build_model("mlp", shape, 10)
+    model = build_model(args.model, shape, 10)
     if tool == "lightning":
         from aihwkit_lightning.nn.conversion import convert_to_analog
         from aihwkit_lightning.optim import AnalogOptimizer
@@ -182,7 +182,7 @@ def train_one(tool: str, seed: int, args: argparse.Namespace, data) -> tuple[nn.
             step(x_fit[idx], y_fit[idx], i)
             times.append(time.perf_counter() - start)
             i += 1
-    return _plain_copy(trained, build_model("mlp", data.image_shape, 10)), times
+    return _plain_copy(trained, build_model(args.model, data.image_shape, 10)), times
 
 
 def run_speed(args: argparse.Namespace, data, blocks: int = 15, block_steps: int = 20) -> dict:  # noqa: ANN001
@@ -203,15 +203,28 @@ def run_speed(args: argparse.Namespace, data, blocks: int = 15, block_steps: int
 
 
 def saturated_fractions(model: nn.Module, x: torch.Tensor, adc_range: float = 12.0) -> list[float]:
-    """Per Linear layer, the fraction of outputs beyond the ADC's ±adc_range (one full-scale input on one full-scale
-    weight: the layer's largest |w| times each input vector's largest |x|; the layers fit one tile)."""
-    fractions, h = [], x.flatten(1)
+    """Per Linear or Conv2d layer, the fraction of outputs beyond the ADC's ±adc_range (one full-scale input on one
+    full-scale weight: the layer's largest |w| times each input vector's largest |x|, a convolution's vector being
+    its window; the layer read as one tile)."""
+    inputs: list[tuple[nn.Module, torch.Tensor]] = []
+    layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+    hooks = [m.register_forward_pre_hook(lambda m, a: inputs.append((m, a[0]))) for m in layers]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    fractions = []
     with torch.no_grad():
-        for layer in (m for m in model.modules() if isinstance(m, nn.Linear)):
-            z = h @ layer.weight.T
-            bound = adc_range * layer.weight.abs().max() * h.abs().amax(1, keepdim=True)
+        for layer, h in inputs:
+            if isinstance(layer, nn.Conv2d):
+                h = nn.functional.unfold(h, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+                h = h.transpose(1, 2).reshape(-1, h.shape[1])
+            w = layer.weight.reshape(layer.weight.shape[0], -1)
+            z = h.flatten(1) @ w.T
+            bound = adc_range * w.abs().max() * h.flatten(1).abs().amax(1, keepdim=True)
             fractions.append(float((z.abs() > bound).float().mean()))
-            h = torch.relu(z + layer.bias)
     return fractions
 
 
@@ -234,7 +247,7 @@ def run_hwa(args: argparse.Namespace, data) -> dict:  # noqa: ANN001
         for tool in (tools if seed % 2 == 0 else tools[::-1]):  # alternate who goes first
             model, times = train_one(tool, seed, args, data)
             args.work.mkdir(parents=True, exist_ok=True)
-            torch.save(model.state_dict(), args.work / f"{args.dataset}_mlp_{tool}_seed{seed}.pt")
+            torch.save(model.state_dict(), args.work / f"{args.dataset}_{args.model}_{tool}_seed{seed}.pt")
             pcm = {}
             for comp in (True, False):
                 config = CIMConfig(drift_compensation=comp)
@@ -364,10 +377,10 @@ def run_drift(args: argparse.Namespace, data) -> dict:  # noqa: ANN001
             continue
         for tool in ("codesign", "lightning"):
             for seed in args.seeds:
-                path = args.work / f"{args.dataset}_mlp_{tool}_seed{seed}.pt"
+                path = args.work / f"{args.dataset}_{args.model}_{tool}_seed{seed}.pt"
                 if not path.is_file():
                     raise SystemExit(f"error: {path} is missing: run --part hwa first (same --dataset, --seeds)")
-                model = build_model("mlp", data.image_shape, 10)
+                model = build_model(args.model, data.image_shape, 10)
                 model.load_state_dict(torch.load(path))
                 model.eval()
                 start = time.perf_counter()
@@ -416,6 +429,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("hwa", "speed", "drift"), default="hwa")
     parser.add_argument("--dataset", choices=("digits", "mnist5k"), default="digits")
+    parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp", help="the network of docs/cim_dwp.md")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)

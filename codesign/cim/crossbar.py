@@ -135,6 +135,15 @@ class _SampleViews(NamedTuple):
     group_scale: Tensor  # out_scale × ADC step: the realized matrix per group
     digital_scale: Tensor  # out_scale × code unit × ADC step: the read's digital rescale
     parts: list[tuple[int, int, Segment, Tensor]]  # (chip, segment index, segment, its view of w_read)
+    scales: Tensor  # (3, C, n_row_tiles, out_padded): out_scale, group_scale, digital_scale
+    factors: Tensor  # (3, C, 1, 1): 1, ADC step, code unit × ADC step
+
+
+def _all_finite(x: Tensor) -> bool:
+    """True when every value of x is finite (numpy on a small CPU array: a tenth of torch's dispatch)."""
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
+        return bool(np.isfinite(x.numpy()).all())
+    return bool(torch.isfinite(x).all())
 
 
 def _parts(n_elements: int) -> Iterator[slice]:
@@ -346,7 +355,7 @@ class Crossbar(nn.Module):
         normalized, scale = tile(weight, gr)
         # one inf would set its tile's scale and zero (or NaN) every other weight; the tile maxima (which propagate
         # NaN) are then inf or NaN: a check on the few tile scales instead of another pass over the weight
-        if not bool(torch.isfinite(scale).all()):
+        if not _all_finite(scale):
             bad = int((~torch.isfinite(weight)).sum())
             raise ValueError(f"weight has {bad} non-finite value(s) (inf or NaN): a conductance cannot hold them; "
                              "check the model for a diverged training")
@@ -381,11 +390,10 @@ class Crossbar(nn.Module):
             if self.config.drift_compensation != "per_column":
                 y = y[:, : gr.out_features].abs().sum(dim=1, keepdim=True)
             alpha = torch.where(y[1] > 0, y[0] / y[1], torch.ones_like(y[1]))
-        out_scale = views.out_scale  # (C, n_row_tiles, out_padded), rewritten in place: the read plan stays
-        torch.mul(scale, alpha, out=out_scale[0]) if alpha is not None else out_scale[0].copy_(scale)
-        out_scale[1:] = out_scale[0]
-        torch.mul(out_scale, self._adc_step, out=views.group_scale)
-        torch.mul(out_scale, self._code_unit * self._adc_step, out=views.digital_scale)
+        # out_scale, group_scale and digital_scale (C, n_row_tiles, out_padded) of every chip in one product (× 1, ×
+        # ADC step, × code unit · ADC step), rewritten in place: the read plan stays
+        torch.mul(scale * alpha if alpha is not None else scale, views.factors, out=views.scales)
+        out_scale = views.out_scale
         # the realized weights in the layer's layout (realized_weights, the straight-through backward) come out of
         # the same pass: w_read × out_scale × ADC step. A fresh array: a graph of an earlier read may hold the last.
         # The unused columns of a tile (outputs out_features..out_padded) are not drawn: their w_read stays 0.
@@ -426,7 +434,9 @@ class Crossbar(nn.Module):
         w_read = torch.zeros(n_chips * self.n_devices, dtype=like.dtype, device=like.device)  # unused columns stay 0
         scales = torch.empty((3, n_chips, gr.n_row_tiles, gr.out_padded), dtype=like.dtype, device=like.device)
         parts = [(k, i, seg, self._seg(w_read, seg)[k]) for k in range(n_chips) for i, seg in enumerate(self.segments)]
-        return _SampleViews(w_read, scales[0], scales[1], scales[2], parts)
+        factors = torch.tensor([1.0, self._adc_step, self._code_unit * self._adc_step], dtype=like.dtype,
+                               device=like.device).view(3, 1, 1, 1).expand(3, n_chips, 1, 1)  # (T, O) × it: every chip
+        return _SampleViews(w_read, scales[0], scales[1], scales[2], parts, scales, factors)
 
     def _materialize_params(self) -> None:
         """Draw the time-behaviour parameters (e.g. PCM drift exponents) of every chip, once."""
@@ -795,6 +805,13 @@ class Crossbar(nn.Module):
         if self.read_var is None:
             self.read_var = self._current_read_std().square()
         return self.read_var
+
+    def read_realization(self) -> Tensor:
+        """The weights (C, out, in) the last read saw, for the straight-through backward (hwa.py): a drawn chip's own
+        (as sample() wrote them), else realized_weights with the per_time read-noise draw."""
+        if self._sampled and self._sampled_matrix is not None:
+            return self._sampled_matrix
+        return self.realized_weights(read_noise=self.config.read_noise == "per_time")
 
     @torch.no_grad()
     def realized_weights(self, read_noise: bool = False) -> Tensor:

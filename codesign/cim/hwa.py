@@ -27,7 +27,7 @@ __all__ = ["ChipLinearRead", "ChipConvRead", "needs_grad"]
 
 def _read_realization(crossbar) -> Tensor:  # noqa: ANN001
     """The weights (C, out, in) the last read saw: with per_time read noise its draw, else the noise-free ones."""
-    return crossbar.realized_weights(read_noise=crossbar.config.read_noise == "per_time")
+    return crossbar.read_realization()
 
 
 def _saved_input(x: Tensor, crossbar) -> tuple[Tensor, Tensor | None]:  # noqa: ANN001
@@ -136,7 +136,7 @@ class ChipConvRead(torch.autograd.Function):
             if saturated is not None:
                 grad = grad.masked_fill(saturated, 0.0)
         mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False]
-        xs, gs = x.chunk(chips), grad.chunk(chips)
+        xs, gs = ((x,), (grad,)) if chips == 1 else (x.chunk(chips), grad.chunk(chips))
         grad_x = [] if mask[0] else None
         grad_w = None
         for k in range(chips):  # the convolution's own backward at chip k's kernels (what autograd computes)
@@ -149,7 +149,7 @@ class ChipConvRead(torch.autograd.Function):
         if grad_w is not None and member is not None:  # each tile's rows from its own channels
             tiles = member.shape[0]
             grad_w = (grad_w.view(tiles, out, -1) * member.unsqueeze(1)).sum(0).view(realized.shape[1:])
-        gx_all = torch.cat(grad_x) if grad_x is not None else None
+        gx_all = (grad_x[0] if chips == 1 else torch.cat(grad_x)) if grad_x is not None else None
         if clipped is not None and gx_all is not None:
             gx_all.masked_fill_(clipped, 0.0)
         return gx_all, grad_w, grad_b, None

@@ -242,7 +242,8 @@ class WeightSampler:
         tile's unused columns, are left as they are in `out`), and each group's weights × its scale go into the
         matrix (_scatter)."""
         n = values.shape[0]
-        v, w, seed = cpu_float32(values), cpu_float32(out), np.uint64(_mix(*keys))
+        v, seed = cpu_float32(values), np.uint64(_mix(*keys))
+        w = out.numpy()  # out, scale and matrix are of values' dtype and device (Crossbar.sample)
         spans = [(0, n)]
         if matrix is not None:
             outputs, tiles, rows = matrix.shape
@@ -252,7 +253,7 @@ class WeightSampler:
         for first, end in spans:
             _draw_span(seed, first, v[first:end], self._flat_np, LEVELS, QUANTILES, np.float32(unit), w[first:end])
         if scale is not None and matrix is not None:
-            _scatter(w, cpu_float32(scale), out_padded, cpu_float32(matrix))
+            _scatter(w, scale.numpy(), out_padded, matrix.numpy())
         return out
 
 
