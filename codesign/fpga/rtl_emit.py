@@ -369,6 +369,9 @@ def emit_rtl(
         "spec": spec.to_dict(),
         "semantics": "predict-then-update: y_hat of sample t uses the state after sample t-1 (docs/arithmetic.md §7)",
     }
+    from codesign.fpga.vivado import write_vivado_flow  # noqa: PLC0415 - the Vivado flow of both tops, for the spec's clock
+
+    manifest["vivado"] = write_vivado_flow(out_dir, manifest, spec.clock_mhz)
     (out_dir / RTL_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
