@@ -89,7 +89,7 @@ def sweep() -> list[dict]:
 
 def pipelined() -> list[dict]:
     """KANs with registers inside the phases: every cut, and every cut but one (the period's marginal cost of each)."""
-    from codesign.fpga.pipeline import ALL_CUTS, CUT_BITS, Pipeline
+    from codesign.fpga.placement import ALL_CUTS, CUT_BITS, Pipeline
 
     rows = [_kan("kan 1-1 G5 deep", "deep", widths=(1, 1), grid_size=5),
             _kan("kan 1-2-1 G8 deep", "deep", widths=(1, 2, 1), grid_size=8),

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.cost import period_ns
-from codesign.fpga.pipeline import CUT_BITS, Pipeline, pipeline_timing
+from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.placement import CUT_BITS, Pipeline
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import run_cosim
-from codesign.fpga.pipeline import FORWARD, Pipeline, parse_pipeline
+from codesign.fpga.placement import FORWARD, Pipeline, parse_pipeline
 from codesign.fpga.search import choose_pipeline
 from codesign.fpga.synth import run_synth
 from codesign.kan.spec import KANSpec, MLPSpec

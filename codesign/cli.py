@@ -110,7 +110,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from codesign.fpga.build import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
-    from codesign.fpga.pipeline import parse_pipeline
+    from codesign.fpga.placement import parse_pipeline
 
     board = find_board(args.target)
     spec = load_build_spec(args.learner, args.config, board)
@@ -192,7 +192,7 @@ def _cmd_boards(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from codesign.fpga.build import build
-    from codesign.fpga.pipeline import parse_pipeline
+    from codesign.fpga.placement import parse_pipeline
 
     task, samples, data = _stream_source(args)
     if args.print_config:

@@ -22,7 +22,9 @@ from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_co
 from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import FitError, fit_check
 from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
-from codesign.fpga.pipeline import Pipeline, PipelineChoice, pipeline_timing
+from codesign.fpga.kinds import fpga_kind
+from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
 from codesign.fpga.search import choose_pipeline
@@ -152,7 +154,7 @@ def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: 
     """
     placement = choice.placement
     fw = firmware_module(spec)
-    timing = rtl_schedule(spec, pipeline_timing(spec, placement), f"{choice.request} {placement.text}")
+    timing = rtl_schedule(fpga_kind(spec).expected_timing(spec), pipeline_timing(spec, placement), f"{choice.request} {placement.text}")
     what = f"{samples:,} samples of {task}" if data is None else f"the {len(data):,} samples of {data.path}"
     with progress.step("reference", f"running the Python reference on {what} + corner samples"):
         stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed, data=data)

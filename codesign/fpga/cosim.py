@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from codesign.fpga.pipeline import Pipeline
+from codesign.fpga.placement import Pipeline
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import RANDOM_INIT_ARGS, prepare_simulation, random_init_plusargs, run_bench
 from codesign.fpga.stimulus import make_stimulus

@@ -15,7 +15,8 @@ from codesign.fpga.boards import Board
 from codesign.fpga.cost import check_spec, features
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import Pipeline, PipelineChoice, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
+from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 

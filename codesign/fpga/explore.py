@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign.fpga.boards import Board
-from codesign.fpga.pipeline import PIPELINES, Pipeline
+from codesign.fpga.placement import PIPELINES, Pipeline
 from codesign.kan.kinds import kind_of
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.sweep import POINTS_FILE, make_executor, run_sweep

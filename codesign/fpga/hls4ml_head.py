@@ -5,7 +5,7 @@ with hls4ml's pytorch frontend (:func:`to_hls4ml`); the target is the model's se
 this module registers with hls4ml (:func:`register_extension`): a pytorch layer handler for
 ``KANOnlineHead``, an IR layer, a config and a function-call template for the Vivado and Vitis
 backends, and a pass in the backend's write flow that writes the learner's generated firmware
-(``kan_firmware``, unchanged) into ``firmware/codesign_kan_head/``. hls4ml's ``compile()`` and
+(``codesign.fpga.kan.firmware``, unchanged) into ``firmware/codesign_kan_head/``. hls4ml's ``compile()`` and
 ``predict()`` then run the whole model in its C-simulation; the learner's coefficients are static,
 so one ``predict()`` over a stream is exact online learning, sample after sample, and the next
 ``predict()`` continues from there (a new ``compile()`` starts again from the initial coefficients).
@@ -28,7 +28,7 @@ import numpy as np
 
 from codesign import __version__
 from codesign.fixed import FixedType, OMode, QMode
-from codesign.fpga import kan_firmware
+from codesign.fpga.kan import firmware as kan_firmware
 from codesign.fpga.templates import library_headers, render
 from codesign.kan.fixed_learner import KANLearner
 from codesign.kan.spec import KANSpec

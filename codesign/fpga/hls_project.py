@@ -2,19 +2,19 @@
 testbench data, ``build_prj.tcl``, README and ``manifest.json``.
 
 Every file comes from a template under ``hls/templates/`` with named slots; the
-learner-specific firmware comes from :mod:`codesign.fpga.kan_firmware` or
-:mod:`codesign.fpga.mlp_firmware`.
+learner-specific firmware comes from the kind's package: :mod:`codesign.fpga.kan.firmware` or
+:mod:`codesign.fpga.mlp.firmware`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 
 from codesign import __version__
 from codesign.fpga.axi import stream_layout
 from codesign.fpga.boards import Board
+from codesign.fpga.kind import Firmware
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.manifest import interface_table, manifest
 from codesign.fpga.stimulus import Reference, Stimulus, write_tb_data
@@ -28,7 +28,7 @@ __all__ = ["GENERATED", "firmware_module", "write_project", "project_name"]
 GENERATED = ("firmware", "tb", "tb_data", "csim", "rtl", "build_prj.tcl", "README.md", "manifest.json", "report.json")
 
 
-def firmware_module(spec: KANSpec | MLPSpec) -> ModuleType:
+def firmware_module(spec: KANSpec | MLPSpec) -> Firmware:
     """The firmware renderer of a spec's learner."""
     return fpga_kind(spec).firmware
 

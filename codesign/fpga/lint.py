@@ -123,7 +123,7 @@ def count_by_class(findings: Sequence[LintFinding]) -> Counter[tuple[str, str]]:
 def lint_variants() -> list[tuple[str, Any, Any]]:
     """(name, spec, pipeline) of every RTL form the project emits: both learners, every pipeline form, the suite's shapes."""
     from codesign.fixed import FixedType
-    from codesign.fpga.pipeline import FORWARD, Pipeline
+    from codesign.fpga.placement import FORWARD, Pipeline
     from codesign.kan.spec import KANSpec, MLPSpec, default_type
 
     t = FixedType.parse

@@ -15,8 +15,8 @@ inside a sample's loop (II = 1, one long clock); ``"staged"`` registers after ev
 (II = 2L for L layers); ``"deep"`` every register inside the phases too (``"auto"``, the
 placement codesign.fpga.search.choose_pipeline picks for the spec's clock on a board, is
 resolved before the RTL is emitted and arrives here as a placement); an int is the phase
-mask, a :class:`~codesign.fpga.pipeline.Pipeline` the full placement
-(codesign/fpga/pipeline.py, docs/rtl.md).
+mask, a :class:`~codesign.fpga.placement.Pipeline` the full placement
+(codesign/fpga/placement.py, docs/rtl.md).
 """
 
 from __future__ import annotations
@@ -24,56 +24,25 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from codesign import __version__
-from codesign.fixed import FixedType
 from codesign.fpga.axi import StreamLayout, stream_layout, write_register_docs
-from codesign.fpga.kinds import FpgaKind, fpga_kind
-from codesign.fpga.pipeline import (
-    CUT_HEADER,
-    PIPELINES,
-    Pipeline,
-    cut_header,
-    kan_bank_geometry,
-    kan_folds,
-    kan_stage_structure,
-    parse_pipeline,
-    pipeline_mask,
-    pipeline_timing,
-    resolve_pipeline,
-)
+from codesign.fpga.kind import FpgaKind
+from codesign.fpga.kinds import fpga_kind
+from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
+from codesign.fpga.placement import CUT_HEADER, Pipeline, cut_header
 from codesign.fpga.simulator import rtl_dir
 from codesign.fpga.templates import render_rtl
-from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
-from codesign.kan.mlp_learner import MLPLearner
 from codesign.kan.run import make_learner
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = [
-    "PIPELINES",
-    "RTL_MANIFEST",
-    "parse_pipeline",
-    "pipeline_mask",
-    "pipeline_timing",
-    "rtl_parameters",
-    "emit_rtl",
-    "initial_state_of",
-    "load_rtl_manifest",
-]
+__all__ = ["RTL_MANIFEST", "rtl_parameters", "emit_rtl", "initial_state_of", "load_rtl_manifest", "lr_shift_range"]
 
 RTL_MANIFEST = "rtl_manifest.json"
 INITIAL_STATE = "initial_state.npz"  # raw initial coefficients when they come from --init, not the seed
-
-def _type_params(prefix: str, t: FixedType, modes: bool = True) -> dict[str, int]:
-    out = {f"W_{prefix}": t.width, f"F_{prefix}": t.frac}
-    if modes:
-        out[f"Q_{prefix}"] = int(t.qmode)
-        out[f"O_{prefix}"] = int(t.omode)
-    return out
-
 
 def _packed_widths(widths: tuple[int, ...]) -> str:
     if len(widths) > 8:
@@ -98,91 +67,8 @@ def rtl_parameters(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline = "ii
     params.update(kind.core_parameters(spec))
     params["LR_SHIFT"] = spec.lr_shift
     params["PIPE"] = f"64'd{pipe.phases}"
-    if kind.phase_cuts:
-        params["CUTS"] = pipe.cuts
-        params["TREE_SPLIT"] = pipe.tree_split
-        params.update(kan_stage_structure(cast(KANSpec, spec), pipe).sv_parameters())
+    params.update(kind.placement_parameters(spec, pipe))
     return params
-
-
-def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
-    """The KAN core's own parameters: grid, banks, ROM and every fixed-point type."""
-    banks, depth = kan_bank_geometry(spec)
-    g = spec.grid_constants()
-    params: dict[str, int | str] = dict(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
-    params.update(_type_params("ACT", spec.act_t))
-    params.update(_type_params("COEF", spec.coef_t))
-    params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})
-    params.update({"W_D": spec.dbasis_t.width, "F_D": spec.dbasis_t.frac})
-    params["B_ROW_MAX"], params["D_ROW_MAX"] = basis_row_bounds(spec)  # sizes the exact forward sums
-    params.update(_type_params("DPHI", spec.dphi_t))
-    params.update(_type_params("ERR", spec.err_t))
-    params.update(_type_params("GRAD", spec.grad_t))
-    params.update(LO_RAW=g.lo_raw, INV_H=g.inv_h_raw, INV_H_FRAC=g.inv_h_frac, U_SHIFT=g.u_shift)
-    params["LR_SPAN"] = spec.lr_shift_span  # run-time shifts LR_SHIFT .. LR_SHIFT + LR_SPAN (the AXI shell's LR_SHIFT)
-    folds = kan_folds(spec)
-    params.update(FOLD_GRID=int(folds["grid"]), FUSE_ERROR=int(folds["error"]))
-    return params
-
-
-def mlp_core_parameters(spec: MLPSpec) -> dict[str, int | str]:
-    """The MLP core's own parameters: its fixed-point types and activation."""
-    params: dict[str, int | str] = {}
-    params.update(_type_params("ACT", spec.act_t))
-    params.update(_type_params("COEF", spec.coef_t))
-    params.update(_type_params("ERR", spec.err_t))
-    params.update(_type_params("GRAD", spec.grad_t))
-    params["RELU"] = 1 if spec.activation == "relu" else 0
-    return params
-
-
-def _hex_words(words: list[int], bits: int) -> str:
-    digits = max(1, (bits + 3) // 4)
-    mask = (1 << bits) - 1
-    return "".join(f"{w & mask:0{digits}x}\n" for w in words)
-
-
-def _pack(values: np.ndarray, bits: int) -> int:
-    """Values (raw, any sign) packed into one word, element 0 in the low bits."""
-    word = 0
-    for k, v in enumerate(values):
-        word |= (int(v) & ((1 << bits) - 1)) << (k * bits)
-    return word
-
-
-def write_kan_memories(spec: KANSpec, learner: KANLearner, folder: Path) -> list[str]:
-    """The KAN's basis ROMs and coefficient banks as .mem files in ``folder``; returns their names."""
-    brom, drom = basis_roms(spec)  # (k+1, 2^A)
-    (folder / "basis.mem").write_text(
-        _hex_words([_pack(brom[:, a], spec.basis_t.width) for a in range(brom.shape[1])], brom.shape[0] * spec.basis_t.width))
-    (folder / "dbasis.mem").write_text(
-        _hex_words([_pack(drom[:, a], spec.dbasis_t.width) for a in range(drom.shape[1])], drom.shape[0] * spec.dbasis_t.width))
-    files = ["basis.mem", "dbasis.mem"]
-    banks, depth = kan_bank_geometry(spec)
-    w = spec.coef_t.width
-    for layer, coef in enumerate(learner.coefficients_raw()):  # (out, in, G+k)
-        n_out, n_in, n_coef = coef.shape
-        padded = np.zeros((n_out, n_in, banks * depth), dtype=np.int64)
-        padded[:, :, :n_coef] = coef
-        for i in range(n_in):
-            for b in range(banks):
-                words = [_pack(padded[:, i, q * banks + b], w) for q in range(depth)]
-                name = f"coef_l{layer:03d}_i{i:03d}_b{b:03d}.mem"
-                (folder / name).write_text(_hex_words(words, n_out * w))
-                files.append(name)
-    return files
-
-
-def write_mlp_memories(spec: MLPSpec, learner: MLPLearner, folder: Path) -> list[str]:
-    """The MLP's weight rows as .mem files in ``folder``; returns their names."""
-    files = []
-    w = spec.coef_t.width
-    for layer, (weights, biases) in enumerate(learner.params_raw()):
-        rows = np.concatenate([weights, biases[:, None]], axis=1)  # (out, in + 1): a neuron per word
-        name = f"weights_l{layer:03d}.mem"
-        (folder / name).write_text(_hex_words([_pack(r, w) for r in rows], rows.shape[1] * w))
-        files.append(name)
-    return files
 
 
 def _ports(spec: KANSpec | MLPSpec) -> list[dict[str, Any]]:
@@ -211,28 +97,6 @@ def _ports(spec: KANSpec | MLPSpec) -> list[dict[str, Any]]:
          "what": "1: learn from (x, y) after predicting; 0: predict only"},
         array("y_hat", "out", spec.n_outputs, "the prediction for x, made before x's update"),
     ]
-
-
-def kan_state_description(spec: KANSpec) -> dict[str, Any]:
-    """Where the bench reads the KAN's coefficients back (hierarchical names below the top)."""
-    banks, depth = kan_bank_geometry(spec)
-    return {
-        "layout": "kan_banks",
-        "memory": "u_core.g_layer[{layer}].u_layer.g_input[{i}].g_bank[{b}].u_bank.mem",
-        "banks": banks, "depth": depth, "n_coef": spec.n_coef, "word_fields": "output o at bits [o*W +: W]",
-        "element_width": spec.coef_t.width,
-        "order": "coefficient m of edge (o, i) of a layer is word m div banks of bank m mod banks of input i",
-    }
-
-
-def mlp_state_description(spec: MLPSpec) -> dict[str, Any]:
-    """Where the bench reads the MLP's weights back (hierarchical names below the top)."""
-    return {
-        "layout": "mlp_rows",
-        "memory": "u_core.g_layer[{layer}].u_layer.rows",
-        "element_width": spec.coef_t.width,
-        "order": "word o is neuron o's row: weight i at bits [i*W +: W], then the bias",
-    }
 
 
 def _core_instance(core: str, params: dict[str, int | str], connections: dict[str, str], host_port: bool = False) -> str:

@@ -14,7 +14,8 @@ import math
 from codesign.fpga.boards import Board
 from codesign.fpga.cost import features, period_ns
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import CUT_BITS, Pipeline, PipelineChoice, kan_bank_geometry, pipeline_timing, resolve_pipeline
+from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
+from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["candidate_pipelines", "choose_pipeline"]
@@ -34,11 +35,11 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     register that saves the most cycles (then the most bits) while the period still meets
     ``target_ns``, until none can go.
     """
-    kan = fpga_kind(spec).phase_cuts  # the KAN core: registers inside the phases, a grid front
+    kind = fpga_kind(spec)
+    kan = kind.phase_cuts  # the KAN core: registers inside the phases, a grid front
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = board.family
-    max_levels = (_clog2(max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0])
-                  if isinstance(spec, KANSpec) and kan else 0)
+    max_levels = _clog2(kind.tree_terms(spec)) if kan else 0
     splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
 
     def added(pipe: Pipeline) -> list[Pipeline]:

@@ -26,11 +26,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import cast
 
 import numpy as np
 
+from codesign.fpga.kind import Firmware
 from codesign.kan.kinds import kind_of
 from codesign.kan.profiler import cast_overflows
 from codesign.kan.run import make_learner, stream_options
@@ -141,7 +141,7 @@ def data_label(data: DataStream) -> str:
     return f"data file {data.path}"
 
 
-def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: ModuleType,
+def run_reference(spec: KANSpec | MLPSpec, stimulus: Stimulus, firmware: Firmware,
                   initial: list[np.ndarray] | None = None) -> Reference:
     """Run the bit-exact Python learner (initial state from the stimulus seed, or ``initial``: raw
     coefficients from --init) over the stimulus; ``firmware`` says how to read the learner's state."""

@@ -18,10 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from codesign.fpga.kinds import fpga_kind
-from codesign.kan.spec import KANSpec, MLPSpec
-
-__all__ = ["Timing", "expected_timing", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
+__all__ = ["Timing", "adder_tree_clocks", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
 
 READ = 1  # a registered memory or ROM read
 MULTIPLY = 1  # one DSP multiply
@@ -57,61 +54,20 @@ class Timing:
         }
 
 
-def _tree(terms: int) -> int:
+def adder_tree_clocks(terms: int) -> int:
     """Clocks of an adder tree over ``terms`` values."""
     levels = math.ceil(math.log2(terms)) if terms > 1 else 0
     return math.ceil(levels / ADDER_LEVELS_PER_CYCLE)
 
 
-def kan_timing(spec: KANSpec) -> Timing:
-    """The KAN top's analytic stage count (grid, ROM read, MACs, tree, cast per layer)."""
-    k1 = spec.spline_order + 1
-    shift_only = spec.grid_constants().power_of_two  # the 1/h multiply is a shift
-    grid = (0 if shift_only else MULTIPLY) + 1  # multiply, then shift, clamp, cell and address
-    stages: dict[str, int] = {}
-    for layer, (n_in, _) in enumerate(spec.layer_shapes):
-        stages[f"forward_l{layer}"] = grid + READ + MULTIPLY + _tree(n_in * k1) + CAST
-    stages["error"] = CAST
-    for layer in range(len(spec.layer_shapes) - 1, 0, -1):
-        n_out = spec.layer_shapes[layer][1]
-        dphi = MULTIPLY + _tree(k1) + CAST
-        stages[f"gradient_l{layer}"] = dphi + MULTIPLY + _tree(n_out) + (0 if shift_only else MULTIPLY) + CAST
-    stages["update_l0"] = MULTIPLY + CAST + WRITE
-    latency = sum(stages.values())
-    prediction = sum(v for k, v in stages.items() if k.startswith("forward"))
-    # Layer 0's coefficients are read once the grid coordinate is known and written last.
-    return Timing(prediction, latency, latency - grid, stages=stages)
-
-
-def mlp_timing(spec: MLPSpec) -> Timing:
-    """The MLP top's analytic stage count (MACs, tree, cast per layer)."""
-    stages: dict[str, int] = {}
-    for layer, (n_in, _) in enumerate(spec.layer_shapes):
-        stages[f"forward_l{layer}"] = MULTIPLY + _tree(n_in + 1) + CAST
-    stages["error"] = CAST
-    for layer in range(len(spec.layer_shapes) - 1, 0, -1):
-        stages[f"gradient_l{layer}"] = MULTIPLY + _tree(spec.layer_shapes[layer][1]) + CAST
-    stages["update_l0"] = MULTIPLY + CAST + WRITE
-    latency = sum(stages.values())
-    prediction = sum(v for k, v in stages.items() if k.startswith("forward"))
-    # The weights sit in registers and are used from the first cycle.
-    return Timing(prediction, latency, latency, stages=stages)
-
-
-def expected_timing(spec: KANSpec | MLPSpec) -> Timing:
-    """The expected latency and II of the generated top for a spec."""
-    timing: Timing = fpga_kind(spec).expected_timing(spec)
-    return timing
-
-
-def rtl_schedule(spec: KANSpec | MLPSpec, rtl: dict[str, int], pipeline: str) -> Timing:
+def rtl_schedule(analytic: Timing, rtl: dict[str, int], pipeline: str) -> Timing:
     """The HLS schedule that follows the RTL's pipeline: its cycle counts (codesign.fpga.pipeline.pipeline_timing).
 
     The RTL takes C cycles per sample and overlaps the next one's front (II = C - F, exact predict-then-update); the HLS
     top is given the same II and latency bound, so Vitis aims for the schedule the RTL realises
-    at the spec's clock. The analytic stage count stays in ``stages`` for comparison.
+    at the spec's clock. The kind's analytic stage count (``analytic``) stays in ``stages`` for comparison.
     """
     return Timing(
         prediction_latency=rtl["prediction_latency_cycles"], latency=rtl["update_latency_cycles"],
-        ii_expected=rtl["ii"], ii_target=rtl["ii"], stages=expected_timing(spec).stages, schedule=pipeline,
+        ii_expected=rtl["ii"], ii_target=rtl["ii"], stages=analytic.stages, schedule=pipeline,
     )

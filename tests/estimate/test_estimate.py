@@ -12,9 +12,10 @@ import pytest
 
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
-from codesign.fpga.cost import cast_is_wiring, dsp_tiles, features, lutram_luts
+from codesign.fpga.cost import features
+from codesign.fpga.cost_parts import cast_is_wiring, dsp_tiles, lutram_luts
 from codesign.fpga.estimate import ESTIMATE_FIELDS, cycles, estimate
-from codesign.fpga.pipeline import parse_pipeline
+from codesign.fpga.placement import parse_pipeline
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from codesign.fpga.pipeline import CUT_BITS, CUT_HEADER, FORWARD, Pipeline, cut_header, kan_stage_structure, pipeline_timing
+from codesign.fpga.kan.cycles import kan_stage_structure
+from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.placement import CUT_BITS, CUT_HEADER, FORWARD, Pipeline, cut_header
 from codesign.fpga.rtl_emit import emit_rtl, rtl_parameters
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.spec import KANSpec

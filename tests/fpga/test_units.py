@@ -11,11 +11,11 @@ import pytest
 from codesign.fpga.boards import find_board
 from codesign.fpga.csim import CsimError, parse_summary
 from codesign.fpga.intermediates import kan_layer_types, mlp_layer_types
-from codesign.fpga.kan_firmware import bank_layout, state_names
+from codesign.fpga.kan.firmware import bank_layout, state_names
+from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.manifest import manifest
 from codesign.fpga.stimulus import CORNER_SAMPLES, adapt_columns, make_stimulus
 from codesign.fpga.templates import array_initializer, fixed_literal, library_headers, render
-from codesign.fpga.timing import expected_timing
 from codesign.kan.spec import KANSpec, MLPSpec, default_type
 
 
@@ -102,6 +102,10 @@ def test_stimulus_shape_and_corner_block():
 def test_stimulus_of_a_task_without_n_inputs_fits_the_widths():
     s = make_stimulus(KANSpec(widths=(5, 3, 2)), task="mackey_glass", n_samples=500, seed=1)
     assert s.x.shape[1] == 5 and s.y.shape[1] == 2
+
+
+def expected_timing(spec):
+    return fpga_kind(spec).expected_timing(spec)
 
 
 def test_expected_timing():

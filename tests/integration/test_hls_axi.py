@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from codesign.fpga import kan_firmware
 from codesign.fpga.axi import stream_layout
 from codesign.fpga.boards import find_board
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import write_project
+from codesign.fpga.kan import firmware as kan_firmware
+from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.stimulus import CORNER_SAMPLES, make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
@@ -28,7 +29,7 @@ def project(tmp_path_factory):
     out = tmp_path_factory.mktemp("hls_axi")
     stimulus = make_stimulus(spec, n_samples=300, seed=3)
     reference = run_reference(spec, stimulus, kan_firmware)
-    timing = rtl_schedule(spec, pipeline_timing(spec, resolve_pipeline(spec, "ii1")), "ii1")
+    timing = rtl_schedule(fpga_kind(spec).expected_timing(spec), pipeline_timing(spec, resolve_pipeline(spec, "ii1")), "ii1")
     write_project(out, spec, find_board("xcvu9p"), "xcvu9p", stimulus, reference, timing)
     return out, spec
 
@@ -57,13 +58,13 @@ def test_the_hls_axi_top_is_bit_exact_in_csim(project):
 
 
 def test_the_mlp_hls_axi_top_counts_saturations_in_csim(tmp_path):
-    from codesign.fpga import mlp_firmware
+    from codesign.fpga.mlp import firmware as mlp_firmware
     from codesign.kan.spec import MLPSpec
 
     spec = MLPSpec()
     stimulus = make_stimulus(spec, n_samples=200, seed=3)
     reference = run_reference(spec, stimulus, mlp_firmware)
-    timing = rtl_schedule(spec, pipeline_timing(spec, resolve_pipeline(spec, "ii1")), "ii1")
+    timing = rtl_schedule(fpga_kind(spec).expected_timing(spec), pipeline_timing(spec, resolve_pipeline(spec, "ii1")), "ii1")
     write_project(tmp_path, spec, find_board("xcvu9p"), "xcvu9p", stimulus, reference, timing)
     binary = compile_csim(tmp_path, "mlp_online", find_compiler(), find_ap_types(), top="_axi")
     result = run_csim(binary, tmp_path / "tb_data", log_name="csim_axi.log")

@@ -13,10 +13,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from codesign.fpga import kan_firmware
 from codesign.fpga.boards import find_board
 from codesign.fpga.csim import compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.hls_project import write_project
+from codesign.fpga.kan import firmware as kan_firmware
+from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
@@ -62,7 +63,7 @@ def test_the_hls_axi_top_follows_a_shift_schedule_in_csim(tmp_path):
     reference = run_reference(SPEC, stimulus, kan_firmware)
     fixed = run_reference(SPEC, dataclasses.replace(stimulus, lr_shifts=None), kan_firmware)
     assert not np.array_equal(reference.predictions, fixed.predictions)  # the schedule matters
-    timing = rtl_schedule(SPEC, pipeline_timing(SPEC, resolve_pipeline(SPEC, "ii1")), "ii1")
+    timing = rtl_schedule(fpga_kind(SPEC).expected_timing(SPEC), pipeline_timing(SPEC, resolve_pipeline(SPEC, "ii1")), "ii1")
     write_project(tmp_path, SPEC, find_board("xcvu9p"), "xcvu9p", stimulus, reference, timing)
     binary = compile_csim(tmp_path, "kan_online", find_compiler(), find_ap_types(), top="_axi")
     result = run_csim(binary, tmp_path / "tb_data", log_name="csim_axi.log")

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from codesign.fpga.csim import find_ap_types, find_compiler
-from codesign.fpga.kan_firmware import render_firmware
-from codesign.fpga.mlp_firmware import render_firmware as render_mlp_firmware
+from codesign.fpga.kan.firmware import render_firmware
+from codesign.fpga.mlp.firmware import render_firmware as render_mlp_firmware
 from codesign.kan.fixed_learner import init_kan_coefficients
 from codesign.kan.mlp_learner import init_mlp_weights
 from codesign.kan.spec import KANSpec, MLPSpec

@@ -15,7 +15,7 @@ import pytest
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
 from codesign.fpga.cosim import COSIM_FIELDS, run_cosim
-from codesign.fpga.pipeline import Pipeline
+from codesign.fpga.placement import Pipeline
 from codesign.fpga.search import choose_pipeline
 from codesign.fpga.stimulus import CORNER_SAMPLES
 from codesign.kan.run import fit_widths
@@ -127,7 +127,8 @@ def test_learner_rtl_is_bit_exact(name, tmp_path):
 
 
 def test_pipeline_placements_parse_and_count():
-    from codesign.fpga.pipeline import Pipeline, parse_pipeline, pipeline_timing, resolve_pipeline
+    from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
+    from codesign.fpga.placement import Pipeline, parse_pipeline
     from codesign.fpga.search import choose_pipeline
 
     assert parse_pipeline("0x7:0x3ff:2") == Pipeline(7, 0x3FF, 2) and parse_pipeline("5") == 5
@@ -159,7 +160,7 @@ def test_pipeline_placements_parse_and_count():
 
 
 def test_staged_pipeline_timing_is_what_the_mask_says():
-    from codesign.fpga.rtl_emit import pipeline_mask, pipeline_timing
+    from codesign.fpga.pipeline import pipeline_mask, pipeline_timing
 
     spec = KANSpec()
     assert pipeline_timing(spec, pipeline_mask(spec, "ii1")) == {

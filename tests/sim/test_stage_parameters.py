@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from codesign.fpga.pipeline import Pipeline
+from codesign.fpga.placement import Pipeline
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.kan.spec import KANSpec
 
