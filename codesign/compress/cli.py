@@ -9,7 +9,8 @@ import os
 __all__ = ["add_compress_parser", "run_compress", "format_report"]
 
 _DESCRIPTION = (
-    "Compress every linear layer (untied nn.Linear and GPT-2's Conv1D) of a packaged model (minilm, gemma3-270m) "
+    "Compress every linear layer (untied nn.Linear and GPT-2's Conv1D) of a packaged model (minilm, gemma3-270m, "
+    "smollm2-135m, qwen2.5-coder-0.5b) "
     "or of a local transformers model folder (save_pretrained of the model and its tokenizer) with one method, evaluate it on "
     "held-out Wikipedia text (MiniLM: cosine of sentence embeddings to the original's; Gemma: perplexity), "
     "report size, error and time, and save the compressed model (model.safetensors + compressed.json) to --out."
@@ -128,6 +129,10 @@ def _compress(args: argparse.Namespace) -> int:
     missing = missing_llm_packages()
     if missing:
         raise ValueError(f"codesign compress needs {', '.join(missing)}: pip install 'codesign[llm]'")
+    from codesign.llm.wheel_models import WHEEL_MODELS, install_hint, missing_wheel_packages
+
+    if args.model in WHEEL_MODELS and missing_wheel_packages(args.model):
+        raise ValueError(f"model {args.model} is not installed: {install_hint(args.model)}")
     report, _ = compress_model(args.model, spec, out=args.out, force=args.force, budget=budget,
                                blocks=args.blocks, layers=args.layers)
     print(json.dumps(report, indent=1) if args.json else format_report(report))
@@ -159,7 +164,7 @@ def add_compress_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `compress` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser("compress", help="compress a packaged LLM's linear layers and evaluate it",
                               description=_DESCRIPTION)
-    p.add_argument("model", help="minilm, gemma3-270m, or a local transformers model folder")
+    p.add_argument("model", help="minilm, gemma3-270m, smollm2-135m, qwen2.5-coder-0.5b, or a local transformers model folder")
     p.add_argument("--method", required=True,
                    help="int (symmetric, clipped), int-asym (min-max with zero point, round to nearest), kmeans, vq (2-bit), "
                         "qer-plain, qer-scaled, srr, lowrank (Swift-SVD at the memory of B bits); "

