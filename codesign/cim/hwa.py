@@ -98,7 +98,8 @@ def _tile_grads(grad: Tensor, x: Tensor, realized: Tensor, saturated: Tensor, se
             grad_x[:, :, cols].unflatten(2, shape).copy_(torch.matmul(gs, w).transpose(1, 2))
         if grad_w is not None:
             xs = xv[:, :, cols].unflatten(2, shape).transpose(1, 2)  # (C, tiles, B, rows)
-            grad_w[:, cols].unflatten(1, shape).copy_(torch.matmul(gs.transpose(-1, -2), xs).sum(0).transpose(0, 1))
+            per_chip = torch.matmul(gs.transpose(-1, -2), xs)  # (C, tiles, out, rows)
+            grad_w[:, cols].unflatten(1, shape).copy_((per_chip[0] if chips == 1 else per_chip.sum(0)).transpose(0, 1))
     return (grad_x.view(x.shape) if grad_x is not None else None), grad_w
 
 
