@@ -283,6 +283,47 @@ def paired(a: dict, b: dict) -> str:
             f"{len(ma['window_tokens'])} windows, {ma['n_tokens']} tokens)")
 
 
+def summary(rows: list[dict], wanted: list[tuple[str, int]]) -> str:
+    """Compact markdown table: one line per model and method:bits of `wanted` (the last matching row of each).
+
+    Calibration-free k-means rows count only with the zero-point grid; the metric is the change of perplexity
+    (causal LMs) or the mean cosine (MiniLM), beside bits per weight and compression seconds.
+    """
+    out = ["| model | method | bits | bits/weight | metric | compress time (s) |", "|---|---|---|---|---|---|"]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for method, bits in wanted:
+            spec = row_spec(method, bits, 40)
+            axis = 1
+            found = [r for r in rows if r["model"] == model and r["bits"] == bits
+                     and _same_spec(r, method, spec, axis)]
+            if not found:
+                continue
+            r = found[-1]
+            m = r["metric"]
+            if "cosine_mean" in m:
+                metric = f"cosine {m['cosine_mean']:.4f}"
+            else:
+                change = 100 * (m["perplexity"] / m["reference_perplexity"] - 1)
+                metric = f"{change:+.1f} % ({m['perplexity']:.3f} vs {m['reference_perplexity']:.3f})"
+            out.append(f"| {model} | {_label(r)} | {bits} | {r['bits_per_weight']:.2f} | {metric} | {r['compression_seconds']:.0f} |")
+    return "\n".join(out)
+
+
+def _same_spec(d: dict, method: str, spec: MethodSpec, hqq_axis: int) -> bool:
+    """_same_row without the budget: the row's method and options are `method`'s."""
+    name, _, extra = method.partition("+")
+    if name in _KMEANS_GRID and d.get("kmeans_grid") != KMEANS_GRID:
+        return False
+    if (name == "hqq") != (d["method"] == "hqq") or d.get("hqq_axis", 1) != hqq_axis:
+        return False
+    return (d["method"] == name and bool(d.get("winq")) == (extra == "winq")
+            and bool(d.get("error_feedback")) == spec.error_feedback and bool(d.get("act_order")) == spec.act_order
+            and bool(d.get("sequential")) == spec.sequential and bool(d.get("scale_search")) == spec.scale_search
+            and bool(d.get("refit_scales")) == spec.refit_scales and d.get("refit_rounds", 1) == spec.refit_rounds
+            and bool(d.get("weighted_codebook")) == spec.weighted_codebook and d.get("block_tune", 0) == spec.block_tune
+            and d.get("e2e_tune", 0) == spec.e2e_tune and d.get("group_size", 64) == spec.group_size)
+
+
 def _parse_rows(text: str) -> list[tuple[str, int]]:
     """[(method, bits)] from "METHOD:BITS,METHOD:BITS" (ValueError if malformed)."""
     return [(m, int(b)) for m, b in (x.split(":") for x in text.split(","))]
@@ -299,7 +340,7 @@ def main() -> int:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--rows", default=None, help="comma list of method:bits (default: the full table)")
     parser.add_argument("--blocks", default=None, help="comma list of block indices to compress (default: all)")
-    parser.add_argument("--out", type=Path, required=True, help="JSON file the rows are appended to")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file the rows are appended to (required but with --summary)")
     parser.add_argument("--eval-tokens", type=int, default=4096)
     parser.add_argument("--calib-tokens", type=int, default=2048)
     parser.add_argument("--context", type=int, default=512)
@@ -314,11 +355,21 @@ def main() -> int:
                         help="gemma3-270m: file caching the input covariances of --calib-tokens (read if present, "
                              "else computed and written; as benchmarks/gemma_ef_calibration.py --stats)")
     parser.add_argument("--table", action="store_true", help="print the table of --out and exit")
+    parser.add_argument("--summary", default=None, metavar="JSON,JSON,...",
+                        help="print one compact table of these JSON files for --rows (method:bits) and exit")
     parser.add_argument("--paired", default=None,
                         help="ROW,ROW (as --rows, e.g. srr+ef-act:3,qer-scaled+ef-act:3): after the run, the first row's "
                              "perplexity over the second's on the same tokens, with its 95 %% interval over windows "
                              "(without --rows, only these two rows are run where missing)")
     args = parser.parse_args()
+    if args.summary:
+        if args.rows is None:
+            parser.error("--summary needs --rows")
+        every = [r for f in args.summary.split(",") for r in json.loads(Path(f).read_text())]
+        print(summary(every, _parse_rows(args.rows)))
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
     done = json.loads(args.out.read_text()) if args.out.exists() else []
     if args.table:
         print(table(done))
