@@ -41,9 +41,13 @@ def test_cli_srr_on_gemma_reports_perplexity_and_saves(gemma, tmp_path, capsys):
     # the compressed layers were in use (the perplexity moved) and the model still works; on 63 tokens
     # the sign of the change is noise, so only its size is bounded
     assert metric["perplexity"] != reference and abs(metric["perplexity"] / reference - 1) < 0.5
-    # 2 bits + rank 8 of fp16 factors over 640 + 256 dimensions, fp16 scales per 64 weights
-    assert report["bits_per_weight"] == pytest.approx(2 + 16 / 64 + 8 * 16 * (640 + 256) / (256 * 640), abs=0.01)
-    loaded = load_compressed(out)  # rebuilt from the folder alone
+    # 2 bits + rank 8 of fp16 factors over 640 + 256 dimensions, fp16 scales per 64 weights, and a uint8 zero
+    # point per 64 weights in the layers (of the two, same shape) whose k-means grid kept zero points
+    loaded = load_compressed(out)
+    zero_points = sum(m.qweight.base.zeros is not None for m in compressed_layers(loaded).values())
+    assert report["bits_per_weight"] == pytest.approx(
+        2 + 16 / 64 + 8 * 16 * (640 + 256) / (256 * 640) + zero_points / 2 * 8 / 64, abs=0.01)
+    # rebuilt from the folder alone
     assert sorted(compressed_layers(loaded)) == ["model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj"]
     assert read_manifest(out)["spec"]["method"] == "srr"
     assert _perplexity(loaded, tokenizer) == pytest.approx(metric["perplexity"], rel=1e-6)
