@@ -107,7 +107,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     import json
 
     from codesign.fpga.boards import find_board
-    from codesign.fpga.build import load_build_spec
+    from codesign.fpga.plan import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
     from codesign.fpga.placement import parse_pipeline
@@ -197,7 +197,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     task, samples, data = _stream_source(args)
     if args.print_config:
         from codesign.fpga.boards import find_board
-        from codesign.fpga.build import load_build_spec
+        from codesign.fpga.plan import load_build_spec
         from codesign.kan.data_run import data_spec
 
         board = find_board(args.target)

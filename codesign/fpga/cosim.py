@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from codesign.fpga.pipeline import resolve_pipeline
 from codesign.fpga.placement import Pipeline
 from codesign.fpga.rtl_emit import RTL_MANIFEST, emit_rtl, load_rtl_manifest
 from codesign.fpga.simulator import RANDOM_INIT_ARGS, prepare_simulation, random_init_plusargs, run_bench
@@ -148,11 +149,12 @@ def cosim_sources(
     return result
 
 
-def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int | Pipeline, seed: int):
+def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, pipeline: str | int | Pipeline | None,
+                 seed: int):
     """(rtl folder, its manifest, spec, seed, build folder or None) for a spec or a folder."""
     if not isinstance(target, (str, Path)):  # a spec
         work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="codesign_cosim_"))
-        manifest = emit_rtl(target, work / "rtl", pipeline=pipeline, seed=seed, force=True)
+        manifest = emit_rtl(target, work / "rtl", pipeline="ii1" if pipeline is None else pipeline, seed=seed, force=True)
         return work / "rtl", manifest, target, seed, None
     folder = Path(target)
     if not folder.is_dir():
@@ -161,6 +163,11 @@ def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, 
         if (rtl / RTL_MANIFEST).is_file():
             manifest = load_rtl_manifest(rtl)
             spec = spec_from_mapping(manifest["kind"], manifest["spec"])
+            emitted = manifest["pipeline"]
+            if pipeline is not None and resolve_pipeline(spec, pipeline) != Pipeline(
+                    emitted["mask"], emitted.get("cuts", 0), emitted.get("tree_split", 0)):
+                raise ValueError(f"pipeline={pipeline!r}: {rtl} holds RTL emitted with pipeline {emitted['text']}; "
+                                 "co-simulate it as it is (no pipeline) or emit it again")
             return rtl, manifest, spec, int(manifest["seed"]), folder
     report = folder / "report.json"
     if not report.is_file():
@@ -173,7 +180,8 @@ def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, 
         raise ValueError(f"{report}: unknown learner {data.get('learner')!r}")
     spec = spec_from_mapping(kind.name, data["spec"])
     seed = int(data.get("stream", {}).get("seed", seed))
-    manifest = emit_rtl(spec, folder / "rtl", pipeline=pipeline, seed=seed, learner_name=data["learner"], force=True)
+    manifest = emit_rtl(spec, folder / "rtl", pipeline="ii1" if pipeline is None else pipeline, seed=seed,
+                        learner_name=data["learner"], force=True)
     return folder / "rtl", manifest, spec, seed, folder
 
 
@@ -182,7 +190,7 @@ def run_cosim(
     samples: int = 10_000,
     task: str = "function_tracking",
     seed: int = 0,
-    pipeline: str | int | Pipeline = "ii1",
+    pipeline: str | int | Pipeline | None = None,
     work_dir: str | Path | None = None,
     resets: int = 4,
     bubble_probability: float = 0.02,
@@ -191,9 +199,10 @@ def run_cosim(
 ) -> dict[str, Any]:
     """Co-simulate a learner's RTL against the Python reference; returns the measured report.
 
-    ``target`` is a spec (its RTL is emitted into ``work_dir``/rtl with ``pipeline`` and the
-    initial state of ``seed``), an emitted RTL folder, or a ``codesign build`` folder (its
-    ``rtl/`` is emitted from report.json when missing; its stimulus is tb_data/stimulus.txt).
+    ``target`` is a spec (its RTL is emitted into ``work_dir``/rtl with ``pipeline``, ``ii1`` when
+    None, and the initial state of ``seed``), an emitted RTL folder, or a ``codesign build`` folder
+    (its ``rtl/`` is emitted from report.json when missing; its stimulus is tb_data/stimulus.txt).
+    A folder's RTL keeps the placement it was emitted with: a ``pipeline`` that differs is refused.
     ``random_init_seed`` powers the RTL up in a random state from that seed (cosim_sources).
     """
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:

@@ -8,10 +8,12 @@ from codesign import __version__
 from codesign.fpga.boards import Board
 from codesign.fpga.csim import CsimResult
 from codesign.fpga.stimulus import Reference, Stimulus
-from codesign.fpga.timing import Timing
+from codesign.fpga.timing import Timing, TimingBasis
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["build_report", "format_report", "format_boards"]
+
+_SCHEDULE_WORDS = {TimingBasis.RTL_SCHEDULE: "the RTL pipeline", TimingBasis.ANALYTIC: "analytic count"}
 
 
 def build_report(
@@ -67,7 +69,7 @@ def format_report(report: dict) -> str:
         f"  timing      expected latency {report['latency_cycles_expected']} cycles "
         f"({report['latency_ns_expected']:g} ns), prediction after {report['prediction_latency_cycles_expected']}; "
         f"II target {report['ii_target']}, expected {report['ii_expected']} "
-        f"(HLS schedule: {'the RTL pipeline' if report['timing']['basis'].startswith('the RTL') else 'analytic count'})",
+        f"(HLS schedule: {_SCHEDULE_WORDS[TimingBasis(report['timing']['basis_kind'])]})",
         f"  project     {report['output']}  (run: vitis_hls -f build_prj.tcl)",
     ]
     if "rtl" in report:

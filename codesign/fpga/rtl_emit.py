@@ -161,6 +161,7 @@ def emit_rtl(
     learner_name: str | None = None,
     force: bool = False,
     initial: list[np.ndarray] | None = None,
+    clock: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the RTL of ``spec`` into ``out_dir`` and return its manifest (also in rtl_manifest.json).
 
@@ -169,6 +170,8 @@ def emit_rtl(
     (``auto`` is resolved for a board by codesign.fpga.search.choose_pipeline first). ``initial`` (raw
     coef_t per layer, from --init) replaces the seed's initial coefficients; it is kept in
     ``initial_state.npz`` and named by the manifest's ``initial_state``, where the benches read it.
+    ``clock`` (a build's clock fields: target, estimate, clock_met, ns) joins the manifest's ``pipeline``,
+    so the manifest is written once, as the build reports it.
     """
     kind = fpga_kind(spec)
     pipe = resolve_pipeline(spec, pipeline)
@@ -216,7 +219,7 @@ def emit_rtl(
         "ports": _ports(spec),
         "parameters": params,
         "pipeline": {**pipe.to_dict(), **pipeline_timing(spec, pipe),
-                     "choice": pipeline if isinstance(pipeline, str) else pipe.text},
+                     "choice": pipeline if isinstance(pipeline, str) else pipe.text, **(clock or {})},
         "state": kind.state_description(spec),
         "axi": {
             "top": axi_top,

@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 
-__all__ = ["Timing", "adder_tree_clocks", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
+__all__ = ["Timing", "TimingBasis", "adder_tree_clocks", "rtl_schedule", "READ", "MULTIPLY", "CAST", "WRITE", "ADDER_LEVELS_PER_CYCLE"]
 
 READ = 1  # a registered memory or ROM read
 MULTIPLY = 1  # one DSP multiply
 CAST = 1  # rounding and saturation to a narrower type
 WRITE = 1  # a memory write
 ADDER_LEVELS_PER_CYCLE = 2  # adder-tree levels that fit one clock at the target
+
+
+class TimingBasis(str, Enum):
+    """Where a Timing's cycle counts come from: the RTL's placement (rtl_schedule) or the analytic stage count."""
+
+    RTL_SCHEDULE = "rtl_schedule"
+    ANALYTIC = "analytic"
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,11 @@ class Timing:
     stages: dict[str, int] = field(default_factory=dict)  # where the cycles go
     schedule: str = ""  # the RTL pipeline whose schedule this is (rtl_schedule), or "" for the analytic count
 
+    @property
+    def basis(self) -> TimingBasis:
+        """RTL_SCHEDULE when the counts are the RTL pipeline's (``schedule`` names it), else ANALYTIC."""
+        return TimingBasis.RTL_SCHEDULE if self.schedule else TimingBasis.ANALYTIC
+
     def to_dict(self, clock_mhz: float) -> dict:
         """Plain data for reports and the manifest."""
         ns = 1000.0 / clock_mhz
@@ -48,6 +61,7 @@ class Timing:
             "ii_target": self.ii_target,
             "ii_expected": self.ii_expected,
             "stages": dict(self.stages),
+            "basis_kind": self.basis.value,
             "basis": (f"the RTL's schedule (pipeline {self.schedule}, codesign.fpga.pipeline): Vitis HLS is given "
                       "the same II and latency; measure with C/RTL co-simulation") if self.schedule else
                      "analytic stage count (codesign.fpga.timing); measure with C/RTL co-simulation",

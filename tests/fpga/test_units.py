@@ -135,7 +135,7 @@ def test_parse_summary():
 
 
 def test_board_clock_unless_the_config_sets_one(tmp_path):
-    from codesign.fpga.build import load_build_spec
+    from codesign.fpga.plan import load_build_spec
 
     pynq = find_board("pynq-z2")
     assert load_build_spec("kan_online", None, pynq).clock_mhz == pynq.clock_mhz
@@ -152,3 +152,23 @@ def test_bits_initializer_writes_two_complement_patterns():
     assert text.split() == ["{", "{", "0u,", "1u,", "262143u", "},", "{", "5u,", "262138u,", "131071u", "}", "}"]
     assert [bits_word_type(w) for w in (1, 8, 9, 16, 18, 32)] == ["uint8_t", "uint8_t", "uint16_t", "uint16_t",
                                                                    "uint32_t", "uint32_t"]
+
+
+def test_the_timing_basis_is_a_value_not_prose():
+    from codesign.fpga.report import format_report  # noqa: PLC0415
+    from codesign.fpga.timing import Timing, TimingBasis, rtl_schedule  # noqa: PLC0415
+
+    spec = KANSpec()
+    analytic = expected_timing(spec)
+    scheduled = rtl_schedule(analytic, {"prediction_latency_cycles": 3, "update_latency_cycles": 5, "ii": 4}, "auto 0x1")
+    assert analytic.basis is TimingBasis.ANALYTIC and scheduled.basis is TimingBasis.RTL_SCHEDULE
+    assert scheduled.to_dict(250.0)["basis_kind"] == "rtl_schedule" and scheduled.stages == analytic.stages
+    # the terminal line reads the kind, whatever the prose says
+    t = {**Timing(1, 2, 2, schedule="x").to_dict(250.0), "basis": "reworded"}
+    report = {"spec": {}, "csim": {"bit_exact": True, "samples": 1, "prediction_mismatches": 0, "state_mismatches": 0,
+                                   "state_values": 1, "seconds": 0.0},
+              "stream": {"task_samples": 1, "task": "t", "corner_samples": 0}, "board": None, "learner": "kan_online",
+              "target": "xcvu9p", "part": "p", "clock_mhz": 250.0, "parameters": 1, "latency_cycles_expected": 2,
+              "latency_ns_expected": 8.0, "prediction_latency_cycles_expected": 1, "ii_target": 2, "ii_expected": 2,
+              "timing": t, "output": "o"}
+    assert "HLS schedule: the RTL pipeline" in format_report(report)

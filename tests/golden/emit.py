@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from codesign.fpga.boards import find_board
-from codesign.fpga.build import load_build_spec, write_sources
-from codesign.fpga.search import choose_pipeline
+from codesign.fpga.build import write_sources
+from codesign.fpga.estimate import estimate
+from codesign.fpga.plan import make_plan
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.kinds import learner_names
 from codesign.outputs import Progress
@@ -27,10 +27,9 @@ _SAMPLES = 1  # the stream only fills tb_data/, which is left out
 
 def emit_sources(learner: str, out: Path) -> None:
     """Write what `codesign build <learner>` (default target, pipeline, seed and spec) writes before it compiles."""
-    board = find_board(TARGET)
-    spec = load_build_spec(learner, None, board)
-    choice = choose_pipeline(spec, board, "auto")
-    write_sources(out, out, learner, TARGET, board, spec, choice, _SAMPLES, "function_tracking", 0, Progress(3, io.StringIO()))
+    plan = make_plan(learner, TARGET, samples=_SAMPLES)
+    analytic = estimate(plan.spec, plan.board, pipeline=plan.choice)
+    write_sources(out, out, plan, analytic, Progress(3, io.StringIO()))
 
 
 def golden_files(folder: Path) -> dict[str, str]:
