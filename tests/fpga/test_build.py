@@ -294,3 +294,27 @@ def test_a_build_searches_for_its_pipeline_once(tmp_path, monkeypatch):
     assert len(searches) == 1
     assert report["estimate"]["pipeline"] == "auto" and report["rtl"]["pipeline"]["choice"] == "auto"
     assert report["estimate"]["pipeline_placement"]["text"] == report["rtl"]["pipeline"]["text"]
+
+
+# the modules a build runs through, from the plan to the report
+BUILD_PATH = ("plan", "build", "hls_project", "rtl_emit", "stimulus", "csim", "cosim", "synth", "pnr", "report", "manifest")
+
+
+def test_the_build_path_has_one_call_site_of_the_pipeline_search():
+    import ast
+
+    import codesign.fpga
+
+    folder = Path(codesign.fpga.__file__).parent
+    sites = []
+    for name in BUILD_PATH:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
+                    "choose_pipeline", "candidate_pipelines"):
+                sites.append(f"{name}.py:{node.lineno}")
+            # the build hands the estimate its plan's choice, never a request to search again
+            if name == "build" and isinstance(node, ast.Call) and getattr(node.func, "id", None) == "estimate":
+                given = {k.arg: ast.unparse(k.value) for k in node.keywords}
+                assert given.get("pipeline") == "plan.choice", ast.unparse(node)
+    assert len(sites) == 1 and sites[0].startswith("plan.py:"), sites
