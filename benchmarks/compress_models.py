@@ -117,7 +117,7 @@ def hqq_replacements(model: torch.nn.Module, names: list[str], bits: int, group_
 
 
 def peer_row(name: str, model, tokenizer, names: list[str], bits: int, group_size: int, budget: Budget,
-             axis: int = 1) -> dict:
+             axis: int = 1, blocks: list[int] | None = None) -> dict:
     """One HQQ row in the report format of compress_model (size, bits per weight, metric, time)."""
     from codesign.compress.pipeline import evaluate, reference_metric
     from codesign.llm import swapped
@@ -130,7 +130,7 @@ def peer_row(name: str, model, tokenizer, names: list[str], bits: int, group_siz
     n_weights = sum(modules[n].weight.numel() for n in names)
     with swapped(model, replacements):
         metric = evaluate(name, model, tokenizer, budget)
-    return {"model": name, "method": "hqq", "bits": bits, "rank": None, "group_size": group_size, "blocks": None,
+    return {"model": name, "method": "hqq", "bits": bits, "rank": None, "group_size": group_size, "blocks": blocks,
             "layers": len(names), "weights": n_weights, "bytes": stored,
             "fp16_bytes": sum(modules[n].weight.numel() * 2 for n in names),
             "bits_per_weight": 8 * stored / n_weights, "compression_seconds": seconds,
@@ -437,7 +437,7 @@ def main() -> int:
     memo.install()
     for method, bits in todo:
         if method == "hqq":
-            report = peer_row(args.model, model, tokenizer, names, bits, args.group_size, budget, args.hqq_axis)
+            report = peer_row(args.model, model, tokenizer, names, bits, args.group_size, budget, args.hqq_axis, blocks)
             report["calib_tokens"], report["threads"] = budget.calib_tokens, torch.get_num_threads()
             done.append(report)
             append_row(args.out, report)
