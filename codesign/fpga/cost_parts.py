@@ -22,14 +22,35 @@ def clog2(n: int) -> int:
     return max(0, math.ceil(math.log2(n))) if n > 1 else 0
 
 
-def dsp_tiles(width_a: int, width_b: int, family: Family) -> int:
-    """DSP slices of one signed width_a x width_b multiply (split into tiles when it exceeds one DSP)."""
+def _slices(width: int, most: int, family: Family) -> tuple[int, int]:
+    """(slices on DSPs, slices in LUTs) of one operand of ``width`` bits, split as Yosys's mul2dsp splits it."""
+    if width <= most:
+        return (1, 0) if width >= family.dsp_min_width else (0, 1)
+    step = most - (1 if family.dsp_signed_only else 0)  # a signed-only DSP keeps a bit of each lower slice for the sign
+    n = (width - (most - step) - 1) // step
+    last = width - n * step
+    return (n + 1, 0) if last >= family.dsp_min_width else (n, 1)
+
+
+def _tiling(width_a: int, width_b: int, family: Family) -> tuple[int, int]:
+    """(DSP tiles, partial products in all) of one signed width_a x width_b multiply."""
     big, small = family.dsp_widths
     a, b = max(width_a, width_b), min(width_a, width_b)
     if a <= big and b <= small:
-        return 1
-    # a partial product per (big - 1) x (small - 1) unsigned slice; the top slices keep the sign bit
-    return math.ceil((a - 1) / (big - 1)) * math.ceil((b - 1) / (small - 1))
+        return 1, 1
+    a_dsp, a_lut = _slices(a, big, family)
+    b_dsp, b_lut = _slices(b, small, family)
+    return a_dsp * b_dsp, (a_dsp + a_lut) * (b_dsp + b_lut)
+
+
+def dsp_tiles(width_a: int, width_b: int, family: Family) -> int:
+    """DSP slices of one signed width_a x width_b multiply (split into tiles when it exceeds one DSP).
+
+    A multiply wider than one DSP is cut into slices of the DSP's widths (one bit less where the
+    family's DSPs take signed slices only); a top slice narrower than the family's minimum stays
+    in LUTs (a row of AND gates and an adder), as Yosys's mul2dsp leaves it.
+    """
+    return _tiling(width_a, width_b, family)[0]
 
 
 def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: Family) -> int:
@@ -39,7 +60,12 @@ def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: Family) -> 
     independent read port, which costs one LUT column of each primitive). UltraScale(+):
     RAM32M16 (8 LUTs, 16 bits / 14 dual port), RAM64M8 (8 LUTs, 8 / 7 bits); 7-series: RAM32M
     (4 LUTs, 8 / 6 bits), RAM64M (4 LUTs, 4 / 3 bits); deeper: RAM128X1S/D and RAM256X1S/D, per bit.
+    A family whose primitive is shallower (ECP5: TRELLIS_DPR16X4, 16 x 4 bits, always a separate write
+    port, six LUT sites) tiles it in depth and width.
     """
+    if family.lutram_depth < 64:
+        tiles = math.ceil(depth / family.lutram_depth) * math.ceil(word_bits / family.lutram_bits)
+        return family.lutram_luts * tiles
     if depth <= 64:
         luts, bits = family.lutram_luts, family.lutram_bits  # a primitive of `luts` LUTs, `bits` bits at depth 64
         if depth <= 32:
@@ -50,9 +76,8 @@ def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: Family) -> 
 
 
 def split_adder_bits(width_a: int, width_b: int, family: Family) -> int:
-    """Bits of the LUT adders that sum the partial products of a multiply split over several DSPs."""
-    tiles = dsp_tiles(width_a, width_b, family)
-    return (tiles - 1) * (width_a + width_b)
+    """Bits of the LUT adders that sum the partial products of a multiply split over several DSPs (or LUT rows)."""
+    return (_tiling(width_a, width_b, family)[1] - 1) * (width_a + width_b)
 
 
 def cast_is_wiring(t: FixedType) -> bool:

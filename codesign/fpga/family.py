@@ -56,8 +56,12 @@ class Family:
     title: str  # "AMD UltraScale+"
     synth: str  # the Yosys recipe: "xilinx" (synth_xilinx -family KEY) or "ecp5" (synth_ecp5)
     dsp_widths: tuple[int, int]  # one DSP multiplier's signed input widths (larger, smaller)
+    dsp_signed_only: bool  # Yosys splits a wide multiply into signed slices (one bit of headroom each)
+    dsp_min_width: int  # an operand slice narrower than this stays in LUTs (Yosys mul2dsp's DSP_*_MINWIDTH)
+    model_checked: tuple[str, ...]  # what of the analytic model was checked for this family (lut, ff, dsp, lutram, clock)
     lutram_luts: int  # LUTs of the distributed-RAM primitive at depth 64
-    lutram_bits: int  # bits that primitive stores at depth 64
+    lutram_bits: int  # bits that primitive stores at depth lutram_depth
+    lutram_depth: int  # 64: the Xilinx RAM64M family (twice the bits at 32); shallower: tiled in depth and width
     speed_grade: int
     delays: DelayModel  # at this part's speed grade
     assumptions: tuple[str, ...]
@@ -76,7 +80,7 @@ def need_field(where: str, table: dict[str, Any], key: str, kind: type | tuple[t
     if key not in table:
         raise ValueError(f"{where}: missing field {key!r}")
     value = table[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise ValueError(f"{where}: field {key!r} has the wrong type ({value!r})")
     return value
 
@@ -120,8 +124,13 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
     widths = need_field(where, family, "dsp_widths", list)
     return Family(
         key=key, title=need_field(where, family, "title", str), synth=synth,
-        dsp_widths=(int(widths[0]), int(widths[1])), lutram_luts=int(need_field(where, family, "lutram_luts", int)),
-        lutram_bits=int(need_field(where, family, "lutram_bits", int)), speed_grade=speed_grade,
+        dsp_widths=(int(widths[0]), int(widths[1])),
+        dsp_signed_only=bool(need_field(where, family, "dsp_signed_only", bool)),
+        dsp_min_width=int(need_field(where, family, "dsp_min_width", int)),
+        model_checked=tuple(str(v) for v in need_field(where, family, "model_checked", list)),
+        lutram_luts=int(need_field(where, family, "lutram_luts", int)),
+        lutram_bits=int(need_field(where, family, "lutram_bits", int)),
+        lutram_depth=int(need_field(where, family, "lutram_depth", int)), speed_grade=speed_grade,
         delays=base.scaled(grade_factor * factor), assumptions=assumptions,
         router=router, router_args=router_args,
     )

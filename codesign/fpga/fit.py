@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["STRICT_EXIT", "FitError", "fit_check"]
+__all__ = ["STRICT_EXIT", "FitError", "fit_check", "refuses"]
 
 STRICT_EXIT = 3  # the exit status of `--strict` when the design does not fit or misses its clock
 
@@ -34,3 +34,8 @@ def fit_check(result: dict[str, Any], board_name: str, clock_mhz: float, source:
     note = f"{'; '.join(problems)} [{source}]" if problems else None
     return {"fits": not over, "meets_clock": meets, "over": over, "clock_mhz_target": clock_mhz,
             "clock_mhz_estimate": estimate, "source": source, "note": note}
+
+
+def refuses(fit: dict[str, Any], checked: tuple[str, ...]) -> bool:
+    """Whether a fit check of an analytic estimate may refuse a build: a shortfall in what the family's model was checked on."""
+    return bool(set(fit["over"]) & set(checked)) or (not fit["meets_clock"] and "clock" in checked)

@@ -18,12 +18,15 @@ from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["candidate_pipelines", "choose_pipeline"]
+__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint"]
 
 
 def _clog2(n: int) -> int:
     """SystemVerilog $clog2: bits to count 0..n-1 (0 for n <= 1)."""
     return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+MAX_TREE_SPLIT = 8  # the largest SPLIT check_placement takes
 
 
 def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
@@ -40,7 +43,9 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     n_bits = 2 * len(spec.layer_shapes) - 1
     family = board.family
     max_levels = _clog2(kind.tree_terms(spec)) if kan else 0
-    splits = list(range(max_levels - 1, 0, -1)) if kan else []  # coarse to fine: more registers to the right
+    # coarse to fine: more registers to the right; a split of 8 or more levels places one register at most in
+    # any tree the schema allows (1,024 inputs x banks), and check_placement takes SPLIT 0..8
+    splits = list(range(min(max_levels - 1, MAX_TREE_SPLIT), 0, -1)) if kan else []
 
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
@@ -118,3 +123,10 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
     return PipelineChoice("auto", pipe, spec.clock_mhz, period, False, note)
 
 
+def deeper_hint(spec: KANSpec | MLPSpec, placement: Pipeline) -> str:
+    """What to try when ``placement`` misses the clock: the deep pipeline, unless it already is that (or deeper)."""
+    deep = resolve_pipeline(spec, "deep")
+    tree_as_deep = deep.tree_split == 0 or 0 < placement.tree_split <= deep.tree_split
+    if placement.phases & deep.phases == deep.phases and placement.cuts & deep.cuts == deep.cuts and tree_as_deep:
+        return "no deeper placement exists: lower clock_mhz in the config or narrow the types"
+    return "try --pipeline deep"

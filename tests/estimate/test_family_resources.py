@@ -1,0 +1,72 @@
+"""The analytic resource model of each family against Yosys for that family: ECP5's DSP and LUTRAM from its own primitives."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from codesign.fixed import FixedType
+from codesign.fpga.boards import find_board, load_boards
+from codesign.fpga.cost_parts import dsp_tiles
+from codesign.fpga.estimate import estimate
+from codesign.fpga.fit import fit_check, refuses
+from codesign.fpga.placement import parse_pipeline
+from codesign.kan.spec import KANSpec, MLPSpec
+
+ROUTED = Path(__file__).resolve().parents[2] / "docs" / "ecp5_routed.json"
+
+
+def _spec(row: dict) -> KANSpec | MLPSpec:
+    kind = KANSpec if row["kind"] == "KANSpec" else MLPSpec
+    names = {f.name for f in dataclasses.fields(kind)}
+    fields = {}
+    for key, value in row["spec"].items():
+        if key not in names:
+            continue
+        if isinstance(value, str) and value.startswith("ap_"):
+            value = FixedType.parse(value)
+        fields[key] = tuple(value) if isinstance(value, list) else value
+    return kind(**fields)
+
+
+def _rows() -> list[tuple[str, dict]]:
+    return sorted(json.loads(ROUTED.read_text())["results"].items())
+
+
+@pytest.mark.parametrize("name,row", _rows(), ids=[n for n, _ in _rows()])
+def test_ecp5_dsp_lutram_ff_match_synth_ecp5(name, row):
+    """synth_ecp5's MULT18X18D and TRELLIS_DPR16X4 counts (benchmarks/ecp5_routed.py), from the family's own data."""
+    board = find_board("lfe5u-85f")
+    est = estimate(_spec(row), board, pipeline=parse_pipeline(row["placement"]))
+    synth = row["synth"]
+    assert est["dsp"] == synth["dsp"]
+    assert est["lutram"] == synth["lutram"]
+    assert abs(est["ff"] - synth["ff"]) <= 0.1 * synth["ff"] + 2
+
+
+def test_the_default_kan_fits_lfe5u_85f():
+    """116 MULT18X18D (74 %) as Yosys and nextpnr place it, not 212 (136 %): --strict lets synthesis check it."""
+    board = find_board("lfe5u-85f")
+    est = estimate(KANSpec(clock_mhz=board.clock_mhz), board)
+    assert est["dsp"] == 116 and est["utilization_percent"]["dsp"] < 100
+
+
+def test_ecp5_slices_are_unsigned_and_full_width():
+    """ECP5's DSP takes unsigned slices: a 19 x 16 multiply is one MULT18X18D and a row in LUTs; Xilinx keeps a sign bit per slice."""
+    assert dsp_tiles(19, 16, find_board("lfe5u-85f").family) == 1
+    assert dsp_tiles(37, 18, find_board("lfe5u-85f").family) == 2
+    assert dsp_tiles(19, 30, find_board("xcvu9p").family) == 4  # (29 / 26) x (18 / 17) slices
+
+
+def test_strict_refuses_only_on_what_a_family_was_checked_on():
+    """An unchecked family's estimate never refuses before synthesis; a checked one does."""
+    over = fit_check({"utilization_percent": {"lut": 180.0}, "clock_mhz_estimate": 50.0}, "part", 100.0, "analytic")
+    assert over["note"]
+    assert refuses(over, find_board("xcvu9p").family.model_checked)
+    assert not refuses(over, find_board("xc7z020").family.model_checked)
+    assert not refuses({**over, "meets_clock": True}, find_board("lfe5u-85f").family.model_checked)  # LUT4 not modelled
+    for board in load_boards().values():
+        assert set(board.family.model_checked) <= {"lut", "ff", "dsp", "lutram", "clock"}
