@@ -1,10 +1,10 @@
 """codesign.cim beside IBM's aihwkit-lightning (hardware-aware training) and aihwkit (PCM drift), run for real.
 
-    nice -n 10 python benchmarks/cim_vs_aihwkit.py --part hwa [--dataset digits --seeds 0 1 2 3 4 --epochs 20]
+    nice -n 10 python benchmarks/cim_vs_aihwkit.py --part hwa [--dataset digits --model mlp --seeds 0 1 2 3 4 --epochs 20]
     nice -n 10 python benchmarks/cim_vs_aihwkit.py --part speed [--dataset mnist5k]   (step time only)
     nice -n 10 python benchmarks/cim_vs_aihwkit.py --part drift [--chips 20]   (needs aihwkit, built from its sdist)
 
-``hwa``: the MLP of docs/cim_dwp.md (flatten, 256, 128, 10) on the fixed splits, trained once per seed by each
+``hwa``: the MLP (flatten, 256, 128, 10) or the CNN (--model cnn) of docs/cim_dwp.md on the fixed splits, trained once per seed by each
 tool with matched knobs and everything else equal (initialisation, data order, Adam at lr 2e-3, batch 64):
 
 - additive Gaussian weight noise, σ = --w-noise times the largest |w| of the weight's tile (one new draw per
@@ -21,8 +21,9 @@ step (the median over seeds of each run's median, the tools' runs interleaved in
 and ``speed``: both tools' steps in alternating blocks of 20 on the same mini-batches, which a changing load on a
 shared machine moves less), the outputs beyond the ADC range per layer, and every network read on --chips programmed
 PCM chips of codesign's default chip (8-bit DAC/ADC) at 1 s, 1 day and 1 year, with and without global drift
-compensation. ``--ablate-adc-gradient`` adds lightning with its ADC clamp's gradient passed straight through, as
-codesign's HWA backward passes it. ``--bits 0`` makes both tools' converters ideal.
+compensation. ``--ablate-adc-gradient`` adds lightning with its ADC clamp's gradient passed straight through (as
+codesign's HWA backward passed it before it stopped the gradient of saturated outputs). ``--bits 0`` makes both tools'
+converters ideal.
 
 ``drift``: every trained network of ``hwa`` (the same float weights, bit for bit) converted once to codesign's
 CIM layers and once to aihwkit's AnalogSequential with the InferenceRPUConfig that ``to_aihwkit_rpu_config``
