@@ -22,12 +22,12 @@ from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import FitError, fit_check, refuses
 from codesign.fpga.hls_project import GENERATED, project_name, write_project
 from codesign.fpga.kinds import fpga_kind
-from codesign.fpga.pipeline import pipeline_timing
+from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.rtl_emit import emit_rtl
-from codesign.fpga.search import deeper_hint
+from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
+from codesign.fpga.search import deeper_hint, rechoose_pipeline
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
 from codesign.kan.data_run import describe_data
@@ -95,7 +95,7 @@ def build(
         raise FitError(fit["note"])  # only on what the model was checked on for this family; synthesis decides the rest
     target_dir = Path(out) if out is not None else default_output(plan.learner, plan.board)
     # derived: what tools run on the build fill in later (a Vitis project, `codesign sim`'s Verilator work folder)
-    folder = OutputFolder(target_dir, "build", force=force, expected=GENERATED,
+    folder = OutputFolder(target_dir, "build", force=force, expected=(*GENERATED, "pnr_attempts"),
                           derived=(project_name(plan.learner), "rtl/cosim", "cosim_hls_rtl"))
     if plan.data is not None:
         print("\n".join(describe_data(plan.spec, plan.data)), file=stream)
@@ -184,18 +184,105 @@ def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, com
         report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
                                   report["rtl"]["pipeline"].get("clock_note"))
     if plan.pnr:
-        from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
-
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-        with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz, then ecppack (minutes)"):
-            report["pnr"] = run_pnr(out_dir / "rtl", board, clock_mhz=spec.clock_mhz, latency_cycles=measured)
-        routed = {"clock_mhz_estimate": report["pnr"]["fmax_mhz"],
-                  "utilization_percent": {k: v["percent"] for k, v in report["pnr"]["utilisation"].items()}}
-        report["fit"] = fit_check(routed, board.name, spec.clock_mhz, "nextpnr, placed and routed")
+        _route_until_met(out_dir, plan, report, measured, progress, stream)
     with progress.step("report", "writing report.json"):
         report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+MAX_PNR_ATTEMPTS = 3  # routes of one build: the plan's placement and at most two re-chosen ones
+
+
+def _attempt_record(index: int, choice: PipelineChoice, synth: dict, pnr: dict) -> dict:
+    """One routed attempt as report.json keeps it: placement, estimated and routed clocks, critical path's ends."""
+    path = pnr.get("critical_path", {})
+    return {"attempt": index, "choice": choice.request, "placement": choice.placement.text,
+            "clock_mhz_analytic": round(1000.0 / choice.period_ns, 1), "clock_mhz_synth_estimate": synth["clock_mhz_estimate"],
+            "fmax_mhz": pnr["fmax_mhz"], "meets_target": pnr["meets_target"],
+            "critical_path": {k: path[k] for k in ("start", "end", "path_ns", "logic_ns", "routing_ns") if k in path},
+            "log": pnr["log"]}
+
+
+def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dict | None, progress: Progress,
+                     stream: TextIO) -> None:
+    """Place and route; while the routed clock misses the target, re-choose a deeper placement, synthesize and route it.
+
+    At most MAX_PNR_ATTEMPTS routes. Each attempt's RTL is its own folder (pnr_attempts/<n>/rtl); the best
+    routed one ends in rtl/, with its synthesis, estimate and (re-run) co-simulation in the report, and
+    report["pnr"]["attempts"] keeps every attempt. When none meets the target, the fit note says so.
+    """
+    from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
+    from codesign.fpga.synth import run_synth  # noqa: PLC0415
+
+    spec, board = plan.spec, plan.board
+    choice, rtl_dir = plan.choice, out_dir / "rtl"
+    runs: list[tuple[PipelineChoice, Path, dict, dict]] = []
+    synth = report["synth"]
+    while True:
+        label = f" (attempt {len(runs) + 1}: {choice.placement.text})" if runs else ""
+        with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz{label}, then ecppack (minutes)"):
+            routed = run_pnr(rtl_dir, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)
+        runs.append((choice, rtl_dir, synth, routed))
+        report["pnr"] = {**routed, "attempts": [_attempt_record(i + 1, *r[:1], r[2], r[3]) for i, r in enumerate(runs)]}
+        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        if routed["meets_target"] or len(runs) >= MAX_PNR_ATTEMPTS:
+            break
+        following = rechoose_pipeline(spec, board, [r[0].placement for r in runs], routed["period_ns"], choice.period_ns)
+        if following is None:
+            break
+        choice, rtl_dir = following, out_dir / "pnr_attempts" / str(len(runs) + 1) / "rtl"
+        progress.total += 2
+        analytic = estimate(spec, board, pipeline=choice)
+        with progress.step("rtl", f"the routed clock missed: writing the RTL of placement {choice.placement.text} to {rtl_dir}"):
+            emit_rtl(spec, rtl_dir, pipeline=choice.placement, seed=plan.seed, learner_name=plan.learner, force=True,
+                     initial=None if plan.initial is None else plan.initial.coefficients,
+                     clock=clock_fields(spec, analytic, choice))
+        with progress.step("synth", f"synthesizing it with Yosys for {board.part} (minutes)"):
+            synth = run_synth(rtl_dir, board, keep_netlist=True)
+    best = max(range(len(runs)), key=lambda i: runs[i][3]["fmax_mhz"])
+    attempts = report["pnr"]["attempts"]
+    if best:
+        choice, best_dir, synth, routed = runs[best]
+        # the best attempt's RTL becomes rtl/; the plan's first moves to pnr_attempts/1
+        first = out_dir / "pnr_attempts" / "1" / "rtl"
+        first.parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / "rtl").replace(first)
+        best_dir.replace(out_dir / "rtl")
+        attempts = relocate_paths(relocate_paths(attempts, out_dir / "rtl", first), best_dir, out_dir / "rtl")
+        routed = relocate_paths(routed, best_dir, out_dir / "rtl")
+        manifest = load_rtl_manifest(out_dir / "rtl")
+        report["estimate"] = estimate(spec, board, pipeline=choice)
+        report["rtl"]["pipeline"] = dict(manifest["pipeline"])
+        report["synth"] = relocate_paths(synth, best_dir, out_dir / "rtl")
+        _check_synth_clock(report["rtl"]["pipeline"], report["synth"], deeper_hint(spec, choice.placement))
+        if plan.cosim:
+            from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
+
+            progress.total += 1
+            with progress.step("cosim", f"co-simulating the routed placement {choice.placement.text} in Verilator"):
+                report["cosim"] = cosim_summary(run_cosim(out_dir, seed=plan.seed))
+    report["pnr"] = {**routed, "attempts": attempts, "best_attempt": best + 1}
+    fmax = routed["fmax_mhz"]
+    utilization = {k: v["percent"] for k, v in routed["utilisation"].items()}
+    note = None
+    if not routed["meets_target"]:
+        note = (f"clock target {spec.clock_mhz:g} MHz not met by the routed design after {len(runs)} placement"
+                f"{'s' if len(runs) > 1 else ''}: best {fmax:g} MHz (pipeline {choice.placement.text}); "
+                f"{_unmet_advice(spec, [r[0].placement for r in runs])}")
+        print(f"codesign: warning: {note}", file=sys.stderr, flush=True)
+        report["rtl"]["pipeline"].update(clock_met=False, clock_note=note)
+    report["pnr"]["clock_met"] = routed["meets_target"]
+    report["fit"] = fit_check({"clock_mhz_estimate": fmax, "utilization_percent": utilization}, board.name, spec.clock_mhz,
+                              "nextpnr, placed and routed", note)
+
+
+def _unmet_advice(spec: KANSpec | MLPSpec, tried: list[Pipeline]) -> str:
+    """What is left to try when no routed placement met the clock: never a placement that was routed."""
+    if resolve_pipeline(spec, "deep") in tried or all(deeper_hint(spec, p) != "try --pipeline deep" for p in tried):
+        return "the target cannot be met by a register placement: lower clock_mhz in the config or narrow the types"
+    return f"the {MAX_PNR_ATTEMPTS} attempts ran out before the deep pipeline: try --pipeline deep"
 
 
 def clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: PipelineChoice) -> dict:

