@@ -183,8 +183,11 @@ def quantize(source: Path, target: Path, ftype_name: str, keep_embedding: bool, 
         params.token_embedding_type = llama_cpp.GGML_TYPE_F32
         params.output_tensor_type = llama_cpp.GGML_TYPE_F32
     partial = target.with_name(target.name + ".partial")
+    from llama_cpp._utils import suppress_stdout_stderr
+
     start = time.perf_counter()
-    status = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params))
+    with suppress_stdout_stderr(disable=False):  # a line per tensor; the GGUF's tensor table says the same
+        status = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params))
     seconds = time.perf_counter() - start
     if status != 0:
         _fail(f"llama_model_quantize to {ftype_name} failed (status {status})")
@@ -235,16 +238,18 @@ def _calibrated(r: dict) -> bool:
                 or r["method"].endswith("-qat"))
 
 
-def codesign_rows(paths: Sequence[Path], model: str, window_tokens: list[int], context: int, reference: float) -> list[dict]:
-    """Whole-model rows of compress_models.py JSON files scored on the same windows: the same tokens per window (rows
-    older than per-window scores: the same token count and context) and the same reference perplexity."""
+def codesign_rows(paths: Sequence[Path], model: str, weights: int, window_tokens: list[int], context: int,
+                  reference: float) -> list[dict]:
+    """Rows of compress_models.py JSON files that compressed the same linears (`weights` of them, the GGUF's block
+    linears) and were scored on the same windows: the same tokens per window (rows older than per-window scores: the
+    same token count and context) and the same reference perplexity."""
     rows = []
     for path in paths:
         for r in json.loads(path.read_text()):
             m = r.get("metric", {})
             same = (m.get("window_tokens") == window_tokens if "window_tokens" in m
                     else m.get("n_tokens") == sum(window_tokens) and m.get("context") == context)
-            if (r.get("model") == model and r.get("blocks") is None and same
+            if (r.get("model") == model and r.get("weights") == weights and same
                     and math.isclose(m.get("reference_perplexity", 0.0), reference, rel_tol=1e-4)):
                 rows.append(r)
     return rows
@@ -284,7 +289,8 @@ def table(rows: list[dict], codesign_paths: Sequence[Path]) -> str:
                 out.append(f"| {r['type']} GGUF | llama.cpp {r['llama_cpp']} | {r['kv_type']} | {r['perplexity']:.3f} | "
                            f"{100 * (r['perplexity'] / reference - 1):+.3f} % | {diff:.5f} |")
         out.append(f"| float32 | transformers | - | {reference:.3f} | - | - |")
-        found = codesign_rows(codesign_paths, model, ref["window_tokens"], ref["context"], reference)
+        weights = next((r["linear_weights"] for r in mine if r["kind"] != "transformers"), 0)
+        found = codesign_rows(codesign_paths, model, weights, ref["window_tokens"], ref["context"], reference)
         out += ["", "| llama.cpp type | embedding / head | block linears' types | bits/weight (linears) | "
                 "bits/weight (file) | perplexity | quantize (s) | codesign, calibration-free, at ≤ bits/weight | "
                 "codesign, calibrated, at ≤ bits/weight |", "|---|---|---|---|---|---|---|---|---|"]
@@ -359,7 +365,7 @@ def run(args: argparse.Namespace) -> None:
             add(row)
             print(f"llama.cpp {outtype} GGUF: perplexity {row['perplexity']:.4f}", flush=True)
     for ftype in args.types:
-        for keep in (False, True):
+        for keep in {"both": (False, True), "llama.cpp": (False,), "f32": (True,)}[args.embedding]:
             if have(kind="quantized", type=ftype, keep_embedding=keep, kv_type=kv, llama_cpp=version) is not None:
                 continue
             path = out / f"{ftype}{'-embf32' if keep else ''}.gguf"
@@ -383,6 +389,8 @@ def main() -> int:
     parser.add_argument("--types", default=",".join(TYPES), help=f"llama.cpp types (default {','.join(TYPES)})")
     parser.add_argument("--kv-type", choices=("f32", "f16"), default="f32",
                         help="llama.cpp's KV cache type (default f32, as the transformers reference; llama.cpp's own is f16)")
+    parser.add_argument("--embedding", choices=("both", "llama.cpp", "f32"), default="both",
+                        help="the token embedding (and tied head) as llama.cpp quantizes it, kept f32, or both rows (default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--codesign", type=Path, action="append", default=[],
                         help="compress_models.py JSON whose rows on the same windows stand beside llama.cpp's (repeatable)")
