@@ -9,6 +9,7 @@ estimate of codesign.fpga.timing_estimate.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from codesign.fpga.boards import Board
@@ -58,12 +59,12 @@ def estimate(spec: KANSpec | MLPSpec, board: Board,
     out: dict[str, Any] = {}
     for resource, parts in features(spec, pipeline, family).items():
         coefs = table.get(resource, {})
-        if resource in ("dsp", "lutram"):
+        if resource in ("dsp", "lutram", "bram"):
             total = sum(parts.values())  # counted from the primitives, not fitted
         else:
             total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
-        out[resource] = max(0, int(round(total)))
-    out["bram"] = 0  # banks are asynchronous-read LUTRAM, MLP weights are registers: no block RAM
+        out[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
+    out.setdefault("bram", 0)  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
     out.update(cycles(spec, pipeline))
     period = choice.period_ns
     out["clock_mhz"] = spec.clock_mhz
@@ -85,6 +86,11 @@ def estimate(spec: KANSpec | MLPSpec, board: Board,
     out["target"] = board.name
     out["estimate"] = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
                        f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
+    unchecked = [k for k in ("lut", "ff", "dsp", "lutram", "clock") if k not in family.model_checked]
+    out["model_checked"] = list(family.model_checked)
+    if unchecked:
+        out["estimate"] += (f"; not checked for {family.title} ({family.key}): {', '.join(unchecked)} "
+                            "(--strict leaves those to synthesis)")
     return out
 
 
