@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from codesign.fpga.cost_parts import dsp_tiles
 from codesign.fpga.estimate import estimate
 from codesign.fpga.fit import fit_check, refuses
 from codesign.fpga.placement import parse_pipeline
+from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.spec import KANSpec, MLPSpec
 
 ROUTED = Path(__file__).resolve().parents[2] / "docs" / "ecp5_routed.json"
@@ -66,7 +68,29 @@ def test_strict_refuses_only_on_what_a_family_was_checked_on():
     over = fit_check({"utilization_percent": {"lut": 180.0}, "clock_mhz_estimate": 50.0}, "part", 100.0, "analytic")
     assert over["note"]
     assert refuses(over, find_board("xcvu9p").family.model_checked)
-    assert not refuses(over, find_board("xc7z020").family.model_checked)
-    assert not refuses({**over, "meets_clock": True}, find_board("lfe5u-85f").family.model_checked)  # LUT4 not modelled
+    assert refuses(over, find_board("xc7z020").family.model_checked)
+    assert not refuses(over, ())  # a family whose model nothing checked
+    assert not refuses({**over, "over": {}}, find_board("xc7z020").family.model_checked)  # its clock is not checked
+    assert not refuses(over, find_board("lfe5u-85f").family.model_checked)  # LUT4 and the clock not modelled
     for board in load_boards().values():
         assert set(board.family.model_checked) <= {"lut", "ff", "dsp", "lutram", "clock"}
+
+
+def test_seven_series_agrees_with_synth_xilinx_family_xc7():
+    """Yosys synth_xilinx -family xc7 on xc7z020 (benchmarks/family_resources.py): DSP exact, LUT/FF/LUTRAM as on xcvu9p."""
+    reference = json.loads((Path(__file__).with_name("yosys_reference_xc7z020.json")).read_text())
+    rows = reference["specs"]
+    assert len(rows) >= 6 and reference["target"] == "xc7z020"
+    board = find_board("xc7z020")
+    errors: dict[str, list[float]] = {"lut": [], "ff": [], "lutram": []}
+    for row in rows:
+        spec = spec_from_mapping(row["kind"], row["spec"])
+        pipeline = parse_pipeline(row["pipeline"]) if isinstance(row["pipeline"], str) else row["pipeline"]
+        est = estimate(spec, board, pipeline=pipeline)
+        assert est["dsp"] == row["yosys"]["dsp"], row["name"]
+        for key in errors:
+            if row["yosys"][key]:
+                errors[key].append(abs(est[key] - row["yosys"][key]) / row["yosys"][key])
+    for key, values in errors.items():
+        assert statistics.median(values) <= 0.15, key
+    assert {"lut", "ff", "dsp", "lutram"} <= set(board.family.model_checked)
