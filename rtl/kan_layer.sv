@@ -24,6 +24,7 @@ module kan_layer #(
     parameter int N_OUT = 4,
     parameter int P = 4,
     parameter int DEPTH = 3,
+    parameter int BANK_BRAM = 0,  // 1: block-RAM banks, registered inside kan_bank (the read cut; CUT_READ must be 1)
     // act_t (inputs, outputs), coef_t, basis_t (unsigned), dbasis_t, dphi_t
     parameter int W_ACT = 16, parameter int F_ACT = 10, parameter int Q_ACT = 4, parameter int O_ACT = 0,
     parameter int W_COEF = 16, parameter int F_COEF = 10, parameter int Q_COEF = 4, parameter int O_COEF = 0,
@@ -158,7 +159,7 @@ module kan_layer #(
   for (genvar i = 0; i < N_IN; i++) begin : g_input
     for (genvar b = 0; b < P; b++) begin : g_bank
       kan_bank #(
-          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR), .HOST_PORT(HOST_PORT),
+          .W_WORD(W_WORD), .DEPTH(DEPTH), .W_ADDR(W_BADDR), .HOST_PORT(HOST_PORT), .SYNC_READ(BANK_BRAM),
           .INIT_FILE((COEF_PREFIX == "") ? "" : {COEF_PREFIX, "_i", decimal3(i), "_b", decimal3(b), ".mem"})
       ) u_bank (
           .clk(clk),
@@ -179,7 +180,8 @@ module kan_layer #(
   // from the next cycle on the read register holds the new word itself. The select sits after
   // the register (not before it, where Yosys would fold it into the RAM as a transparent read
   // port and move the register in front of the RAM, out of the DSP's input register).
-  pipe_reg #(.W(N_IN * P * W_WORD), .ON(CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_q));
+  // Block-RAM banks register the read themselves (the same edge, the same read-before-write word).
+  pipe_reg #(.W(N_IN * P * W_WORD), .ON((BANK_BRAM != 0) ? 0 : CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_q));
   for (genvar e = 0; e < N_IN * P; e++) begin : read_window
     if (READ_IN_FRONT != 0) begin : g_fwd
       logic hit;

@@ -33,6 +33,7 @@ module kan_online #(
     parameter int A = 6,
     parameter int P = 4,
     parameter int DEPTH = 3,
+    parameter int BANK_BRAM = 0,  // 1: the banks are block RAM (kan_bank.sv SYNC_READ), whose read is the read cut
     parameter int W_ACT = 16, parameter int F_ACT = 10, parameter int Q_ACT = 4, parameter int O_ACT = 0,
     parameter int W_COEF = 16, parameter int F_COEF = 10, parameter int Q_COEF = 4, parameter int O_COEF = 0,
     parameter int W_B = 18, parameter int F_B = 17,
@@ -126,9 +127,9 @@ module kan_online #(
   // the stages, and only a forwarding bank read can end the front.
   if (N_STAGES < 1 + popcount(PIPE) || PRED_STAGE < N_FRONT || PRED_STAGE >= N_STAGES || N_FRONT < 0
       || 2 * N_FRONT > N_STAGES || READ_IN_FRONT < 0 || READ_IN_FRONT > 1
-      || (READ_IN_FRONT != 0 && CUT_READ * CUT_FORWARD == 0)) begin : g_bad_stages
-    $error("kan_online: N_STAGES=%0d PRED_STAGE=%0d N_FRONT=%0d READ_IN_FRONT=%0d do not fit PIPE/CUTS",
-           N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT);
+      || (READ_IN_FRONT != 0 && CUT_READ * CUT_FORWARD == 0) || (BANK_BRAM != 0 && CUT_READ == 0)) begin : g_bad_stages
+    $error("kan_online: N_STAGES=%0d PRED_STAGE=%0d N_FRONT=%0d READ_IN_FRONT=%0d BANK_BRAM=%0d do not fit PIPE/CUTS",
+           N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT, BANK_BRAM);
   end
   // the overflow flags of a layer (kan_layer's ovf_y, ovf_back, ovf_upd) and where they sit in sat_flags
   function automatic int layer_flags(input int l);
@@ -282,7 +283,7 @@ module kan_online #(
         .bank_addr(host_addr), .bank_we(host_we), .bank_wdata(host_wdata), .bank_rdata(host_rdata)
     );
     kan_layer #(
-        .N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH),
+        .N_IN(NI), .N_OUT(NO), .P(P), .DEPTH(DEPTH), .BANK_BRAM(BANK_BRAM),
         .W_ACT(W_ACT), .F_ACT(F_ACT), .Q_ACT(Q_ACT), .O_ACT(O_ACT),
         .W_COEF(W_COEF), .F_COEF(F_COEF), .Q_COEF(Q_COEF), .O_COEF(O_COEF),
         .W_B(W_B), .F_B(F_B), .W_D(W_D), .F_D(F_D), .B_ROW_MAX(B_ROW_MAX), .D_ROW_MAX(D_ROW_MAX),

@@ -13,7 +13,7 @@ from codesign.fpga.family import Family
 from codesign.fpga.placement import StageStructure
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["clog2", "dsp_tiles", "lutram_luts", "split_adder_bits", "cast_is_wiring", "add_cast", "tree_register_bits",
+__all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "split_adder_bits", "cast_is_wiring", "add_cast", "tree_register_bits",
            "common_registers"]
 
 
@@ -73,6 +73,21 @@ def lutram_luts(word_bits: int, depth: int, dual_port: bool, family: Family) -> 
         return luts * math.ceil(word_bits / (bits - (bits // luts if dual_port else 0)))
     per_bit = (2 if depth <= 128 else 4) * (2 if dual_port else 1) * math.ceil(depth / 256)
     return per_bit * word_bits
+
+
+# (depth, width) of a block RAM's simple-dual-port shapes: 36 Kb (RAMB36E2), then 18 Kb (RAMB18E2, half a tile)
+_BRAM36_SHAPES = ((512, 72), (1024, 36), (2048, 18), (4096, 9), (8192, 4), (16384, 2), (32768, 1))
+_BRAM18_SHAPES = ((512, 36), (1024, 18), (2048, 9), (4096, 4), (8192, 2), (16384, 1))
+
+
+def bram36_tiles(word_bits: int, depth: int) -> float:
+    """36 Kb block RAMs (an 18 Kb half counts 0.5) of one simple-dual-port memory of ``depth`` words of ``word_bits``.
+
+    The cheapest single shape tiled in depth and width, as a mapper that does not mix shapes chooses.
+    """
+    whole = min(math.ceil(depth / d) * math.ceil(word_bits / w) for d, w in _BRAM36_SHAPES)
+    half = min(math.ceil(depth / d) * math.ceil(word_bits / w) for d, w in _BRAM18_SHAPES)
+    return min(float(whole), 0.5 * half)
 
 
 def split_adder_bits(width_a: int, width_b: int, family: Family) -> int:

@@ -9,6 +9,7 @@ estimate of codesign.fpga.timing_estimate.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from codesign.fpga.boards import Board
@@ -58,12 +59,12 @@ def estimate(spec: KANSpec | MLPSpec, board: Board,
     out: dict[str, Any] = {}
     for resource, parts in features(spec, pipeline, family).items():
         coefs = table.get(resource, {})
-        if resource in ("dsp", "lutram"):
+        if resource in ("dsp", "lutram", "bram"):
             total = sum(parts.values())  # counted from the primitives, not fitted
         else:
             total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
-        out[resource] = max(0, int(round(total)))
-    out["bram"] = 0  # banks are asynchronous-read LUTRAM, MLP weights are registers: no block RAM
+        out[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
+    out.setdefault("bram", 0)  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
     out.update(cycles(spec, pipeline))
     period = choice.period_ns
     out["clock_mhz"] = spec.clock_mhz

@@ -13,6 +13,7 @@ import math
 
 from codesign.fpga.boards import Board
 from codesign.fpga.cost import features, period_ns
+from codesign.fpga.kan.cycles import kan_bank_memory
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
@@ -27,6 +28,11 @@ def _clog2(n: int) -> int:
 
 
 MAX_TREE_SPLIT = 8  # the largest SPLIT check_placement takes
+
+
+def _kept_cuts(spec: KANSpec | MLPSpec) -> int:
+    """The cut bits every placement of the spec holds: the bank read when the banks are block RAM."""
+    return 1 << CUT_BITS["read"] if isinstance(spec, KANSpec) and kan_bank_memory(spec) == "bram" else 0
 
 
 def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
@@ -47,6 +53,9 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     # any tree the schema allows (1,024 inputs x banks), and check_placement takes SPLIT 0..8
     splits = list(range(min(max_levels - 1, MAX_TREE_SPLIT), 0, -1)) if kan else []
 
+    # block-RAM banks read through the RAM's own register: the read cut is in every placement
+    kept = _kept_cuts(spec)
+
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
@@ -58,7 +67,8 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
 
     def removed(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
-        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in CUT_BITS.values() if pipe.cuts >> k & 1]
+        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in CUT_BITS.values()
+                if pipe.cuts >> k & 1 and not kept >> k & 1]
         if pipe.tree_split:
             coarser = [v for v in splits if v > pipe.tree_split]
             out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))
@@ -70,7 +80,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     def period(pipe: Pipeline) -> float:
         return round(period_ns(spec, pipe, board), 6)
 
-    current = Pipeline()
+    current = Pipeline(cuts=kept)
     visited = [current]
     while True:
         options = sorted(added(current), key=lambda p: (period(p), bits(p)))
@@ -99,6 +109,7 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
     target = 1000.0 / spec.clock_mhz
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
+        pipe = Pipeline(pipe.phases, pipe.cuts | _kept_cuts(spec), pipe.tree_split)  # a block RAM's read is registered
         period = period_ns(spec, pipe, board)
         met = period <= target + 1e-9
         note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "

@@ -120,7 +120,7 @@ class KANSpec(_LearnerSpecBase):
 
     widths: tuple[int, ...] = spec_field((2, 4, 1), _WIDTHS)
     grid_size: int = spec_field(8, IntRule("G, cells of the uniform grid; every edge has G + k coefficients", "cells",
-                                           low=1, high=256))
+                                           low=1, high=8192))
     spline_order: int = spec_field(3, IntRule("k, B-spline order; k + 1 basis functions are non-zero per input",
                                               "", low=1, high=5))
     grid_range: tuple[float, float] = spec_field((-1.0, 1.0), GridRangeRule(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from codesign.fixed import FixedType
 from codesign.fpga.cost_parts import (
     add_cast,
+    bram36_tiles,
     cast_is_wiring,
     clog2,
     common_registers,
@@ -16,7 +17,7 @@ from codesign.fpga.cost_parts import (
     tree_register_bits,
 )
 from codesign.fpga.family import Family
-from codesign.fpga.kan.cycles import kan_bank_geometry, kan_folds, kan_read_in_front, kan_stage_structure
+from codesign.fpga.kan.cycles import kan_bank_geometry, kan_bank_memory, kan_folds, kan_read_in_front, kan_stage_structure
 from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec
 
@@ -35,6 +36,8 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
     n_layers = len(spec.layer_shapes)
     lut = dict.fromkeys(("control", "rom", "mux", "grid", "cast_out", "cast_drop", "adders", "split"), 0.0)
     lutram = {"banks": 0.0}
+    bram = {"banks": 0.0}
+    in_bram = kan_bank_memory(spec) == "bram"
     ff = {"registers": 0.0}
     dsp = 0
     lut["control"] = 1.0
@@ -101,7 +104,10 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
         # banks: every (input, bank) holds a word of n_out coefficients, `depth` words deep; with a
         # register after F the write address (held) and the read address (the next decode) differ
         reg_f = bool(mask >> layer & 1)
-        lutram["banks"] += n_in * banks * lutram_luts(n_out * wc, depth, reg_f, family)
+        if in_bram:  # block RAM: its registered read is the read cut (absorbed, no fabric register)
+            bram["banks"] += n_in * banks * bram36_tiles(n_out * wc, depth)
+        else:
+            lutram["banks"] += n_in * banks * lutram_luts(n_out * wc, depth, reg_f, family)
         # registers after F (what later phases read) and after B
         if reg_f:
             # the forward outputs as the next step reads them: act_t, x - lo before saturation (its exact
@@ -126,7 +132,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
             "round": (n_out * (wa + 2) + (n_out * n_in * (wdphi + 2) + n_in * (wgrad + 2) if backward else 0)
                       + n_in * banks * n_out * (wc + 2)),
             "decode": n_in * (banks * (wb + (wd if backward else 0) + w_baddr + 1) + 1),
-            "read": n_in * banks * n_out * wc,
+            "read": 0 if in_bram else n_in * banks * n_out * wc,
             "rows": n_in * banks * (wb + (wd if backward else 0)),
             "mult": n_out * n_in * banks * (w_bprod + (w_dprod if backward else 0)),
             "sum": n_out * (w_acc + (n_in * w_dacc if backward else 0)),
@@ -150,7 +156,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
         ff["registers"] += (cut("err") + cut("round")) * spec.n_outputs * (spec.err_t.width + cut("round"))
     add_cast(lut, spec.n_outputs, wa + 1, spec.err_t)
     ff["registers"] += common_registers(spec, kan_stage_structure(spec, pipe))
-    return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}}
+    return {"lut": lut, "lutram": lutram, "ff": ff, "dsp": {"multipliers": float(dsp)}, "bram": bram}
 
 
 class _Paths:

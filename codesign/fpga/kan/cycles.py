@@ -13,14 +13,24 @@ from codesign.fpga.placement import Pipeline, StageStructure, tree_regs
 from codesign.fpga.timing import CAST, MULTIPLY, READ, WRITE, Timing, adder_tree_clocks
 from codesign.kan.spec import KANSpec
 
-__all__ = ["kan_bank_geometry", "kan_folds", "kan_arrivals", "kan_stage_structure", "kan_front_stages", "kan_read_in_front",
-           "kan_timing"]
+__all__ = ["LUTRAM_MAX_DEPTH", "kan_bank_geometry", "kan_bank_memory", "kan_folds", "kan_arrivals", "kan_stage_structure",
+           "kan_front_stages", "kan_read_in_front", "kan_timing"]
 
 
 def kan_bank_geometry(spec: KANSpec) -> tuple[int, int]:
     """(P, DEPTH) of the KAN RTL's coefficient banks: banks per input (the power of two >= k+1) and words per bank."""
     banks = 1 << math.ceil(math.log2(spec.spline_order + 1))
     return banks, math.ceil(spec.n_coef / banks)
+
+
+# Deepest bank kept in distributed RAM: four 256-deep primitives and one LUT of output mux (UltraScale+
+# RAM256X1D); a deeper bank (G + k above 4,096 coefficients at k + 1 <= 4 banks) goes to block RAM.
+LUTRAM_MAX_DEPTH = 1024
+
+
+def kan_bank_memory(spec: KANSpec) -> str:
+    """Where the KAN's coefficient banks live: ``lutram`` (asynchronous read) or ``bram`` (the read register is the RAM's own)."""
+    return "lutram" if kan_bank_geometry(spec)[1] <= LUTRAM_MAX_DEPTH else "bram"
 
 
 def _grid_coordinate(spec: KANSpec, raw: int) -> int:

@@ -115,13 +115,21 @@ def _basis_roms(spec: KANSpec) -> str:
     )
 
 
+# Coefficient slots of a layer up to which the C simulation compiles the fixed-point literals as they are
+_LITERAL_SLOTS = 4096
+
+
 def _initial_coefficients(spec: KANSpec, coefficients: list[np.ndarray], seed: int) -> str:
     k1 = spec.spline_order + 1
-    arrays = [
-        render(_t("coefficient_array.h"), layer=layer, n_in=n_in, n_out=n_out,
-               values=array_initializer(bank_layout(coef, k1), spec.coef_t.frac))
-        for layer, ((n_in, n_out), coef) in enumerate(zip(spec.layer_shapes, coefficients))
-    ]
+    arrays = []
+    for layer, ((n_in, n_out), coef) in enumerate(zip(spec.layer_shapes, coefficients)):
+        banked = bank_layout(coef, k1)
+        values = array_initializer(banked, spec.coef_t.frac)
+        if banked.size > _LITERAL_SLOTS:  # a large G: the C simulation fills the array from bit patterns
+            arrays.append(render(_t("coefficient_array_bits.h"), layer=layer, n_in=n_in, n_out=n_out, values=values,
+                                 word_t=bits_word_type(spec.coef_t.width), bits=bits_initializer(banked, spec.coef_t.width)))
+        else:
+            arrays.append(render(_t("coefficient_array.h"), layer=layer, n_in=n_in, n_out=n_out, values=values))
     return render(_t("initial_coefficients.h"), version=__version__, seed=seed, arrays=join_blocks(arrays, "\n\n"))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from codesign.fpga.kan.cycles import kan_bank_geometry, kan_folds, kan_stage_structure
+from codesign.fpga.kan.cycles import kan_bank_geometry, kan_bank_memory, kan_folds, kan_stage_structure
 from codesign.fpga.placement import Pipeline
 from codesign.fpga.rtl_words import hex_words, pack_word, type_parameters
 from codesign.kan.fixed_learner import KANLearner, basis_roms, basis_row_bounds
@@ -20,7 +20,8 @@ def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
     """The KAN core's own parameters: grid, banks, ROM and every fixed-point type."""
     banks, depth = kan_bank_geometry(spec)
     g = spec.grid_constants()
-    params: dict[str, int | str] = dict(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth)
+    params: dict[str, int | str] = dict(G=spec.grid_size, K=spec.spline_order, A=spec.lut_bits, P=banks, DEPTH=depth,
+                                        BANK_BRAM=int(kan_bank_memory(spec) == "bram"))
     params.update(type_parameters("ACT", spec.act_t))
     params.update(type_parameters("COEF", spec.coef_t))
     params.update({"W_B": spec.basis_t.width, "F_B": spec.basis_t.frac})

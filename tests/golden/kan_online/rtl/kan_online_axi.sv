@@ -86,6 +86,7 @@ module kan_online_axi #(
       .A(6),
       .P(4),
       .DEPTH(3),
+      .BANK_BRAM(0),
       .W_ACT(16),
       .F_ACT(10),
       .Q_ACT(4),

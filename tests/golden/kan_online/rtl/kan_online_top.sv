@@ -28,6 +28,7 @@ module kan_online_top #(
       .A(6),
       .P(4),
       .DEPTH(3),
+      .BANK_BRAM(0),
       .W_ACT(16),
       .F_ACT(10),
       .Q_ACT(4),
