@@ -250,6 +250,7 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
         first.parent.mkdir(parents=True, exist_ok=True)
         (out_dir / "rtl").replace(first)
         best_dir.replace(out_dir / "rtl")
+        best_dir.parent.rmdir()  # pnr_attempts/<best> held only that RTL
         attempts = relocate_paths(relocate_paths(attempts, out_dir / "rtl", first), best_dir, out_dir / "rtl")
         routed = relocate_paths(routed, best_dir, out_dir / "rtl")
         manifest = load_rtl_manifest(out_dir / "rtl")

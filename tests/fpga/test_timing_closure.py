@@ -67,6 +67,8 @@ def test_a_routed_miss_is_routed_again_deeper_and_reported(capsys, tmp_path):
     assert Path(pnr["bitstream"]).is_file() and Path(pnr["bitstream"]).is_relative_to(out / "rtl")
     for a in attempts:
         assert Path(a["log"]).is_file()  # each attempt's log, where the report says
+    assert sorted(p.name for p in (out / "pnr_attempts").iterdir()) == sorted(
+        str(a["attempt"]) for a in attempts if a["attempt"] != best["attempt"])
 
 
 def _tiny_rtl(tmp_path: Path) -> Path:
