@@ -40,6 +40,8 @@ class KMeansConfig:
     zero_point: None (the default): each layer keeps the grid of lower squared error of True and False; True:
         asymmetric levels with a uint8 zero point per group, started from min-max round to nearest; False:
         absmax-normalized symmetric levels without one.
+    lloyd: move the levels by Lloyd-Max (True) or keep them uniform (False; with zero points only: the refits
+        then fit codes, steps and zero points, a min-max RTN with fractional zero points refined by least squares).
     clip_ratios: with zero_point, the candidate shrinks of each group's [min, max] range for the start
         (the best per group wins; 1.0 must be among them, so the start is never worse than plain min-max).
     """
@@ -50,12 +52,16 @@ class KMeansConfig:
     iterations: int = 25
     refits: int = 4
     zero_point: bool | None = None
+    lloyd: bool = True
     clip_ratios: tuple[float, ...] = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
         if self.codebook not in ("layer", "group"):
             raise ValueError(f"codebook must be 'layer' or 'group', got {self.codebook!r}")
+        if not isinstance(self.lloyd, bool) or (not self.lloyd and self.zero_point is not True):
+            raise ValueError(f"lloyd=False (uniform levels) needs zero_point=True, got lloyd={self.lloyd!r}, "
+                             f"zero_point={self.zero_point!r}")
         if self.zero_point is not None and not isinstance(self.zero_point, bool):
             raise ValueError(f"zero_point must be None, True or False, got {self.zero_point!r}")
         if (not isinstance(self.clip_ratios, tuple) or 1.0 not in self.clip_ratios
@@ -263,9 +269,12 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
     # in code units u = w / step + zero the error of a weight is step^2 (u - level)^2: Lloyd weighted by step^2
     units = grouped / step + zero
     mass = (step * step).expand_as(units)
-    book = lloyd_max(units.reshape(1, -1), levels, config.iterations, init=uniform, weights=mass.reshape(1, -1))
-    if not per_layer:
+    book = (lloyd_max(units.reshape(1, -1), levels, config.iterations, init=uniform, weights=mass.reshape(1, -1))
+            if config.lloyd else uniform)
+    if not per_layer and config.lloyd:
         book = lloyd_max(units, levels, config.iterations, init=book, weights=mass)
+    elif not per_layer:
+        book = uniform.expand(n * groups, levels)
     for _ in range(config.refits):
         codes = _assign(grouped / step + zero, book, per_layer)
         values = book[0][codes] if per_layer else torch.gather(book, 1, codes)
@@ -280,7 +289,8 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         better = _group_errors(grouped, values, trial_step, trial_zero) < err
         step, zero = torch.where(better, trial_step, step), torch.where(better, trial_zero, zero)
         # levels: the step^2-weighted mean of the code units assigned to each
-        book = _refit_levels(grouped / step + zero, (step * step).expand_as(grouped), codes, book)
+        if config.lloyd:
+            book = _refit_levels(grouped / step + zero, (step * step).expand_as(grouped), codes, book)
     stored = (book * fine).to(torch.float16)
     book = stored.float() / fine
     codes = _assign(grouped / step + zero, book, per_layer)

@@ -69,6 +69,15 @@ def test_the_symmetric_grid_is_still_there():
     assert symmetric.nbytes < quantize(w, KMeansConfig(bits=4, zero_point=True)).nbytes
 
 
+@pytest.mark.parametrize("codebook", ["layer", "group"])
+def test_uniform_levels_refine_minmax_round_to_nearest(codebook):
+    w = _heavy_tailed(32, 256, seed=8)
+    uniform = quantize(w, KMeansConfig(bits=3, zero_point=True, lloyd=False, codebook=codebook))
+    levels = uniform.codebook.float().reshape(-1, 8)
+    assert torch.equal(levels, (torch.arange(8.0) * 32).expand_as(levels))  # 0..7 in 1/32 of a level
+    assert relative_error(w, uniform.dequantize()) <= relative_error(w, quantize(w, AsymIntConfig(bits=3)).dequantize())
+
+
 def test_a_constant_group_is_exact():
     w = torch.full((4, 64), -0.25)
     w[1] = 0.0
@@ -82,6 +91,8 @@ def test_a_constant_group_is_exact():
     ({"clip_ratios": (1.0, 0.0)}, r"in \(0, 1\]"),
     ({"clip_ratios": [1.0]}, "tuple"),
     ({"zero_point": "yes"}, "zero_point must be None, True or False"),
+    ({"lloyd": False}, "needs zero_point=True"),
+    ({"lloyd": False, "zero_point": False}, "needs zero_point=True"),
 ])
 def test_a_bad_config_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
