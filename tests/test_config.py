@@ -95,7 +95,7 @@ def test_grid_size_true_in_a_config_is_refused_by_every_command(capsys, tmp_path
                  ["explore", "kan_online", "--samples", "10", "--out", str(tmp_path / "e")]):
         code, _, err = run_cli(capsys, *argv, "--config", str(config))
         assert code == 2 and err.count("\n") == 1, (argv, err)
-        assert "grid_size=True: expected an integer in 1..256, got a boolean" in err
+        assert "grid_size=True: expected an integer in 1..8192, got a boolean" in err
     assert not any((tmp_path / d).exists() for d in ("o", "p", "e"))
 
 

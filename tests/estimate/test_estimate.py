@@ -122,7 +122,7 @@ def test_dsp_tiles():
 
 def test_component_features_are_named():
     f = features(KANSpec(), "ii1", ULTRASCALE_PLUS)
-    assert set(f) == {"lut", "lutram", "ff", "dsp"}
+    assert set(f) == {"lut", "lutram", "ff", "dsp", "bram"} and f["bram"]["banks"] == 0  # 3-word banks: LUTRAM
     assert f["lutram"]["banks"] == 384  # 8 banks of 4 x 16 bits (4 RAM32M16 each) + 16 banks of 16 bits (1 each)
     assert features(KANSpec(), "staged", ULTRASCALE_PLUS)["lutram"]["banks"] == 576  # dual port: 14 bits per RAM32M16
 
@@ -159,7 +159,7 @@ def test_cli_estimate(capsys, tmp_path):
     data = json.loads(capsys.readouterr().out)
     assert data["pipeline"] == "auto" and data["clock_met"] is False and "250 MHz not met" in data["clock_note"]
     config = tmp_path / "c.toml"
-    config.write_text("grid_size = 300\n")
+    config.write_text("grid_size = 8193\n")
     for argv, message in (
         (["estimate", "kan_online", "--pipeline", "x"], "--pipeline='x'"),
         (["estimate", "kan_online", "--target", "nope"], "nope"),
