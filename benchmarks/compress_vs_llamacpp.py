@@ -227,8 +227,19 @@ def _same(row: dict, key: dict) -> bool:
     return all(row.get(k) == v for k, v in key.items())
 
 
+def _rows(path: Path) -> list[dict]:
+    """The rows of a JSON file this script or compress_models.py wrote (one clear line and exit 2 when it is not one)."""
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        _fail(f"{path} is not a readable JSON list of rows ({str(exc).splitlines()[0][:120]})")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        _fail(f"{path} is not a JSON list of rows")
+    return rows
+
+
 def _append(path: Path, row: dict) -> None:
-    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = _rows(path) if path.exists() else []
     path.write_text(json.dumps([*rows, row], indent=1))
 
 
@@ -245,7 +256,7 @@ def codesign_rows(paths: Sequence[Path], model: str, weights: int, window_tokens
     same token count and context) and the same reference perplexity."""
     rows = []
     for path in paths:
-        for r in json.loads(path.read_text()):
+        for r in _rows(path):
             m = r.get("metric", {})
             same = (m.get("window_tokens") == window_tokens if "window_tokens" in m
                     else m.get("n_tokens") == sum(window_tokens) and m.get("context") == context)
@@ -312,13 +323,15 @@ def run(args: argparse.Namespace) -> None:
     import torch
     from compress_models import load_benchmark_model  # noqa: PLC0415 - benchmarks/ is on the path when run as a script
 
-    from codesign.compress.pipeline import Budget, fit_budget, reference_metric
+    from codesign.compress.pipeline import Budget, fit_budget, is_encoder, reference_metric
     from codesign.llm import token_stream
 
     llama_cpp = _llama_cpp()
     version = llama_cpp.__version__
     script = converter(version)
     budget, note = fit_budget(args.model, Budget(eval_tokens=args.eval_tokens, context=args.context))
+    if is_encoder(args.model):
+        _fail(f"{args.model} is a sentence encoder: llama.cpp's perplexity compares causal LMs only")
     if note:
         print(note, file=sys.stderr)
     context = budget.context
@@ -326,7 +339,7 @@ def run(args: argparse.Namespace) -> None:
     _, tokenizer = load_benchmark_model(args.model)
     tokens = token_stream(tokenizer, "test", budget.eval_tokens)
     chunks = windows(tokens.tolist(), context)
-    done = json.loads(args.out.read_text()) if args.out.exists() else []
+    done = _rows(args.out) if args.out.exists() else []
     base = {"model": args.model, "eval_tokens": budget.eval_tokens, "context": context}
 
     def have(**key) -> dict | None:
@@ -401,10 +414,14 @@ def main() -> int:
         if not path.is_file():
             _fail(f"{path} does not exist")
     if args.table:
-        print(table(json.loads(args.out.read_text()), args.codesign))
+        print(table(_rows(args.out), args.codesign))
         return 0
     if args.eval_tokens < 2:
         _fail(f"--eval-tokens must be at least 2, got {args.eval_tokens}")
+    if not args.out.parent.is_dir():
+        _fail(f"--out {args.out}: the folder {args.out.parent} does not exist")
+    if args.out.exists():
+        _rows(args.out)  # refuse a file that is not ours before hours of work, never overwrite it
     llama_cpp = _llama_cpp()
     unknown = [t for t in args.types if not hasattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{t}")]
     if unknown:
@@ -414,7 +431,7 @@ def main() -> int:
     except ValueError as exc:
         _fail(str(exc))
     if args.codesign:
-        print(table(json.loads(args.out.read_text()), args.codesign))
+        print(table(_rows(args.out), args.codesign))
     return 0
 
 
