@@ -33,11 +33,20 @@ def test_every_extra_of_the_installed_package_has_a_line_with_its_install_comman
 
     from codesign.doctor import installed_extras
 
-    declared = importlib.metadata.metadata("codesign").get_all("Provides-Extra")
+    metadata = importlib.metadata.metadata("codesign")
+    declared = metadata.get_all("Provides-Extra")
     checks = installed_extras()
     assert [c.name for c in checks] == declared and {"sim", "synth", "data", "llm", "gpu", "quant"} <= set(declared)
-    for c in checks:  # the test environment installs every extra
-        assert c.ok and c.detail.startswith("installed ("), c
+    # the test extra installs the extras it names (codesign[sim,gpu,...]); the peers' extras (aihwkit, llama.cpp:
+    # source builds) stay out of it, so on a fresh machine they may be absent and then say how to install them
+    in_test = {name for req in metadata.get_all("Requires-Dist") if 'extra == "test"' in req and req.startswith("codesign[")
+               for name in req.split("[", 1)[1].split("]", 1)[0].split(",")}
+    assert {"sim", "synth", "llm"} <= in_test
+    for c in checks:
+        if c.name in in_test:
+            assert c.ok and c.detail.startswith("installed ("), c
+        else:
+            assert c.ok or f"pip install 'codesign[{c.name}]'" in c.fix, c
 
 
 def test_an_extra_with_a_missing_or_too_old_package_says_how_to_install_it():
