@@ -107,17 +107,17 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     import json
 
     from codesign.fpga.boards import find_board
-    from codesign.fpga.plan import load_build_spec
     from codesign.fpga.estimate import estimate, format_estimate
     from codesign.fpga.fit import fit_check
     from codesign.fpga.placement import parse_pipeline
+    from codesign.fpga.plan import load_build_spec
 
     board = find_board(args.target)
     spec = load_build_spec(args.learner, args.config, board)
     if args.print_config:
         return _print_config(spec, f"estimate {args.learner} --target {args.target}")
     result = estimate(spec, board, pipeline=parse_pipeline(args.pipeline))
-    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate", result.get("clock_note"))
+    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate", result.get("clock_note")).to_dict()
     print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
     if result["fit"]["note"] and args.strict:
         raise FitError(result["fit"]["note"])

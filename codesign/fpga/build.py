@@ -19,7 +19,7 @@ from typing import TextIO
 from codesign.fpga.boards import Board
 from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_compiler, run_csim
 from codesign.fpga.estimate import estimate
-from codesign.fpga.fit import FitError, fit_check, refuses
+from codesign.fpga.fit import FitError, FitVerdict, fit_check, refuses
 from codesign.fpga.hls_project import GENERATED, project_name, write_project
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
@@ -91,8 +91,8 @@ def build(
         find_yosys()
     analytic = estimate(plan.spec, plan.board, pipeline=plan.choice)  # the plan's choice: nothing is searched again
     fit = fit_check(analytic, plan.board.name, plan.spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
-    if plan.strict and fit["note"] and refuses(fit, plan.board.family.model_checked):
-        raise FitError(fit["note"])  # only on what the model was checked on for this family; synthesis decides the rest
+    if plan.strict and fit.note and refuses(fit, plan.board.family.model_checked):
+        raise FitError(fit.note)  # only on what the model was checked on for this family; synthesis decides the rest
     target_dir = Path(out) if out is not None else default_output(plan.learner, plan.board)
     # derived: what tools run on the build fill in later (a Vitis project, `codesign sim`'s Verilator work folder)
     folder = OutputFolder(target_dir, "build", force=force, expected=(*GENERATED, "pnr_attempts"),
@@ -100,7 +100,7 @@ def build(
     if plan.data is not None:
         print("\n".join(describe_data(plan.spec, plan.data)), file=stream)
     with folder.writing() as out_dir, heartbeat(stream, moved=(out_dir, target_dir)):
-        report = _build_into(out_dir, target_dir, plan, analytic, compiler, ap_types, stream)
+        report = _build_into(out_dir, target_dir, plan, analytic, fit, compiler, ap_types, stream)
         report = relocate_paths(report, out_dir, target_dir)
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report), file=stream, flush=True)
@@ -133,11 +133,11 @@ def write_sources(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, p
     return fw, stimulus, reference, timing, rtl
 
 
-def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, compiler: str, ap_types: Path,
-                stream: TextIO) -> dict:
+def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, fit: FitVerdict, compiler: str,
+                ap_types: Path, stream: TextIO) -> dict:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
-    ``analytic`` is the plan's analytic estimate, made once before any work.
+    ``analytic`` is the plan's analytic estimate and ``fit`` its verdict, made once before any work.
     """
     spec, board = plan.spec, plan.board
     progress = Progress(plan.steps, stream)
@@ -164,8 +164,7 @@ def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, com
               f"{plan.initial.saturated} saturated; float vs fixed initial model on {error['samples']:,} task inputs: "
               f"RMS {error['rms']:.3g}, max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
     report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": dict(rtl["pipeline"])}
-    report["fit"] = fit_check(report["estimate"], board.name, spec.clock_mhz, "analytic estimate",
-                              rtl["pipeline"].get("clock_note"))
+    report["fit"] = fit.to_dict()  # the analytic verdict made before any work (the same choice, the same note)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     measured = None
     if plan.cosim:
@@ -182,7 +181,7 @@ def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, com
             report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=plan.pnr)
         _check_synth_clock(report["rtl"]["pipeline"], report["synth"], deeper_hint(spec, plan.choice.placement))
         report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
-                                  report["rtl"]["pipeline"].get("clock_note"))
+                                  report["rtl"]["pipeline"].get("clock_note")).to_dict()
     if plan.pnr:
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
         _route_until_met(out_dir, plan, report, measured, progress, stream)
@@ -276,7 +275,7 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
         report["rtl"]["pipeline"].update(clock_met=False, clock_note=note)
     report["pnr"]["clock_met"] = routed["meets_target"]
     report["fit"] = fit_check({"clock_mhz_estimate": fmax, "utilization_percent": utilization}, board.name, spec.clock_mhz,
-                              "nextpnr, placed and routed", note)
+                              "nextpnr, placed and routed", note).to_dict()
 
 
 def _unmet_advice(spec: KANSpec | MLPSpec, tried: list[Pipeline]) -> str:
