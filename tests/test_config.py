@@ -11,8 +11,8 @@ from codesign.cli import main
 from codesign.config import LEARNERS, load_config_spec, load_spec, schema_markdown
 from codesign.fpga.boards import find_board
 from codesign.fpga.build import build
-from codesign.fpga.plan import load_build_spec
 from codesign.fpga.explore import design_points, sweep_axes
+from codesign.fpga.plan import load_build_spec
 from codesign.kan.kinds import KINDS
 from codesign.kan.run import task_spec
 from codesign.kan.spec import KANSpec
