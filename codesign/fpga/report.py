@@ -83,8 +83,8 @@ def format_report(report: dict) -> str:
                          f"{p['ii_ns']:g} ns per sample{_estimate_verdict(p, 'pnr' in report)}")
     if "estimate" in report:
         e = report["estimate"]
-        lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, {e.get('bram', 0):g} BRAM, "
-                     f"~{e['clock_mhz_estimate']:g} MHz, prediction + update ~{e['latency_ns']:g} ns "
+        lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, "
+                     f"{e.get('bram', 0):g} BRAM, ~{e['clock_mhz_estimate']:g} MHz, prediction + update ~{e['latency_ns']:g} ns "
                      "(analytic model, instant; --synth runs Yosys)")
     if "cosim" in report:
         from codesign.fpga.cosim import format_cosim  # noqa: PLC0415 - the sim extra is optional
