@@ -27,7 +27,7 @@ from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
-from codesign.fpga.search import deeper_hint, rechoose_pipeline
+from codesign.fpga.search import deeper_hint, is_deepest, rechoose_pipeline
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
 from codesign.kan.data_run import describe_data
@@ -217,14 +217,14 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
 
     spec, board = plan.spec, plan.board
     choice, rtl_dir = plan.choice, out_dir / "rtl"
-    runs: list[tuple[PipelineChoice, Path, dict, dict]] = []
-    synth = report["synth"]
+    runs: list[tuple[PipelineChoice, Path, dict, dict, dict]] = []  # choice, RTL folder, synthesis, route, estimate
+    synth, analytic = report["synth"], report["estimate"]
     while True:
         label = f" (attempt {len(runs) + 1}: {choice.placement.text})" if runs else ""
         with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz{label}, then ecppack (minutes)"):
             routed = run_pnr(rtl_dir, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)
-        runs.append((choice, rtl_dir, synth, routed))
-        report["pnr"] = {**routed, "attempts": [_attempt_record(i + 1, *r[:1], r[2], r[3]) for i, r in enumerate(runs)]}
+        runs.append((choice, rtl_dir, synth, routed, analytic))
+        report["pnr"] = {**routed, "attempts": [_attempt_record(i + 1, r[0], r[2], r[3]) for i, r in enumerate(runs)]}
         (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
         if routed["meets_target"] or len(runs) >= MAX_PNR_ATTEMPTS:
             break
@@ -243,7 +243,7 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
     best = max(range(len(runs)), key=lambda i: runs[i][3]["fmax_mhz"])
     attempts = report["pnr"]["attempts"]
     if best:
-        choice, best_dir, synth, routed = runs[best]
+        choice, best_dir, synth, routed, analytic = runs[best]
         # the best attempt's RTL becomes rtl/; the plan's first moves to pnr_attempts/1
         first = out_dir / "pnr_attempts" / "1" / "rtl"
         first.parent.mkdir(parents=True, exist_ok=True)
@@ -253,7 +253,7 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
         attempts = relocate_paths(relocate_paths(attempts, out_dir / "rtl", first), best_dir, out_dir / "rtl")
         routed = relocate_paths(routed, best_dir, out_dir / "rtl")
         manifest = load_rtl_manifest(out_dir / "rtl")
-        report["estimate"] = estimate(spec, board, pipeline=choice)
+        report["estimate"] = analytic
         report["rtl"]["pipeline"] = dict(manifest["pipeline"])
         report["synth"] = relocate_paths(synth, best_dir, out_dir / "rtl")
         _check_synth_clock(report["rtl"]["pipeline"], report["synth"], deeper_hint(spec, choice.placement))
@@ -280,7 +280,7 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dic
 
 def _unmet_advice(spec: KANSpec | MLPSpec, tried: list[Pipeline]) -> str:
     """What is left to try when no routed placement met the clock: never a placement that was routed."""
-    if resolve_pipeline(spec, "deep") in tried or all(deeper_hint(spec, p) != "try --pipeline deep" for p in tried):
+    if resolve_pipeline(spec, "deep") in tried or all(is_deepest(spec, p) for p in tried):
         return "the target cannot be met by a register placement: lower clock_mhz in the config or narrow the types"
     return f"the {MAX_PNR_ATTEMPTS} attempts ran out before the deep pipeline: try --pipeline deep"
 
@@ -333,7 +333,7 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
     try:
         report = json.loads(report_file.read_text())
         p = report["rtl"]["pipeline"]
-        pipeline = Pipeline(p["mask"], p.get("cuts", 0), p.get("tree_split", 0))  # emitted again with it if rtl/ is gone
+        pipeline = Pipeline.from_dict(p)  # emitted again with it if rtl/ is gone
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"{report_file} is not a report of a build with RTL (rebuild with codesign build)") from None
     progress = Progress(1, stream)

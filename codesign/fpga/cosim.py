@@ -164,8 +164,7 @@ def _load_target(target: KANSpec | MLPSpec | str | Path, work_dir: Path | None, 
             manifest = load_rtl_manifest(rtl)
             spec = spec_from_mapping(manifest["kind"], manifest["spec"])
             emitted = manifest["pipeline"]
-            if pipeline is not None and resolve_pipeline(spec, pipeline) != Pipeline(
-                    emitted["mask"], emitted.get("cuts", 0), emitted.get("tree_split", 0)):
+            if pipeline is not None and resolve_pipeline(spec, pipeline) != Pipeline.from_dict(emitted):
                 raise ValueError(f"pipeline={pipeline!r}: {rtl} holds RTL emitted with pipeline {emitted['text']}; "
                                  "co-simulate it as it is (no pipeline) or emit it again")
             return rtl, manifest, spec, int(manifest["seed"]), folder

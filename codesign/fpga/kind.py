@@ -129,6 +129,10 @@ class FpgaKind(Protocol):
         """Terms of the widest adder tree that TREE_SPLIT cuts (0: the core takes no tree split)."""
         ...
 
+    def kept_cuts(self, spec: Any) -> int:
+        """The CUTS bits every placement of the spec must hold (a registered memory read, say); 0 for none."""
+        ...
+
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """The core's stages, prediction stage and overlapped front for a placement."""
         ...

@@ -89,6 +89,11 @@ class Pipeline:
             return str(self.phases)
         return f"{self.phases:#x}:{self.cuts:#x}:{self.tree_split}"
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Pipeline:
+        """The placement a manifest or report recorded with :meth:`to_dict` (its mask, cuts and tree split)."""
+        return cls(data["mask"], data.get("cuts", 0), data.get("tree_split", 0))
+
     def to_dict(self) -> dict[str, object]:
         """Plain data for manifests and reports."""
         return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,

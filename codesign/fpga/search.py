@@ -13,13 +13,12 @@ import math
 
 from codesign.fpga.boards import Board
 from codesign.fpga.cost import features, period_ns
-from codesign.fpga.kan.cycles import kan_bank_memory
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint", "rechoose_pipeline"]
+__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint", "is_deepest", "rechoose_pipeline"]
 
 
 def _clog2(n: int) -> int:
@@ -28,11 +27,6 @@ def _clog2(n: int) -> int:
 
 
 MAX_TREE_SPLIT = 8  # the largest SPLIT check_placement takes
-
-
-def _kept_cuts(spec: KANSpec | MLPSpec) -> int:
-    """The cut bits every placement of the spec holds: the bank read when the banks are block RAM."""
-    return 1 << CUT_BITS["read"] if isinstance(spec, KANSpec) and kan_bank_memory(spec) == "bram" else 0
 
 
 def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
@@ -54,7 +48,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     splits = list(range(min(max_levels - 1, MAX_TREE_SPLIT), 0, -1)) if kan else []
 
     # block-RAM banks read through the RAM's own register: the read cut is in every placement
-    kept = _kept_cuts(spec)
+    kept = kind.kept_cuts(spec)
 
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
@@ -109,36 +103,51 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
     target = 1000.0 / spec.clock_mhz
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
-        pipe = Pipeline(pipe.phases, pipe.cuts | _kept_cuts(spec), pipe.tree_split)  # a block RAM's read is registered
+        pipe = Pipeline(pipe.phases, pipe.cuts | fpga_kind(spec).kept_cuts(spec), pipe.tree_split)  # e.g. a block RAM's read
         period = period_ns(spec, pipe, board)
         met = period <= target + 1e-9
         note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "
                                  f"with pipeline {pipe.text} (--pipeline auto chooses registers for the target)")
         request = pipeline if isinstance(pipeline, str) else pipe.text
         return PipelineChoice(request, pipe, spec.clock_mhz, period, met, note)
-    family = board.family
-    scored = []
-    for pipe in candidate_pipelines(spec, board, target):
-        period = period_ns(spec, pipe, board)
-        ii = pipeline_timing(spec, pipe)["ii"]
-        scored.append((period, ii, pipe))
-    meeting = [t for t in scored if t[0] <= target + 1e-9]
-    if meeting:
-        best_time = min(p * ii for p, ii, _ in meeting)
-        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
-        period, ii, pipe = min(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
+    period, ii, pipe, met = _auto_placement(spec, board, target)
+    if met:
         return PipelineChoice("auto", pipe, spec.clock_mhz, period, True)
-    period, ii, pipe = min(scored, key=lambda t: (t[0], t[1]))
     note = (f"clock target {spec.clock_mhz:g} MHz not met by any register placement: best estimate "
             f"{1000.0 / period:.1f} MHz (pipeline {pipe.text}, II {ii})")
     return PipelineChoice("auto", pipe, spec.clock_mhz, period, False, note)
 
 
-def deeper_hint(spec: KANSpec | MLPSpec, placement: Pipeline) -> str:
-    """What to try when ``placement`` misses the clock: the deep pipeline, unless it already is that (or deeper)."""
+def _auto_placement(spec: KANSpec | MLPSpec, board: Board, target_ns: float) -> tuple[float, int, Pipeline, bool]:
+    """(period, II, placement, meets target_ns) of ``auto``'s choice for a period target.
+
+    Among the candidates (candidate_pipelines) that meet ``target_ns``, the least II x period, then the fewest
+    register bits; when none meets it, the fastest clock (then the least II).
+    """
+    scored = []
+    for pipe in candidate_pipelines(spec, board, target_ns):
+        scored.append((period_ns(spec, pipe, board), pipeline_timing(spec, pipe)["ii"], pipe))
+    meeting = [t for t in scored if t[0] <= target_ns + 1e-9]
+    if meeting:
+        best_time = min(p * ii for p, ii, _ in meeting)
+        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
+        family = board.family
+        period, ii, pipe = min(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
+        return period, ii, pipe, True
+    period, ii, pipe = min(scored, key=lambda t: (t[0], t[1]))
+    return period, ii, pipe, False
+
+
+def is_deepest(spec: KANSpec | MLPSpec, placement: Pipeline) -> bool:
+    """Whether ``placement`` holds every register of the deep pipeline (and a tree split at least as fine)."""
     deep = resolve_pipeline(spec, "deep")
     tree_as_deep = deep.tree_split == 0 or 0 < placement.tree_split <= deep.tree_split
-    if placement.phases & deep.phases == deep.phases and placement.cuts & deep.cuts == deep.cuts and tree_as_deep:
+    return placement.phases & deep.phases == deep.phases and placement.cuts & deep.cuts == deep.cuts and tree_as_deep
+
+
+def deeper_hint(spec: KANSpec | MLPSpec, placement: Pipeline) -> str:
+    """What to try when ``placement`` misses the clock: the deep pipeline, unless it already is that (or deeper)."""
+    if is_deepest(spec, placement):
         return "no deeper placement exists: lower clock_mhz in the config or narrow the types"
     return "try --pipeline deep"
 
@@ -155,17 +164,9 @@ def rechoose_pipeline(spec: KANSpec | MLPSpec, board: Board, tried: list[Pipelin
     target = 1000.0 / spec.clock_mhz
     scale = max(1.0, routed_period_ns / estimated_period_ns)
     tight = target / scale
-    scored = [(period_ns(spec, p, board), pipeline_timing(spec, p)["ii"], p) for p in candidate_pipelines(spec, board, tight)]
-    meeting = [t for t in scored if t[0] <= tight + 1e-9]
-    family = board.family
-    if meeting:
-        best_time = min(p * ii for p, ii, _ in meeting)
-        close = [t for t in meeting if t[0] * t[1] <= best_time * 1.0001]
-        ranked = sorted(close, key=lambda t: (sum(features(spec, t[2], family)["ff"].values()), t[0]))
-    else:
-        ranked = sorted(scored, key=lambda t: (t[0], t[1]))
+    _, _, placement, _ = _auto_placement(spec, board, tight)
     deep = resolve_pipeline(spec, "deep")
-    for pipe, request in [(ranked[0][2], f"auto, re-chosen for the routed clock (model x{scale:.2f})"), (deep, "deep")]:
+    for pipe, request in [(placement, f"auto, re-chosen for the routed clock (model x{scale:.2f})"), (deep, "deep")]:
         if pipe not in tried:
             period = period_ns(spec, pipe, board)
             return PipelineChoice(request, pipe, spec.clock_mhz, period, period <= target + 1e-9)

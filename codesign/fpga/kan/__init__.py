@@ -9,10 +9,10 @@ from typing import Any
 from codesign.fpga.family import Family
 from codesign.fpga.kan import firmware
 from codesign.fpga.kan.cost import kan_features, kan_stage_features
-from codesign.fpga.kan.cycles import kan_bank_geometry, kan_stage_structure, kan_timing
+from codesign.fpga.kan.cycles import kan_bank_geometry, kan_bank_memory, kan_stage_structure, kan_timing
 from codesign.fpga.kan.rtl import kan_core_parameters, kan_placement_parameters, kan_state_description, write_kan_memories
 from codesign.fpga.kind import Firmware, KindNames
-from codesign.fpga.placement import Pipeline, StageStructure
+from codesign.fpga.placement import CUT_BITS, Pipeline, StageStructure
 from codesign.fpga.timing import Timing
 from codesign.kan.kinds import LearnerKind, kind_named
 
@@ -35,6 +35,10 @@ class KanFpga(KindNames):
     def tree_terms(self, spec: Any) -> int:
         """Terms of the widest forward adder tree: a layer's inputs times the banks."""
         return max(n_in for n_in, _ in spec.layer_shapes) * kan_bank_geometry(spec)[0]
+
+    def kept_cuts(self, spec: Any) -> int:
+        """The bank read register when the banks are block RAM (the read is the RAM's own register)."""
+        return 1 << CUT_BITS["read"] if kan_bank_memory(spec) == "bram" else 0
 
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """codesign.fpga.kan.cycles.kan_stage_structure."""

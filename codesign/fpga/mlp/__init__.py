@@ -35,6 +35,10 @@ class MlpFpga(KindNames):
         """No TREE_SPLIT: the MLP core takes phase masks only."""
         return 0
 
+    def kept_cuts(self, spec: Any) -> int:
+        """None: the MLP core takes no cuts."""
+        return 0
+
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """codesign.fpga.mlp.cycles.mlp_stage_structure."""
         return mlp_stage_structure(spec, pipe)
