@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from doc_sections import replace_section
+from doc_sections import write_sections
 
 from codesign.fpga.axi import register_markdown, stream_layout
 from codesign.fpga.axi_cosim import run_axi_cosim
@@ -59,13 +59,6 @@ def _synth_tops(spec, pipeline: object, work: Path) -> dict[str, dict]:
             top.write_text(top.read_text().replace(".HOST_PORT(1)", ".HOST_PORT(0)").replace(".HAS_COEF(1)", ".HAS_COEF(0)"))
         folders[name] = folder
     return {name: run_synth(folder, find_board("xcvu9p")) for name, folder in folders.items()}
-
-
-def _replace_section(text: str, name: str, body: str) -> str:
-    replaced = replace_section(text, name, body)
-    if replaced is None:
-        raise SystemExit(f"{DOC} has no <!-- {name}:begin/end --> markers")
-    return replaced
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,11 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                                default.act_t.frac, default.coef_t.width, default.coef_t.frac, True,
                                (default.lr_shift, default.lr_shift_max),
                                title="Register map of the default build (KANSpec(): 2-4-1, act_t ap_fixed<16,6>)")
-    text = DOC.read_text()
-    text = _replace_section(text, "axi-registers", regmap.replace("## ", "### ") + "\n")
-    text = _replace_section(text, "axi-results", "\n".join(results) + "\n")
-    DOC.write_text(text)
-    print(f"wrote {DOC}")
+    write_sections(DOC, {"axi-registers": regmap.replace("## ", "### ") + "\n", "axi-results": "\n".join(results) + "\n"},
+                   "axi_integration")
     return 0
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 
 def replace_section(text: str, name: str, body: str) -> str | None:
@@ -11,3 +13,16 @@ def replace_section(text: str, name: str, body: str) -> str | None:
     if not pattern.search(text):
         return None
     return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def write_sections(doc: Path, sections: dict[str, str], tool: str) -> None:
+    """Put each body between its NAME markers in ``doc`` and write it; a missing pair of markers is one line, exit 2."""
+    text = doc.read_text()
+    for name, body in sections.items():
+        replaced = replace_section(text, name, body)
+        if replaced is None:
+            print(f"{tool}: error: {doc} has no <!-- {name}:begin/end --> markers", file=sys.stderr)
+            raise SystemExit(2)
+        text = replaced
+    doc.write_text(text)
+    print(f"wrote {doc}")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from doc_sections import replace_section
+from doc_sections import write_sections
 
 from codesign.examples.hls4ml_head import NETWORK_PRECISION, SPEC, stream, trained_network
 
@@ -81,12 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             + "\n".join(header + rows) + "\n")
     if args.no_doc:
         return 0
-    text = replace_section(DOC.read_text(), "hls4ml-head", body)
-    if text is None:
-        print(f"hls4ml_head: error: {DOC} has no <!-- hls4ml-head:begin/end --> markers", file=sys.stderr)
-        return 2
-    DOC.write_text(text)
-    print(f"wrote {DOC}")
+    write_sections(DOC, {"hls4ml-head": body}, "hls4ml_head")
     return 0
 
 

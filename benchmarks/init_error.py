@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from doc_sections import replace_section
+from doc_sections import write_sections
 
 from codesign.fpga.stimulus import make_stimulus
 from codesign.kan.float_model import KAN
@@ -52,11 +52,7 @@ def main() -> int:
             rows.append(f"| {bits} | {e['samples']:,} | {e['rms']:.3g} | {e['max_abs']:.3g} | {e['float_rms']:.3g} | {init.saturated} |")
             print(rows[-1], flush=True)
     body = "Measured by `python benchmarks/init_error.py` (act_t and coef_t ap_fixed<16,6>):\n\n" + "\n".join(rows) + "\n"
-    text = replace_section(DOC.read_text(), "init-error", body)
-    if text is None:
-        raise SystemExit(f"{DOC} has no <!-- init-error:begin/end --> markers")
-    DOC.write_text(text)
-    print(f"wrote {DOC}")
+    write_sections(DOC, {"init-error": body}, "init_error")
     return 0
 
 

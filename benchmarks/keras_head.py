@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from doc_sections import replace_section
+from doc_sections import write_sections
 
 from codesign.examples.hls4ml_keras_head import CALIBRATION, SPEC, WINDOW, Run, pretrained_head, run, stream, trained_backbone
 
@@ -91,12 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if args.no_doc:
         return 0
-    text = replace_section(DOC.read_text(), "keras-head", body)
-    if text is None:
-        print(f"keras_head: error: {DOC} has no <!-- keras-head:begin/end --> markers", file=sys.stderr)
-        return 2
-    DOC.write_text(text)
-    print(f"wrote {DOC}")
+    write_sections(DOC, {"keras-head": body}, "keras_head")
     return 0
 
 
