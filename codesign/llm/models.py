@@ -23,6 +23,7 @@ __all__ = [
     "missing_llm_packages",
     "require_llm_extra",
     "gemma_gguf_path",
+    "load_dequantized",
     "load_gemma",
     "load_minilm",
 ]
@@ -98,20 +99,25 @@ def _convert(gguf: Path, target: Path) -> None:
     partial.replace(target)  # atomic: a reader never sees half a conversion
 
 
+def load_dequantized(gguf: Path, converted: Path) -> tuple[torch.nn.Module, object]:
+    """(causal LM in float32 eval mode, its tokenizer) from ``converted``, made from ``gguf`` the first time (_convert)."""
+    if not (converted / "codesign_source.json").exists():
+        converted.parent.mkdir(parents=True, exist_ok=True)
+        _convert(gguf, converted)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(converted))
+    model = AutoModelForCausalLM.from_pretrained(str(converted), dtype=torch.float32, attn_implementation="eager")
+    model.eval().requires_grad_(False)
+    return model, tokenizer
+
+
 @functools.lru_cache(maxsize=1)
 def load_gemma() -> tuple[torch.nn.Module, object]:
     """(Gemma3ForCausalLM in float32 eval mode, its tokenizer), from the packaged GGUF; cached per process."""
     _offline()
     gguf = gemma_gguf_path()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    converted = _converted_dir(gguf)
-    if not (converted / "codesign_source.json").exists():
-        _convert(gguf, converted)
-    tokenizer = AutoTokenizer.from_pretrained(str(converted))
-    model = AutoModelForCausalLM.from_pretrained(str(converted), dtype=torch.float32, attn_implementation="eager")
-    model.eval().requires_grad_(False)
-    return model, tokenizer
+    return load_dequantized(gguf, _converted_dir(gguf))
 
 
 @functools.lru_cache(maxsize=1)

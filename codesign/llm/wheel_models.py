@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from codesign.llm.models import _convert, _models_dir, _offline, require_llm_extra
+from codesign.llm.models import _models_dir, _offline, load_dequantized, require_llm_extra
 
 __all__ = ["WHEEL_MODELS", "WheelModel", "install_hint", "missing_wheel_packages", "wheel_gguf_path", "load_wheel_model"]
 
@@ -118,13 +118,6 @@ def load_wheel_model(name: str) -> tuple[torch.nn.Module, object]:
     _offline()
     gguf = wheel_gguf_path(name)
     import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     converted = _models_dir() / name / f"dequantized-{WHEEL_MODELS[name].sha256[:16]}-tf{transformers.__version__}"
-    if not (converted / "codesign_source.json").exists():
-        converted.parent.mkdir(parents=True, exist_ok=True)
-        _convert(gguf, converted)
-    tokenizer = AutoTokenizer.from_pretrained(str(converted))
-    model = AutoModelForCausalLM.from_pretrained(str(converted), dtype=torch.float32, attn_implementation="eager")
-    model.eval().requires_grad_(False)
-    return model, tokenizer
+    return load_dequantized(gguf, converted)
