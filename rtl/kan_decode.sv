@@ -39,7 +39,11 @@ module kan_decode #(
     output logic [N_IN*P*W_B-1:0]     bb,     // (i, b) at [(i*P+b)*W_B +: W_B]
     output logic [N_IN*P*W_D-1:0]     db,
     output logic [N_IN*P*W_BADDR-1:0] baddr,
-    output logic [N_IN*P-1:0]         used
+    output logic [N_IN*P-1:0]         used,
+    // what the register in front of bb / db loads (the rows register, else the decode register): a DSP
+    // that holds that register itself reads these (kan_layer ECP5_DSP)
+    output logic [N_IN*P*W_B-1:0]     bb_pre,
+    output logic [N_IN*P*W_D-1:0]     db_pre
 );
   localparam int LOG2P = $clog2(P);  // P >= 2 (K >= 1)
   localparam int W_CELL = (G > 1) ? $clog2(G) : 1;
@@ -61,6 +65,8 @@ module kan_decode #(
   pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_DECODE)) u_cut_db (.clk(clk), .d(db_d), .q(db_q));
   pipe_reg #(.W(N_IN * P * W_B), .ON(CUT_ROWS)) u_cut_rows_b (.clk(clk), .d(bb_q), .q(bb));
   pipe_reg #(.W(N_IN * P * W_D), .ON(CUT_ROWS)) u_cut_rows_d (.clk(clk), .d(db_q), .q(db));
+  assign bb_pre = (CUT_ROWS != 0) ? bb_q : bb_d;
+  assign db_pre = (CUT_ROWS != 0) ? db_q : db_d;
   pipe_reg #(.W(N_IN * P * W_BADDR), .ON(CUT_DECODE)) u_cut_baddr (.clk(clk), .d(baddr_d), .q(baddr));
   pipe_reg #(.W(N_IN * P), .ON(CUT_DECODE)) u_cut_used (.clk(clk), .d(used_d), .q(used));
 

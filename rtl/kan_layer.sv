@@ -19,6 +19,14 @@
 // Coefficient banks: see kan_bank.sv. The window cell..cell+K of input i is spread over the P
 // banks (P = the power of two >= K+1); bank b holds window position j = (b - cell) mod P,
 // unused when j > K. The basis values are rotated into bank order, never the coefficients.
+//
+// ECP5_DSP = 1 (ECP5, whose synthesis leaves a DSP's registers unused): every product is a dsp_mult whose
+// MULT18X18D holds the product's register (the cut after it) and the registers in front of it (the basis
+// rows or decode register, the bank read register, the hold registers after F), fed the values those
+// registers load (bb_pre, db_pre, the bank read): the same cycles, with the routes to and from the DSP
+// row each in a stage of its own. The fabric registers stay for their other readers.
+`include "dsp_mult.svh"
+
 module kan_layer #(
     parameter int N_IN = 2,
     parameter int N_OUT = 4,
@@ -69,6 +77,7 @@ module kan_layer #(
     // 1: the errors of the act limits (functions of the target alone) are registered, off the error's stage;
     // kan_online sets it where the target is held at least one cycle before the forward output is ready
     parameter int TARGET_REG = 0,
+    parameter int ECP5_DSP = 0,  // 1: the products are MULT18X18D with their own registers (above)
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
     input  logic                  clk,
@@ -78,6 +87,9 @@ module kan_layer #(
     input  logic [N_IN*P*W_D-1:0]     db,
     input  logic [N_IN*P*W_BADDR-1:0] baddr,
     input  logic [N_IN*P-1:0]         used,
+    // what the register in front of bb / db loads (kan_decode; read only when ECP5_DSP)
+    input  logic [N_IN*P*W_B-1:0]     bb_pre,
+    input  logic [N_IN*P*W_D-1:0]     db_pre,
     output logic [N_OUT*W_ACT-1:0] y,       // held after F when REG_F
     output logic [N_OUT*W_ACT-1:0] y_comb,  // before the REG_F register
     output logic [N_OUT*W_YG-1:0]  y_grid,  // GRID_NEXT: y - LO_NEXT before saturation, held after F when REG_F
@@ -130,6 +142,11 @@ module kan_layer #(
   localparam int W_FULL = ((W_FULL_C > W_FULL_D) ? W_FULL_C : W_FULL_D) + 2;
 
   `include "kan_cuts.svh"
+  // ECP5_DSP: the registers in front of the forward products that their DSP holds: the rows (or decode)
+  // register and the bank read register, unless the read is in the overlapped front (its select and
+  // hold sit after those registers); the update's and the backward products' A register is REG_F's
+  localparam int DSP_REG_ROWS = (ECP5_DSP != 0 && READ_IN_FRONT == 0 && (CUT_ROWS != 0 || CUT_DECODE != 0)) ? 1 : 0;
+  localparam int DSP_REG_READ = (ECP5_DSP != 0 && READ_IN_FRONT == 0 && BANK_BRAM == 0 && CUT_READ != 0) ? 1 : 0;
 
   `include "mem_names.svh"
 
@@ -207,9 +224,19 @@ module kan_layer #(
     logic [N_IN*P*W_BPROD-1:0] prod, prod_r;  // one product per (input, bank)
     logic signed [W_ACC-1:0] acc, acc_r;
     for (genvar e = 0; e < N_IN * P; e++) begin : g_prod
-      assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb_s[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
+      if (ECP5_DSP != 0) begin : g_dsp
+        dsp_mult #(
+            .W_A(W_B), .A_SIGNED(0), .W_B(W_COEF), .W_P(W_BPROD), .REG_A(DSP_REG_ROWS), .REG_B(DSP_REG_READ), .REG_P(CUT_MULT), .ECP5(1)
+        ) u_mult (
+            .clk(clk), .a((DSP_REG_ROWS != 0) ? bb_pre[e*W_B+:W_B] : bb_s[e*W_B+:W_B]),
+            .b((DSP_REG_READ != 0) ? rdata[e*W_WORD+o*W_COEF+:W_COEF] : rdata_r[e*W_WORD+o*W_COEF+:W_COEF]),
+            .p(prod[e*W_BPROD+:W_BPROD])
+        );
+      end else begin : g_fabric
+        assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb_s[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
+      end
     end
-    pipe_reg #(.W(N_IN * P * W_BPROD), .ON(CUT_MULT)) u_cut_prod (.clk(clk), .d(prod), .q(prod_r));
+    pipe_reg #(.W(N_IN * P * W_BPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_MULT)) u_cut_prod (.clk(clk), .d(prod), .q(prod_r));
     adder_tree #(.N(N_IN * P), .W_IN(W_BPROD), .W_SUM(W_ACC), .SPLIT(TREE_SPLIT)) u_acc (
         .clk(clk), .terms(prod_r), .sum(acc)
     );
@@ -337,9 +364,19 @@ module kan_layer #(
         logic [P*W_DPROD-1:0] dprod, dprod_r;
         logic signed [W_DACC-1:0] dacc, dacc_r;
         for (genvar b = 0; b < P; b++) begin : g_dprod
-          assign dprod[b*W_DPROD+:W_DPROD] = $signed(db[(i*P+b)*W_D+:W_D]) * $signed(rdata_r[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]);
+          if (ECP5_DSP != 0) begin : g_dsp
+            dsp_mult #(
+                .W_A(W_D), .A_SIGNED(1), .W_B(W_COEF), .W_P(W_DPROD), .REG_A(DSP_REG_ROWS), .REG_B(DSP_REG_READ), .REG_P(CUT_MULT), .ECP5(1)
+            ) u_mult (
+                .clk(clk), .a((DSP_REG_ROWS != 0) ? db_pre[(i*P+b)*W_D+:W_D] : db[(i*P+b)*W_D+:W_D]),
+                .b((DSP_REG_READ != 0) ? rdata[(i*P+b)*W_WORD+o*W_COEF+:W_COEF] : rdata_r[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]),
+                .p(dprod[b*W_DPROD+:W_DPROD])
+            );
+          end else begin : g_fabric
+            assign dprod[b*W_DPROD+:W_DPROD] = $signed(db[(i*P+b)*W_D+:W_D]) * $signed(rdata_r[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]);
+          end
         end
-        pipe_reg #(.W(P * W_DPROD), .ON(CUT_MULT)) u_cut_dprod (.clk(clk), .d(dprod), .q(dprod_r));
+        pipe_reg #(.W(P * W_DPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_MULT)) u_cut_dprod (.clk(clk), .d(dprod), .q(dprod_r));
         adder_tree #(.N(P), .W_IN(W_DPROD), .W_SUM(W_DACC), .SPLIT(TREE_SPLIT)) u_dacc (
             .clk(clk), .terms(dprod_r), .sum(dacc)
         );
@@ -374,9 +411,18 @@ module kan_layer #(
       logic [W_GR-1:0] cast_t;
       logic ovf_grad;
       for (genvar o = 0; o < N_OUT; o++) begin : g_sprod
-        assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
+        if (ECP5_DSP != 0) begin : g_dsp
+          dsp_mult #(
+              .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD), .REG_A(REG_F), .REG_B(0), .REG_P(CUT_GMULT), .ECP5(1)
+          ) u_mult (
+              .clk(clk), .a((REG_F != 0) ? dphi[(o*N_IN+i)*W_DPHI+:W_DPHI] : dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]),
+              .b(g_out[o*W_G+:W_G]), .p(sprod[o*W_SPROD+:W_SPROD])
+          );
+        end else begin : g_fabric
+          assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
+        end
       end
-      pipe_reg #(.W(N_OUT * W_SPROD), .ON(CUT_GMULT)) u_cut_sprod (.clk(clk), .d(sprod), .q(sprod_r));
+      pipe_reg #(.W(N_OUT * W_SPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_GMULT)) u_cut_sprod (.clk(clk), .d(sprod), .q(sprod_r));
       adder_tree #(.N(N_OUT), .W_IN(W_SPROD), .W_SUM(W_S), .SPLIT(TREE_SPLIT)) u_s (
           .clk(clk), .terms(sprod_r), .sum(s)
       );
@@ -411,8 +457,16 @@ module kan_layer #(
         logic signed [W_GB-1:0] gb, gb_r;
         logic signed [W_FULL-1:0] full, full_r;
         logic ovf_coef;
-        assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
-        pipe_reg #(.W(W_GB), .ON(CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
+        if (ECP5_DSP != 0) begin : g_dsp
+          dsp_mult #(
+              .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB), .REG_A(REG_F), .REG_B(0), .REG_P(CUT_UMULT), .ECP5(1)
+          ) u_mult (
+              .clk(clk), .a((REG_F != 0) ? bb_s[(i*P+b)*W_B+:W_B] : bb_h[(i*P+b)*W_B+:W_B]), .b(g_out[o*W_G+:W_G]), .p(gb)
+          );
+        end else begin : g_fabric
+          assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
+        end
+        pipe_reg #(.W(W_GB), .ON((ECP5_DSP != 0) ? 0 : CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
         if (LR_SPAN == 0) begin : g_fixed_lr
           assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
                       - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));

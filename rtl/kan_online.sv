@@ -68,6 +68,9 @@ module kan_online #(
     parameter int PRED_STAGE = 0,
     parameter int N_FRONT = 0,
     parameter int READ_IN_FRONT = 0,
+    // 1: the products are ECP5 MULT18X18D holding the registers around them (kan_layer ECP5_DSP), set for
+    // a family whose synthesis does not (codesign.fpga.placement.Pipeline.dsp)
+    parameter int ECP5_DSP = 0,
     parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
     parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
@@ -248,6 +251,8 @@ module kan_online #(
     logic [NI-1:0] clamped;
     logic [NI*P*W_B-1:0] bb;
     logic [NI*P*W_D-1:0] db;
+    logic [NI*P*W_B-1:0] bb_pre;
+    logic [NI*P*W_D-1:0] db_pre;
     logic [NI*P*W_BADDR-1:0] baddr;
     logic [NI*P-1:0] used;
     logic [NO-1:0] ovf_y;
@@ -270,7 +275,7 @@ module kan_online #(
         .OFFSET_IN(FOLDED), .W_X(W_XIN),
         .BASIS_FILE({MEM_DIR, "/basis.mem"}), .DBASIS_FILE(l > 0 ? {MEM_DIR, "/dbasis.mem"} : "")
     ) u_decode (
-        .clk(ap_clk), .x(x_in), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used)
+        .clk(ap_clk), .x(x_in), .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used), .bb_pre(bb_pre), .db_pre(db_pre)
     );
 
     logic [W_BADDR-1:0] host_addr;
@@ -298,10 +303,11 @@ module kan_online #(
         .COEF_PREFIX({MEM_DIR, "/coef_l", decimal3(l)}), .HOST_PORT(HOST_PORT),
         .GRID_NEXT((FOLD_GRID != 0 && IS_LAST == 0) ? 1 : 0), .LO_NEXT(LO_RAW), .W_YG(W_YG), .ABOVE_NEXT(ABOVE_OFFSET),
         .FUSE_ERROR((FUSE_ERROR != 0 && IS_LAST != 0) ? 1 : 0),
-        .W_ERR(W_ERR), .F_ERR(F_ERR), .Q_ERR(Q_ERR), .O_ERR(O_ERR), .TARGET_REG((PRED_STAGE > N_FRONT) ? 1 : 0)
+        .W_ERR(W_ERR), .F_ERR(F_ERR), .Q_ERR(Q_ERR), .O_ERR(O_ERR), .TARGET_REG((PRED_STAGE > N_FRONT) ? 1 : 0),
+        .ECP5_DSP(ECP5_DSP)
     ) u_layer (
         .clk(ap_clk),
-        .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used),
+        .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used), .bb_pre(bb_pre), .db_pre(db_pre),
         .y(acts[(l+1)*ACT_SLOT+:NO*W_ACT]),
         .y_comb(y_comb),
         .y_grid(ygs[(l+1)*YG_SLOT+:NO*W_YG]),

@@ -67,6 +67,7 @@ class Family:
     assumptions: tuple[str, ...]
     router: str  # "" where no open place-and-route runs
     router_args: tuple[str, ...]  # the router's device, package and speed options for this part
+    dsp_instance: str = ""  # the DSP primitive the RTL instantiates with its registers ("": synthesis packs them)
 
 
 @cache
@@ -132,5 +133,5 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
         lutram_bits=int(need_field(where, family, "lutram_bits", int)),
         lutram_depth=int(need_field(where, family, "lutram_depth", int)), speed_grade=speed_grade,
         delays=base.scaled(grade_factor * factor), assumptions=assumptions,
-        router=router, router_args=router_args,
+        router=router, router_args=router_args, dsp_instance=str(family.get("dsp_instance", "")),
     )

@@ -15,7 +15,7 @@ codesign.fpga.pipeline asks its kind.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
            "Pipeline", "PipelineChoice", "StageStructure", "parse_pipeline", "check_placement", "cut_header", "tree_regs"]
@@ -67,11 +67,17 @@ def cut_header() -> str:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A register placement of the learner's RTL: phase mask, cuts inside the phases, adder-tree split."""
+    """A register placement of the learner's RTL: phase mask, cuts inside the phases, adder-tree split.
+
+    ``dsp`` names the DSP primitive whose own registers hold the registers around the products
+    (Family.dsp_instance, set for a board by codesign.fpga.search): where they sit on the part, not
+    which registers there are, so it takes no part in comparisons, the text or the cycle counts.
+    """
 
     phases: int = 0
     cuts: int = 0
     tree_split: int = 0
+    dsp: str = field(default="", compare=False)
 
     def cut(self, name: str) -> int:
         """1 when the cut ``name`` (one of CUT_NAMES) is on."""
@@ -92,13 +98,16 @@ class Pipeline:
     @classmethod
     def from_dict(cls, data: dict) -> Pipeline:
         """The placement a manifest or report recorded with :meth:`to_dict` (its mask, cuts and tree split)."""
-        return cls(data["mask"], data.get("cuts", 0), data.get("tree_split", 0))
+        return cls(data["mask"], data.get("cuts", 0), data.get("tree_split", 0), data.get("dsp", ""))
 
     def to_dict(self) -> dict[str, object]:
         """Plain data for manifests and reports."""
-        return {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
-                "cut_names": [n for n in CUT_NAMES if self.cut(n)] + (["forward"] if self.forward else []),
-                "text": self.text}
+        data: dict[str, object] = {"mask": self.phases, "cuts": self.cuts, "tree_split": self.tree_split,
+                                   "cut_names": [n for n in CUT_NAMES if self.cut(n)] + (["forward"] if self.forward else []),
+                                   "text": self.text}
+        if self.dsp:
+            data["dsp"] = self.dsp
+        return data
 
 
 @dataclass(frozen=True)
@@ -152,7 +161,7 @@ def parse_pipeline(text: str) -> str | int | Pipeline:
             parts = [int(v, 0) for v in text.split(":")]
             if len(parts) != 3 or min(parts) < 0:
                 raise ValueError
-            return Pipeline(*parts)
+            return Pipeline(parts[0], parts[1], parts[2])
         return int(text, 0)
     except ValueError:
         raise _bad(text) from None

@@ -10,6 +10,7 @@ period (codesign.fpga.cost).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from codesign.fpga.boards import Board
 from codesign.fpga.cost import features, period_ns
@@ -101,9 +102,10 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
     other request is resolved as it is and its clock estimated.
     """
     target = 1000.0 / spec.clock_mhz
+    dsp = board.family.dsp_instance  # where the product registers sit on this family, whatever the placement
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
-        pipe = Pipeline(pipe.phases, pipe.cuts | fpga_kind(spec).kept_cuts(spec), pipe.tree_split)  # e.g. a block RAM's read
+        pipe = Pipeline(pipe.phases, pipe.cuts | fpga_kind(spec).kept_cuts(spec), pipe.tree_split, dsp)  # e.g. a block RAM's read
         period = period_ns(spec, pipe, board)
         met = period <= target + 1e-9
         note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "
@@ -111,6 +113,7 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
         request = pipeline if isinstance(pipeline, str) else pipe.text
         return PipelineChoice(request, pipe, spec.clock_mhz, period, met, note)
     period, ii, pipe, met = _auto_placement(spec, board, target)
+    pipe = replace(pipe, dsp=dsp)
     if met:
         return PipelineChoice("auto", pipe, spec.clock_mhz, period, True)
     note = (f"clock target {spec.clock_mhz:g} MHz not met by any register placement: best estimate "
@@ -167,6 +170,7 @@ def rechoose_pipeline(spec: KANSpec | MLPSpec, board: Board, tried: list[Pipelin
     _, _, placement, _ = _auto_placement(spec, board, tight)
     deep = resolve_pipeline(spec, "deep")
     for pipe, request in [(placement, f"auto, re-chosen for the routed clock (model x{scale:.2f})"), (deep, "deep")]:
+        pipe = replace(pipe, dsp=board.family.dsp_instance)
         if pipe not in tried:
             period = period_ns(spec, pipe, board)
             return PipelineChoice(request, pipe, spec.clock_mhz, period, period <= target + 1e-9)

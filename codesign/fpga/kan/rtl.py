@@ -15,6 +15,9 @@ from codesign.kan.spec import KANSpec
 
 __all__ = ["kan_core_parameters", "kan_placement_parameters", "write_kan_memories", "kan_state_description"]
 
+# Family.dsp_instance -> the kan_online parameter that instantiates it (rtl/dsp_mult.svh)
+_DSP_PARAMETERS = {"MULT18X18D": "ECP5_DSP"}
+
 
 def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
     """The KAN core's own parameters: grid, banks, ROM and every fixed-point type."""
@@ -38,9 +41,13 @@ def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
 
 
 def kan_placement_parameters(spec: KANSpec, pipe: Pipeline) -> dict[str, int | str]:
-    """CUTS, TREE_SPLIT and the stage structure (N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT) of a placement."""
+    """CUTS, TREE_SPLIT, the stage structure (N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT) and ECP5_DSP of a placement."""
     params: dict[str, int | str] = {"CUTS": pipe.cuts, "TREE_SPLIT": pipe.tree_split}
     params.update(kan_stage_structure(spec, pipe).sv_parameters())
+    if pipe.dsp:
+        if pipe.dsp not in _DSP_PARAMETERS:
+            raise ValueError(f"the KAN RTL instantiates no DSP primitive {pipe.dsp!r} (it knows {', '.join(_DSP_PARAMETERS)})")
+        params[_DSP_PARAMETERS[pipe.dsp]] = 1  # absent otherwise: the tops of the other families stay as they were
     return params
 
 
