@@ -217,7 +217,8 @@ class Crossbar(nn.Module):
         buffers = self.__dict__.get("_buffers")
         if buffers is not None and name in buffers and (value is None or isinstance(value, Tensor)):
             buffers[name] = value
-        elif name in self.__dict__ and not isinstance(value, (nn.Module, nn.Parameter)):
+        elif name in self.__dict__ and not isinstance(value, nn.Module) \
+                and not (isinstance(value, Tensor) and isinstance(value, nn.Parameter)):  # Parameter's check is Python
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
@@ -691,11 +692,20 @@ class Crossbar(nn.Module):
         # the read generators draw per_call and per_input read noise and the ADC noise (per_time has its own streams)
         fresh_noise = self.device_model.has_read_noise and self.config.read_noise != "per_time" and not self._sampled
         generators = self._generators(device) if fresh_noise or self.config.converter.adc_noise > 0 else None
-        per_input = self.config.read_noise == "per_input" and self._current_read_std() is not None
+        per_input = self._per_input_noise()
         weights = self._read_weights(generators)
         variance = self._read_variance() if per_input else None
         columns = self.grid.out_features if self._sampled else None  # a drawn chip's unused columns are empty
         return ReadState(self.n_chips, weights, variance, generators, self.digital_scale, columns)
+
+    def _per_input_noise(self) -> bool:
+        """True when a read draws per-input read noise (its variance in ReadState)."""
+        return self.config.read_noise == "per_input" and self._current_read_std() is not None
+
+    def fuses_column_read(self, x: Tensor, row_dims: int = 1) -> bool:
+        """True when forward_columns of x runs the compiled kernels (readout.CrossbarReadout.fuses_columns), which
+        measure every vector's max |x| themselves (a caller's vector_amax is not needed)."""
+        return self.n_chips > 0 and self.readout.fuses_columns(x, row_dims, self._per_input_noise())
 
     def _require_programmed(self) -> None:
         if self.n_chips == 0:

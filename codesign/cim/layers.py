@@ -216,7 +216,8 @@ class CIMConv2d(_CIMLayer):
         s_n, s_c, s_h, s_w = x.stride()
         windows = x.as_strided((chips, c_in, kh, kw, batch, h_out, w_out),
                                (batch * s_n, s_c, dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w), x.storage_offset())
-        amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) if crossbar.uses_vector_amax else None
+        amax = _window_amax(x, (kh, kw), (sh, sw), (dh, dw), (h_out, w_out)) \
+            if crossbar.uses_vector_amax and not crossbar.fuses_column_read(windows, row_dims=3) else None
         if not saturation:
             y = crossbar.forward_columns(windows, row_dims=3, bias=self.bias, vector_amax=amax)  # (C, out, B, H, W)
             return y.transpose(1, 2).reshape(n, self.out_channels, h_out, w_out), None

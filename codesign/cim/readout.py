@@ -36,6 +36,7 @@ __all__ = ["ConverterSteps", "ReadState", "CrossbarReadout"]
 _SPLIT_DRAW = 1 << 17  # read-noise draws of at least this many values come from two streams (two cores)
 _DRAW_POOL: ThreadPoolExecutor | None = None  # the second core's worker for those draws
 _TINY = 1e-30  # floor of a DAC full scale (an all-zero input vector)
+_NO_MASK = np.zeros((1, 1, 1, 1), dtype=np.bool_)  # a kernel's saturation mask when none is asked for (never written)
 
 
 def _draw_pool() -> ThreadPoolExecutor:
@@ -168,6 +169,19 @@ class CrossbarReadout:
             torch.randn((n - half,), generator=second, out=flat[half:])
         return buf
 
+    def compiled(self, x: Tensor) -> bool:
+        """True when the compiled kernels (read_kernels.py) can run the converters of a read of x: CPU float32
+        through quantizing converters without ADC noise and without a fixed input range."""
+        conv = self.converter
+        return not conv.is_ideal and conv.adc_noise == 0 and conv.input_range is None and conv.dac_bits is not None \
+            and conv.adc_bits is not None and x.dtype == torch.float32 and x.device.type == "cpu"
+
+    def fuses_columns(self, x: Tensor, row_dims: int, per_input: bool) -> bool:
+        """True when a column read of x runs the compiled kernels (read_kernels.dac_windows, adc_scale): a convolution's windows (C,
+        in channels, kernel rows, kernel columns, B, H, W) of one row tile, without per-input read noise; the
+        kernels measure each window's max |x| themselves."""
+        return row_dims == 3 and x.dim() == 7 and not per_input and self.grid.n_row_tiles == 1 and self.compiled(x)
+
     @property
     def uses_vector_amax(self) -> bool:
         """True when forward_columns can use a caller's max |x| per vector: the DAC scales every vector by its
@@ -241,10 +255,7 @@ class CrossbarReadout:
         ideal = self.converter.is_ideal
         width = self._width(state)
         fuse_bias = bias is not None and width == gr.out_features
-        conv = self.converter
-        if state.columns == gr.out_features and not ideal and variance is None and conv.adc_noise == 0 \
-                and conv.input_range is None and conv.dac_bits is not None and conv.adc_bits is not None \
-                and x.dtype == torch.float32 and x.device.type == "cpu":
+        if state.columns == gr.out_features and variance is None and self.compiled(x):
             y_fused, masks = self._read_rows_fused(x, bias, state, saturation)
             return y_fused.to(out_dtype), masks
         y: Tensor | None = None
@@ -381,8 +392,16 @@ class CrossbarReadout:
         flat_w, gen, variance = state.weights, state.generators, state.variance
         x = x.to(flat_w.dtype)
         codes = self._workspace("codes_columns", (chips, gr.rows, m), x)
+        fused = self.fuses_columns(x, row_dims, variance is not None)
         full_scale: Tensor | float
-        if self.converter.is_ideal:
+        if fused:  # the DAC of every window in one compiled pass: the torch path's operations, so its values
+            from codesign.cim.read_kernels import adc_scale, dac_windows  # numba: compiled on the first such read
+
+            full_scale = self._workspace("amax_columns", (chips, 1, m), x)
+            to_codes = self._workspace("to_codes_columns", (chips, 1, m), x)
+            dac_windows(x.detach().numpy(), np.float32(self.steps.dac_max), np.float32(_TINY), codes.view(x.shape).numpy(),
+                        full_scale.view(chips, *vectors).numpy(), to_codes.view(chips, *vectors).numpy())
+        elif self.converter.is_ideal:
             full_scale = 1.0
             codes.view(x.shape).copy_(x)
         else:
@@ -397,19 +416,26 @@ class CrossbarReadout:
             torch.mm(flat_w.view(gr.out_padded, gr.rows), codes.view(gr.rows, m), out=p.view(gr.out_padded, m))
         else:
             torch.bmm(flat_w.view(chips, gr.out_padded, gr.rows), codes, out=p)  # in ADC steps
-        if variance is not None:
-            assert gen is not None  # per_input read noise: the Crossbar gives the generators
-            var = variance.view(chips, gr.out_padded, gr.rows)
-            sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
-            std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
-            p.addcmul_(std.sqrt_(), self.randn("noise_columns", tuple(p.shape), p, gen))
-        saturated = self._adc(p, gen, "adc_noise_columns", saturation)
+        if fused:  # the ADC's round, mask and clamp and the input full scale in one compiled pass
+            assert isinstance(full_scale, Tensor)
+            mask = torch.empty(p.shape, dtype=torch.bool) if saturation else None
+            count = adc_scale(p.numpy(), np.float32(self.steps.adc_max), full_scale.numpy(),
+                              mask.numpy() if mask is not None else _NO_MASK, mask is not None)
+            saturated = mask if count else None
+        else:
+            if variance is not None:
+                assert gen is not None  # per_input read noise: the Crossbar gives the generators
+                var = variance.view(chips, gr.out_padded, gr.rows)
+                sq = torch.mul(codes, codes, out=self._workspace("dac_sq_columns", tuple(codes.shape), x))
+                std = torch.bmm(var, sq, out=self._workspace("std_columns", tuple(p.shape), x))
+                p.addcmul_(std.sqrt_(), self.randn("noise_columns", tuple(p.shape), p, gen))
+            saturated = self._adc(p, gen, "adc_noise_columns", saturation)
+            if isinstance(full_scale, Tensor):  # the input full scale per vector
+                p.mul_(full_scale.view(chips, 1, m))
+            elif full_scale != 1.0:
+                p.mul_(full_scale)
         if saturated is not None:
             saturated = saturated[:, : gr.out_features].reshape(chips, 1, gr.out_features, *vectors)
-        if isinstance(full_scale, Tensor):  # the input full scale per vector
-            p.mul_(full_scale.view(chips, 1, m))
-        elif full_scale != 1.0:
-            p.mul_(full_scale)
         # code unit × ADC step, tile scale and drift compensation per column, and the bias, written vector-major (first
         # vector axis before the outputs): a fresh tensor in the layout a batch of images wants
         first = vectors[0] if vectors else 1
