@@ -117,7 +117,8 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     if args.print_config:
         return _print_config(spec, f"estimate {args.learner} --target {args.target}")
     result = estimate(spec, board, pipeline=parse_pipeline(args.pipeline))
-    result["fit"] = fit_check(result, board.name, spec.clock_mhz, "analytic estimate", result.get("clock_note")).to_dict()
+    result["fit"] = fit_check(result["utilization_percent"], result["clock_mhz_estimate"], board.name, spec.clock_mhz,
+                              "analytic estimate", result.get("clock_note")).to_dict()
     print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
     if result["fit"]["note"] and args.strict:
         raise FitError(result["fit"]["note"])

@@ -12,6 +12,7 @@ file of the result, so what the user added is told apart from what codesign wrot
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -407,8 +408,13 @@ class OutputFile:
 
 
 def relocate_paths(value: Any, source: Path, destination: Path) -> Any:
-    """``value`` (a report: dicts, lists, strings) with every path under ``source`` moved under ``destination``."""
+    """``value`` (a report: dicts, lists, strings, dataclasses) with every path under ``source`` moved under ``destination``."""
     src, dst = str(source), str(destination)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: relocate_paths(getattr(value, f.name), source, destination)
+                                             for f in dataclasses.fields(value) if f.init})
+    if type(value) is tuple:  # a plain tuple (a section's list); a NamedTuple is a value, kept as it is
+        return tuple(relocate_paths(v, source, destination) for v in value)
     if isinstance(value, str):
         return dst + value[len(src):] if value == src or value.startswith(src + os.sep) else value
     if isinstance(value, dict):

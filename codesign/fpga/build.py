@@ -11,14 +11,17 @@ folder), so bad input ends in one line and leaves nothing behind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+import numpy as np
 
 from codesign.fpga.boards import Board
 from codesign.fpga.csim import cached_csim, compile_csim, find_ap_types, find_compiler, run_csim
-from codesign.fpga.estimate import estimate
+from codesign.fpga.estimate import AnalyticEstimate, analytic_estimate
 from codesign.fpga.fit import FitError, FitVerdict, fit_check, refuses
 from codesign.fpga.hls_project import GENERATED, project_name, write_project
 from codesign.fpga.kinds import fpga_kind
@@ -28,6 +31,7 @@ from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.search import deeper_hint, is_deepest, rechoose_pipeline
+from codesign.fpga.sections import BuildReport, ClockVerdict, CosimSection, InitSection, PnrAttempt, PnrSection, RtlSection
 from codesign.fpga.stimulus import make_stimulus, run_reference
 from codesign.fpga.timing import rtl_schedule
 from codesign.kan.data_run import describe_data
@@ -36,7 +40,11 @@ from codesign.outputs import OutputFolder, Progress, relocate_paths
 from codesign.processes import heartbeat
 from codesign.tasks import DataStream
 
-__all__ = ["build", "write_sources", "clock_fields", "cosim_summary", "rerun_cosim", "default_output"]
+if TYPE_CHECKING:
+    from codesign.fpga.pnr import PnrResult
+    from codesign.fpga.synth import SynthResult
+
+__all__ = ["build", "write_sources", "rerun_cosim", "default_output"]
 
 
 def default_output(learner: str, board: Board) -> Path:
@@ -89,8 +97,9 @@ def build(
         from codesign.fpga.synth import find_yosys  # noqa: PLC0415
 
         find_yosys()
-    analytic = estimate(plan.spec, plan.board, pipeline=plan.choice)  # the plan's choice: nothing is searched again
-    fit = fit_check(analytic, plan.board.name, plan.spec.clock_mhz, "analytic estimate", analytic.get("clock_note"))
+    analytic = analytic_estimate(plan.spec, plan.board, plan.choice)  # the plan's choice: nothing is searched again
+    fit = fit_check(analytic.utilization_percent, analytic.clock_mhz_estimate, plan.board.name, plan.spec.clock_mhz,
+                    "analytic estimate", analytic.clock_note)
     if plan.strict and fit.note and refuses(fit, plan.board.family.model_checked):
         raise FitError(fit.note)  # only on what the model was checked on for this family; synthesis decides the rest
     target_dir = Path(out) if out is not None else default_output(plan.learner, plan.board)
@@ -100,20 +109,28 @@ def build(
     if plan.data is not None:
         print("\n".join(describe_data(plan.spec, plan.data)), file=stream)
     with folder.writing() as out_dir, heartbeat(stream, moved=(out_dir, target_dir)):
-        report = _build_into(out_dir, target_dir, plan, analytic, fit, compiler, ap_types, stream)
-        report = relocate_paths(report, out_dir, target_dir)
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        built = relocate_paths(_build_into(out_dir, target_dir, plan, analytic, fit, compiler, ap_types, stream),
+                               out_dir, target_dir)
+        report = _write_report(out_dir, built)
     print(format_report(report), file=stream, flush=True)
-    if plan.strict and report["fit"]["note"]:
-        raise FitError(report["fit"]["note"])
+    if plan.strict and built.fit is not None and built.fit.note:
+        raise FitError(built.fit.note)
     return report
 
 
-def write_sources(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, progress: Progress) -> tuple:
+def _write_report(out_dir: Path, report: BuildReport) -> dict:
+    """Write report.json (again: each step that adds a section leaves the file current); returns its data."""
+    data = report.to_dict()
+    (out_dir / "report.json").write_text(json.dumps(data, indent=2) + "\n")
+    return data
+
+
+def write_sources(out_dir: Path, shown: Path, plan: BuildPlan, analytic: AnalyticEstimate, progress: Progress) -> tuple:
     """The steps of a build that write its sources (reference stream, HLS project, RTL) into out_dir; nothing runs a tool.
 
-    Returns (firmware module, stimulus, reference, timing, RTL manifest). ``analytic`` is the plan's analytic
-    estimate (codesign.fpga.estimate.estimate of its choice): its clock goes into the RTL manifest, written once.
+    Returns (firmware module, stimulus, reference, timing, RTL section). ``analytic`` is the plan's analytic
+    estimate (codesign.fpga.estimate.analytic_estimate of its choice): its clock verdict goes into the RTL manifest,
+    written once, and into the RTL section.
     """
     spec, choice, data = plan.spec, plan.choice, plan.data
     placement = choice.placement
@@ -128,13 +145,21 @@ def write_sources(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, p
     with progress.step("render", f"writing the HLS project to {shown}"):
         write_project(out_dir, spec, plan.board, plan.target, stimulus, reference, timing)
     with progress.step("rtl", f"writing the RTL ({choice.request} pipeline: {placement.text}) to {shown / 'rtl'}"):
-        rtl = emit_rtl(spec, out_dir / "rtl", pipeline=placement, seed=plan.seed, learner_name=plan.learner, force=True,
-                       initial=initial, clock=clock_fields(spec, analytic, choice))
+        rtl = _emit(plan, out_dir / "rtl", analytic, choice)
     return fw, stimulus, reference, timing, rtl
 
 
-def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, fit: FitVerdict, compiler: str,
-                ap_types: Path, stream: TextIO) -> dict:
+def _emit(plan: BuildPlan, rtl_dir: Path, analytic: AnalyticEstimate, choice: PipelineChoice) -> RtlSection:
+    """Emit the RTL of one pipeline choice with its clock verdict in the manifest; returns its report section."""
+    clock = ClockVerdict.of(analytic, choice)
+    manifest = emit_rtl(plan.spec, rtl_dir, pipeline=choice.placement, seed=plan.seed, learner_name=plan.learner,
+                        force=True, initial=None if plan.initial is None else plan.initial.coefficients,
+                        clock=clock.to_dict())
+    return RtlSection(folder=str(rtl_dir), top=manifest["top"], record=dict(manifest["pipeline"]), clock=clock)
+
+
+def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: AnalyticEstimate, fit: FitVerdict,
+                compiler: str, ap_types: Path, stream: TextIO) -> BuildReport:
     """Every step of a build, written into out_dir (the partial folder; `shown` is where it will be); returns the report.
 
     ``analytic`` is the plan's analytic estimate and ``fit`` its verdict, made once before any work.
@@ -151,131 +176,131 @@ def _build_into(out_dir: Path, shown: Path, plan: BuildPlan, analytic: dict, fit
     with progress.step("csim", f"running the C-simulation on {stimulus.samples:,} samples"):
         csim = run_csim(binary, out_dir / "tb_data")
     report = build_report(plan.learner, plan.target, board, spec, stimulus, reference, csim, timing, out_dir, progress.seconds)
-    report["estimate"] = analytic
-    if stimulus.data is not None:
-        report["stream"]["data"] = stimulus.data  # the file the stream came from: path and sha256
-    if plan.initial is not None:
-        from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
-
-        assert isinstance(spec, KANSpec)  # --init was checked against the kind before any work
-        error = float_vs_fixed_error(spec, plan.initial, stimulus.x[: stimulus.task_samples])
-        report["init"] = {**plan.initial.summary(), "float_vs_fixed": error}
-        print(f"  init        {plan.initial.source}: {report['init']['coefficients']} coefficients, "
-              f"{plan.initial.saturated} saturated; float vs fixed initial model on {error['samples']:,} task inputs: "
-              f"RMS {error['rms']:.3g}, max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
-    report["rtl"] = {"folder": str(out_dir / "rtl"), "top": rtl["top"], "pipeline": dict(rtl["pipeline"])}
-    report["fit"] = fit.to_dict()  # the analytic verdict made before any work (the same choice, the same note)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    # the analytic verdict made before any work (the same choice, the same note)
+    report = dataclasses.replace(report, estimate=analytic, init=_init_section(plan, stimulus.x[: stimulus.task_samples], stream),
+                                 rtl=rtl, fit=fit)
+    _write_report(out_dir, report)
     measured = None
     if plan.cosim:
         from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
 
         with progress.step("cosim", f"co-simulating the RTL in Verilator on {stimulus.samples:,} samples"):
-            report["cosim"] = cosim_summary(run_cosim(out_dir, seed=plan.seed))
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+            report = dataclasses.replace(report, cosim=CosimSection.of(run_cosim(out_dir, seed=plan.seed)))
+        _write_report(out_dir, report)
+        measured = report.cosim.cycles if report.cosim is not None and report.cosim.bit_exact else None
     if plan.synth:
-        from codesign.fpga.synth import run_synth  # noqa: PLC0415
+        from codesign.fpga.synth import synthesize  # noqa: PLC0415
 
         with progress.step("synth", f"synthesizing the RTL with Yosys for {board.part} (minutes)"):
-            measured = report.get("cosim") if report.get("cosim", {}).get("bit_exact") else None
-            report["synth"] = run_synth(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=plan.pnr)
-        _check_synth_clock(report["rtl"]["pipeline"], report["synth"], deeper_hint(spec, plan.choice.placement))
-        report["fit"] = fit_check(report["synth"], board.name, spec.clock_mhz, "Yosys synthesis, clock from logic depth",
-                                  report["rtl"]["pipeline"].get("clock_note")).to_dict()
+            synth = synthesize(out_dir / "rtl", board, latency_cycles=measured, keep_netlist=plan.pnr)
+        report = _with_synthesis(report, synth, board, deeper_hint(spec, plan.choice.placement))
     if plan.pnr:
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-        _route_until_met(out_dir, plan, report, measured, progress, stream)
+        _write_report(out_dir, report)
+        report = _route_until_met(out_dir, plan, report, measured, progress, stream)
     with progress.step("report", "writing report.json"):
-        report["step_seconds"] = {k: round(v, 3) for k, v in progress.seconds.items()}
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        report = dataclasses.replace(report, step_seconds={k: round(v, 3) for k, v in progress.seconds.items()})
+        _write_report(out_dir, report)
     return report
+
+
+def _init_section(plan: BuildPlan, task_inputs: np.ndarray, stream: TextIO) -> InitSection | None:
+    """The ``--init`` section: the initial model's file and its float-vs-fixed error on the task inputs (printed too)."""
+    if plan.initial is None:
+        return None
+    from codesign.kan.initial_state import float_vs_fixed_error  # noqa: PLC0415
+
+    assert isinstance(plan.spec, KANSpec)  # --init was checked against the kind before any work
+    error = float_vs_fixed_error(plan.spec, plan.initial, task_inputs)
+    section = InitSection.of(plan.initial, error)
+    print(f"  init        {plan.initial.source}: {section.coefficients} coefficients, "
+          f"{plan.initial.saturated} saturated; float vs fixed initial model on {error['samples']:,} task inputs: "
+          f"RMS {error['rms']:.3g}, max {error['max_abs']:.3g} (float output RMS {error['float_rms']:.3g})", file=stream)
+    return section
+
+
+def _with_synthesis(report: BuildReport, synth: SynthResult, board: Board, hint: str) -> BuildReport:
+    """The report once Yosys synthesized its RTL: the synth section, the clock verdict with Yosys's clock, and the fit."""
+    assert report.rtl is not None  # synthesis runs on the emitted RTL
+    clock = report.rtl.clock.with_synthesis(synth.clock_mhz_estimate, report.rtl.record["text"], hint)
+    fit = fit_check(synth.utilization_percent, synth.clock_mhz_estimate, board.name, report.clock_mhz,
+                    "Yosys synthesis, clock from logic depth", clock.clock_note)
+    return dataclasses.replace(report, synth=synth, rtl=dataclasses.replace(report.rtl, clock=clock), fit=fit)
 
 
 MAX_PNR_ATTEMPTS = 3  # routes of one build: the plan's placement and at most two re-chosen ones
 
 
-def _attempt_record(index: int, choice: PipelineChoice, synth: dict, pnr: dict) -> dict:
-    """One routed attempt as report.json keeps it: placement, estimated and routed clocks, critical path's ends."""
-    path = pnr.get("critical_path", {})
-    return {"attempt": index, "choice": choice.request, "placement": choice.placement.text,
-            "clock_mhz_analytic": round(1000.0 / choice.period_ns, 1), "clock_mhz_synth_estimate": synth["clock_mhz_estimate"],
-            "fmax_mhz": pnr["fmax_mhz"], "meets_target": pnr["meets_target"],
-            "critical_path": {k: path[k] for k in ("start", "end", "path_ns", "logic_ns", "routing_ns") if k in path},
-            "log": pnr["log"]}
-
-
-def _route_until_met(out_dir: Path, plan: BuildPlan, report: dict, measured: dict | None, progress: Progress,
-                     stream: TextIO) -> None:
+def _route_until_met(out_dir: Path, plan: BuildPlan, report: BuildReport, measured: dict | None, progress: Progress,
+                     stream: TextIO) -> BuildReport:
     """Place and route; while the routed clock misses the target, re-choose a deeper placement, synthesize and route it.
 
     At most MAX_PNR_ATTEMPTS routes. Each attempt's RTL is its own folder (pnr_attempts/<n>/rtl); the best
     routed one ends in rtl/, with its synthesis, estimate and (re-run) co-simulation in the report, and
-    report["pnr"]["attempts"] keeps every attempt. When none meets the target, the fit note says so.
+    the pnr section keeps every attempt. When none meets the target, the fit note says so.
     """
-    from codesign.fpga.pnr import run_pnr  # noqa: PLC0415
-    from codesign.fpga.synth import run_synth  # noqa: PLC0415
+    from codesign.fpga.pnr import place_and_route  # noqa: PLC0415
+    from codesign.fpga.synth import synthesize  # noqa: PLC0415
 
     spec, board = plan.spec, plan.board
-    choice, rtl_dir = plan.choice, out_dir / "rtl"
-    runs: list[tuple[PipelineChoice, Path, dict, dict, dict]] = []  # choice, RTL folder, synthesis, route, estimate
-    synth, analytic = report["synth"], report["estimate"]
+    assert report.synth is not None and report.estimate is not None and report.rtl is not None  # --pnr implies --synth
+    choice, rtl = plan.choice, report.rtl
+    runs: list[tuple[PipelineChoice, RtlSection, SynthResult, PnrResult, AnalyticEstimate]] = []
+    synth, analytic = report.synth, report.estimate
     while True:
         label = f" (attempt {len(runs) + 1}: {choice.placement.text})" if runs else ""
         with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz{label}, then ecppack (minutes)"):
-            routed = run_pnr(rtl_dir, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)
-        runs.append((choice, rtl_dir, synth, routed, analytic))
-        report["pnr"] = {**routed, "attempts": [_attempt_record(i + 1, r[0], r[2], r[3]) for i, r in enumerate(runs)]}
-        (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-        if routed["meets_target"] or len(runs) >= MAX_PNR_ATTEMPTS:
+            routed = place_and_route(rtl.folder, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)
+        runs.append((choice, rtl, synth, routed, analytic))
+        attempts = tuple(PnrAttempt.of(i + 1, r[0], r[2], r[3]) for i, r in enumerate(runs))
+        report = dataclasses.replace(report, pnr=PnrSection(routed=routed, attempts=attempts))
+        _write_report(out_dir, report)
+        if routed.meets_target or len(runs) >= MAX_PNR_ATTEMPTS:
             break
-        following = rechoose_pipeline(spec, board, [r[0].placement for r in runs], routed["period_ns"], choice.period_ns)
+        following = rechoose_pipeline(spec, board, [r[0].placement for r in runs], routed.period_ns, choice.period_ns)
         if following is None:
             break
         choice, rtl_dir = following, out_dir / "pnr_attempts" / str(len(runs) + 1) / "rtl"
         progress.total += 2
-        analytic = estimate(spec, board, pipeline=choice)
+        analytic = analytic_estimate(spec, board, choice)
         with progress.step("rtl", f"the routed clock missed: writing the RTL of placement {choice.placement.text} to {rtl_dir}"):
-            emit_rtl(spec, rtl_dir, pipeline=choice.placement, seed=plan.seed, learner_name=plan.learner, force=True,
-                     initial=None if plan.initial is None else plan.initial.coefficients,
-                     clock=clock_fields(spec, analytic, choice))
+            rtl = _emit(plan, rtl_dir, analytic, choice)
         with progress.step("synth", f"synthesizing it with Yosys for {board.part} (minutes)"):
-            synth = run_synth(rtl_dir, board, keep_netlist=True)
-    best = max(range(len(runs)), key=lambda i: runs[i][3]["fmax_mhz"])
-    attempts = report["pnr"]["attempts"]
+            synth = synthesize(rtl_dir, board, keep_netlist=True)
+    best = max(range(len(runs)), key=lambda i: runs[i][3].fmax_mhz)
     if best:
-        choice, best_dir, synth, routed, analytic = runs[best]
+        choice, best_rtl, synth, routed, analytic = runs[best]
         # the best attempt's RTL becomes rtl/; the plan's first moves to pnr_attempts/1
-        first = out_dir / "pnr_attempts" / "1" / "rtl"
+        rtl_dir, best_dir, first = out_dir / "rtl", Path(best_rtl.folder), out_dir / "pnr_attempts" / "1" / "rtl"
         first.parent.mkdir(parents=True, exist_ok=True)
-        (out_dir / "rtl").replace(first)
-        best_dir.replace(out_dir / "rtl")
+        rtl_dir.replace(first)
+        best_dir.replace(rtl_dir)
         best_dir.parent.rmdir()  # pnr_attempts/<best> held only that RTL
-        attempts = relocate_paths(relocate_paths(attempts, out_dir / "rtl", first), best_dir, out_dir / "rtl")
-        routed = relocate_paths(routed, best_dir, out_dir / "rtl")
-        manifest = load_rtl_manifest(out_dir / "rtl")
-        report["estimate"] = analytic
-        report["rtl"]["pipeline"] = dict(manifest["pipeline"])
-        report["synth"] = relocate_paths(synth, best_dir, out_dir / "rtl")
-        _check_synth_clock(report["rtl"]["pipeline"], report["synth"], deeper_hint(spec, choice.placement))
+        attempts = relocate_paths(relocate_paths(attempts, rtl_dir, first), best_dir, rtl_dir)
+        routed = relocate_paths(routed, best_dir, rtl_dir)
+        manifest = load_rtl_manifest(rtl_dir)
+        rtl = RtlSection(folder=str(rtl_dir), top=manifest["top"], record=dict(manifest["pipeline"]),
+                         clock=best_rtl.clock)
+        report = dataclasses.replace(report, estimate=analytic, rtl=rtl)
+        report = _with_synthesis(report, synth, board, deeper_hint(spec, choice.placement))
         if plan.cosim:
             from codesign.fpga.cosim import run_cosim  # noqa: PLC0415
 
             progress.total += 1
             with progress.step("cosim", f"co-simulating the routed placement {choice.placement.text} in Verilator"):
-                report["cosim"] = cosim_summary(run_cosim(out_dir, seed=plan.seed))
-    report["pnr"] = {**routed, "attempts": attempts, "best_attempt": best + 1}
-    fmax = routed["fmax_mhz"]
-    utilization = {k: v["percent"] for k, v in routed["utilisation"].items()}
-    note = None
-    if not routed["meets_target"]:
+                report = dataclasses.replace(report, cosim=CosimSection.of(run_cosim(out_dir, seed=plan.seed)))
+    assert report.rtl is not None
+    clock, note = report.rtl.clock, None
+    if not routed.meets_target:
         note = (f"clock target {spec.clock_mhz:g} MHz not met by the routed design after {len(runs)} placement"
-                f"{'s' if len(runs) > 1 else ''}: best {fmax:g} MHz (pipeline {choice.placement.text}); "
+                f"{'s' if len(runs) > 1 else ''}: best {routed.fmax_mhz:g} MHz (pipeline {choice.placement.text}); "
                 f"{_unmet_advice(spec, [r[0].placement for r in runs])}")
         print(f"codesign: warning: {note}", file=sys.stderr, flush=True)
-        report["rtl"]["pipeline"].update(clock_met=False, clock_note=note)
-    report["pnr"]["clock_met"] = routed["meets_target"]
-    report["fit"] = fit_check({"clock_mhz_estimate": fmax, "utilization_percent": utilization}, board.name, spec.clock_mhz,
-                              "nextpnr, placed and routed", note).to_dict()
+        clock = dataclasses.replace(clock, clock_met=False, clock_note=note)
+    utilization = {k: v["percent"] for k, v in routed.utilisation.items()}
+    return dataclasses.replace(
+        report, rtl=dataclasses.replace(report.rtl, clock=clock),
+        pnr=PnrSection(routed=routed, attempts=attempts, best_attempt=best + 1, clock_met=routed.meets_target),
+        fit=fit_check(utilization, routed.fmax_mhz, board.name, spec.clock_mhz, "nextpnr, placed and routed", note))
 
 
 def _unmet_advice(spec: KANSpec | MLPSpec, tried: list[Pipeline]) -> str:
@@ -283,39 +308,6 @@ def _unmet_advice(spec: KANSpec | MLPSpec, tried: list[Pipeline]) -> str:
     if resolve_pipeline(spec, "deep") in tried or all(is_deepest(spec, p) for p in tried):
         return "the target cannot be met by a register placement: lower clock_mhz in the config or narrow the types"
     return f"the {MAX_PNR_ATTEMPTS} attempts ran out before the deep pipeline: try --pipeline deep"
-
-
-def clock_fields(spec: KANSpec | MLPSpec, est: dict, choice: PipelineChoice) -> dict:
-    """Clock target, estimated clock and the cycles in ns of the chosen pipeline, for report.json and the summary."""
-    out = {
-        "choice": choice.request, "clock_mhz": spec.clock_mhz, "clock_mhz_estimate": est["clock_mhz_estimate"],
-        "clock_met": est["clock_met"], "prediction_latency_ns": est["prediction_latency_ns"],
-        "update_latency_ns": est["latency_ns"], "ii_ns": est["ii_ns"],
-        "clock_basis": "analytic estimate (codesign.fpga.estimate); --synth adds the Yosys-netlist estimate",
-    }
-    if not choice.clock_met:
-        out["clock_note"] = choice.note
-    return out
-
-
-def _check_synth_clock(pipeline: dict, synth: dict, hint: str) -> None:
-    """The Yosys-netlist clock estimate against the target: a miss the analytic model did not see becomes the clock note."""
-    pipeline["clock_mhz_synth_estimate"] = synth["clock_mhz_estimate"]
-    if synth["clock_mhz_estimate"] < pipeline["clock_mhz"] and pipeline.get("clock_met"):
-        pipeline["clock_met"] = False
-        pipeline["clock_note"] = (f"clock target {pipeline['clock_mhz']:g} MHz not met by the Yosys-netlist estimate: "
-                                  f"{synth['clock_mhz_estimate']:g} MHz (analytic {pipeline['clock_mhz_estimate']:g} MHz, "
-                                  f"pipeline {pipeline['text']}); {hint}")
-
-
-def cosim_summary(result: dict) -> dict:
-    """The report.json section of a co-simulation: the measured fields first, then the checks behind them."""
-    from codesign.fpga.cosim import COSIM_FIELDS  # noqa: PLC0415
-
-    keep = ("passed", "predictions_checked", "prediction_mismatches", "state_values", "state_mismatches",
-            "resets", "dropped_samples", "failures", "expected", "simulator", "build_seconds", "build_cached", "seconds",
-            "log")
-    return {**{k: result.get(k) for k in COSIM_FIELDS}, **{k: result[k] for k in keep if k in result}}
 
 
 def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO | None = None) -> dict:
@@ -339,7 +331,7 @@ def rerun_cosim(folder: str | Path, wall_seconds: float = 1800.0, stream: TextIO
     progress = Progress(1, stream)
     with progress.step("cosim", f"co-simulating {folder / 'rtl'} in Verilator"), heartbeat(stream):
         result = run_cosim(folder, pipeline=pipeline, wall_seconds=wall_seconds)
-    report["cosim"] = cosim_summary(result)
+    report["cosim"] = CosimSection.of(result).to_dict()
     report_file.write_text(json.dumps(report, indent=2) + "\n")
     print(format_cosim(report["cosim"]), file=stream, flush=True)
     return report["cosim"]

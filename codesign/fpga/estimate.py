@@ -10,6 +10,7 @@ estimate of codesign.fpga.timing_estimate.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from codesign.fpga.boards import Board
@@ -21,7 +22,7 @@ from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["ESTIMATE_FIELDS", "estimate", "cycles", "coefficient_table", "format_estimate"]
+__all__ = ["ESTIMATE_FIELDS", "AnalyticEstimate", "analytic_estimate", "estimate", "cycles", "coefficient_table", "format_estimate"]
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
@@ -42,56 +43,95 @@ def coefficient_table() -> dict[str, Any]:
     return COEFFICIENTS
 
 
-def estimate(spec: KANSpec | MLPSpec, board: Board,
-             pipeline: str | int | Pipeline | PipelineChoice = "ii1") -> dict[str, Any]:
-    """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, in well under a second.
-
-    ``pipeline`` is a choice made by :func:`choose_pipeline` (a build passes its own, so nothing is searched
-    twice) or a request that is resolved here.
-    """
+def _check_inputs(spec: KANSpec | MLPSpec, board: Board) -> None:
+    """One line for a spec the model cannot take or a board that was not resolved."""
     check_spec(spec)
     if not isinstance(board, Board):
         raise ValueError(f"board={board!r}: expected a Board (codesign.fpga.boards.find_board resolves a --target)")
+
+
+@dataclass(frozen=True)
+class AnalyticEstimate:
+    """The analytic model's estimate of one placement on one board (report.json's ``estimate`` section)."""
+
+    lut: int
+    lutram: int
+    ff: int
+    dsp: int
+    bram: int
+    latency_cycles: int  # prediction latency; exact
+    update_latency_cycles: int
+    ii: int
+    clock_mhz: float  # the spec's target
+    clock_mhz_estimate: float
+    period_ns_estimate: float
+    prediction_latency_ns: float
+    latency_ns: float  # prediction + update
+    ii_ns: float
+    utilization_percent: dict[str, float]
+    clock_met: bool
+    clock_note: str | None  # the choice's own line when the clock is missed
+    pipeline: str  # the request the placement was chosen for
+    pipeline_mask: int
+    pipeline_placement: dict[str, Any]
+    target: str
+    estimate: str  # what the figures are and what the model was not checked on
+    model_checked: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for report.json and ``codesign estimate --json`` (no clock_note when the clock is met)."""
+        out = asdict(self)
+        if out["clock_note"] is None:
+            del out["clock_note"]
+        return out
+
+
+def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineChoice) -> AnalyticEstimate:
+    """The analytic estimate of a resolved pipeline choice on a board, in well under a second."""
+    _check_inputs(spec, board)
     family = board.family
-    choice = pipeline if isinstance(pipeline, PipelineChoice) else choose_pipeline(spec, board, pipeline)
     pipeline = choice.placement
     table = COEFFICIENTS["resources"]
-    out: dict[str, Any] = {}
+    counts: dict[str, int] = {"bram": 0}  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
     for resource, parts in features(spec, pipeline, family).items():
         coefs = table.get(resource, {})
         if resource in ("dsp", "lutram", "bram"):
             total = sum(parts.values())  # counted from the primitives, not fitted
         else:
             total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
-        out[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
-    out.setdefault("bram", 0)  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
-    out.update(cycles(spec, pipeline))
+        counts[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
+    cyc = cycles(spec, pipeline)
     period = choice.period_ns
-    out["clock_mhz"] = spec.clock_mhz
-    out["clock_mhz_estimate"] = round(1000.0 / period, 1)
-    out["period_ns_estimate"] = round(period, 3)
-    out["prediction_latency_ns"] = round(out["latency_cycles"] * period, 2)
-    out["latency_ns"] = round(out["update_latency_cycles"] * period, 2)
-    out["ii_ns"] = round(out["ii"] * period, 2)
     device = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram_36k}
-    out["utilization_percent"] = {
-        k: round(100.0 * (out[k] + (out["lutram"] if k == "lut" else 0)) / n, 4) for k, n in device.items() if n
-    }
-    out["clock_met"] = choice.clock_met
-    if not choice.clock_met:
-        out["clock_note"] = choice.note
-    out["pipeline"] = choice.request
-    out["pipeline_mask"] = pipeline.phases
-    out["pipeline_placement"] = pipeline.to_dict()
-    out["target"] = board.name
-    out["estimate"] = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
-                       f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
+    utilization = {k: round(100.0 * (counts[k] + (counts["lutram"] if k == "lut" else 0)) / n, 4)
+                   for k, n in device.items() if n}
+    text = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
+            f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
     unchecked = [k for k in ("lut", "ff", "dsp", "lutram", "clock") if k not in family.model_checked]
-    out["model_checked"] = list(family.model_checked)
     if unchecked:
-        out["estimate"] += (f"; not checked for {family.title} ({family.key}): {', '.join(unchecked)} "
-                            "(--strict leaves those to synthesis)")
-    return out
+        text += f"; not checked for {family.title} ({family.key}): {', '.join(unchecked)} (--strict leaves those to synthesis)"
+    return AnalyticEstimate(
+        lut=counts["lut"], lutram=counts["lutram"], ff=counts["ff"], dsp=counts["dsp"], bram=counts["bram"],
+        latency_cycles=cyc["latency_cycles"], update_latency_cycles=cyc["update_latency_cycles"], ii=cyc["ii"],
+        clock_mhz=spec.clock_mhz, clock_mhz_estimate=round(1000.0 / period, 1), period_ns_estimate=round(period, 3),
+        prediction_latency_ns=round(cyc["latency_cycles"] * period, 2),
+        latency_ns=round(cyc["update_latency_cycles"] * period, 2), ii_ns=round(cyc["ii"] * period, 2),
+        utilization_percent=utilization, clock_met=choice.clock_met, clock_note=None if choice.clock_met else choice.note,
+        pipeline=choice.request, pipeline_mask=pipeline.phases, pipeline_placement=pipeline.to_dict(), target=board.name,
+        estimate=text, model_checked=list(family.model_checked),
+    )
+
+
+def estimate(spec: KANSpec | MLPSpec, board: Board,
+             pipeline: str | int | Pipeline | PipelineChoice = "ii1") -> dict[str, Any]:
+    """LUT, LUTRAM, FF, DSP, BRAM, cycles, II and an estimated clock of the spec's RTL on a board, as plain data.
+
+    ``pipeline`` is a choice made by :func:`choose_pipeline` (a build passes its own, so nothing is searched
+    twice) or a request that is resolved here.
+    """
+    _check_inputs(spec, board)
+    choice = pipeline if isinstance(pipeline, PipelineChoice) else choose_pipeline(spec, board, pipeline)
+    return analytic_estimate(spec, board, choice).to_dict()
 
 
 def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:

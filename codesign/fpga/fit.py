@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,17 +32,15 @@ class FitVerdict:
         return asdict(self)
 
 
-def fit_check(result: dict[str, Any], board_name: str, clock_mhz: float, source: str,
+def fit_check(utilization: Mapping[str, float], estimate: float | None, board_name: str, clock_mhz: float, source: str,
               clock_note: str | None = None) -> FitVerdict:
-    """Compare ``result`` (an estimate or a synthesis: utilization_percent, clock_mhz_estimate) with the part and clock.
+    """Compare a design's utilization (percent of the part per resource) and estimated clock with the part and target.
 
     The verdict's note is one line naming every shortfall, or None when the design fits and meets the clock;
     ``clock_note`` (the pipeline choice's own line: the best clock reached and what to try) replaces the plain
     clock phrase.
     """
-    utilization = result.get("utilization_percent") or {}
     over = {k: v for k, v in utilization.items() if v > 100.0}
-    estimate = result.get("clock_mhz_estimate")
     meets = estimate is None or estimate >= clock_mhz
     problems = []
     if over:

@@ -21,6 +21,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from codesign.fpga.port_registers import harness_register_bits, harness_top
 from codesign.fpga.rtl_emit import load_rtl_manifest
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["PNR_FIELDS", "check_pnr_target", "find_nextpnr", "nextpnr_device_args", "run_pnr",
+__all__ = ["PNR_FIELDS", "PnrResult", "check_pnr_target", "find_nextpnr", "nextpnr_device_args", "place_and_route", "run_pnr",
            "format_pnr"]
 
 PNR_FIELDS = ("fmax_mhz", "meets_target", "lut4", "ff", "dsp", "ebr", "bitstream")
@@ -104,6 +105,44 @@ def _critical_path(report: dict[str, Any], clock: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class PnrResult:
+    """What nextpnr established of a routed design (the routed fields of report.json's ``pnr`` section)."""
+
+    fmax_mhz: float
+    clock_target_mhz: float
+    meets_target: bool
+    period_ns: float
+    prediction_latency_ns: float
+    latency_ns: float  # prediction + update at the routed clock
+    ii_ns: float
+    cycles: dict[str, int]
+    clock_net: str
+    critical_path: dict[str, Any]
+    lut4: int | None  # cells used, where nextpnr reports them
+    ff: int | None
+    dsp: int | None
+    ebr: int | None
+    utilisation: dict[str, dict[str, Any]]
+    harness_registers: int
+    bitstream: str
+    bitstream_bytes: int
+    part: str
+    device_args: list[str]
+    seed: int
+    tool: str
+    routed: str
+    pins: str
+    report: str
+    log: str
+    seconds: float
+    ecppack_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for report.json (a cell count nextpnr did not report is left out)."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in ("lut4", "ff", "dsp", "ebr")}
+
+
 def run_pnr(
     target: str | Path,
     board: Board,
@@ -112,6 +151,18 @@ def run_pnr(
     seed: int = 1,
     timeout_s: float = 3600.0,
 ) -> dict[str, Any]:
+    """:func:`place_and_route` as plain data."""
+    return place_and_route(target, board, clock_mhz, latency_cycles, seed, timeout_s).to_dict()
+
+
+def place_and_route(
+    target: str | Path,
+    board: Board,
+    clock_mhz: float = 100.0,
+    latency_cycles: dict[str, int] | None = None,
+    seed: int = 1,
+    timeout_s: float = 3600.0,
+) -> PnrResult:
     """Place and route a synthesized RTL folder (synth/netlist.json) for an ECP5 board; routed Fmax, utilisation, bitstream."""
     check_pnr_target(board)
     device = nextpnr_device_args(board)
@@ -145,7 +196,7 @@ def run_pnr(
     clock, fmax = _learner_clock(report.get("fmax", {}))
     achieved = float(fmax["achieved"])
     period = 1000.0 / achieved
-    utilisation = {}
+    utilisation: dict[str, dict[str, Any]] = {}
     for key, name in _UTILISATION.items():
         entry = report.get("utilization", {}).get(key)
         if entry:
@@ -157,33 +208,21 @@ def run_pnr(
               "update_latency_cycles": expected["update_latency_cycles"], "ii": expected["ii"]}
     cycles.update({k: v for k, v in (latency_cycles or {}).items() if k in cycles and v is not None})
     bit_file = rtl / bitstream
-    return {
-        "fmax_mhz": round(achieved, 2),
-        "clock_target_mhz": clock_mhz,
-        "meets_target": achieved >= clock_mhz,
-        "period_ns": round(period, 3),
-        "prediction_latency_ns": round(cycles["latency_cycles"] * period, 2),
-        "latency_ns": round(cycles["update_latency_cycles"] * period, 2),
-        "ii_ns": round(cycles["ii"] * period, 2),
-        "cycles": cycles,
-        "clock_net": clock,
-        "critical_path": _critical_path(report, clock),
-        **{name: entry["used"] for name, entry in utilisation.items() if name in ("lut4", "ff", "dsp", "ebr")},
-        "utilisation": utilisation,
-        "harness_registers": harness_register_bits(manifest),
-        "bitstream": str(bit_file),
-        "bitstream_bytes": bit_file.stat().st_size if bit_file.is_file() else 0,
-        "part": board.part,
-        "device_args": device,
-        "seed": seed,
-        "tool": f"{tools['kind'][0]}: nextpnr-ecp5 --freq {clock_mhz:g} (timing-driven), ecppack",
-        "routed": "placed and routed by nextpnr; Fmax from its static timing analysis of the routed design",
-        "pins": "placed by nextpnr (no LPF); every port is registered by the timing harness",
-        "report": str(work / "report.json"),
-        "log": str(work / "nextpnr.log"),
-        "seconds": round(routed - started, 1),
-        "ecppack_seconds": round(packed - routed, 1),
-    }
+    cells = {name: int(entry["used"]) for name, entry in utilisation.items()}
+    return PnrResult(
+        fmax_mhz=round(achieved, 2), clock_target_mhz=clock_mhz, meets_target=achieved >= clock_mhz,
+        period_ns=round(period, 3), prediction_latency_ns=round(cycles["latency_cycles"] * period, 2),
+        latency_ns=round(cycles["update_latency_cycles"] * period, 2), ii_ns=round(cycles["ii"] * period, 2),
+        cycles=cycles, clock_net=clock, critical_path=_critical_path(report, clock),
+        lut4=cells.get("lut4"), ff=cells.get("ff"), dsp=cells.get("dsp"), ebr=cells.get("ebr"), utilisation=utilisation,
+        harness_registers=harness_register_bits(manifest), bitstream=str(bit_file),
+        bitstream_bytes=bit_file.stat().st_size if bit_file.is_file() else 0, part=board.part, device_args=device,
+        seed=seed, tool=f"{tools['kind'][0]}: nextpnr-ecp5 --freq {clock_mhz:g} (timing-driven), ecppack",
+        routed="placed and routed by nextpnr; Fmax from its static timing analysis of the routed design",
+        pins="placed by nextpnr (no LPF); every port is registered by the timing harness",
+        report=str(work / "report.json"), log=str(work / "nextpnr.log"),
+        seconds=round(routed - started, 1), ecppack_seconds=round(packed - routed, 1),
+    )
 
 
 def format_pnr(result: dict[str, Any]) -> str:

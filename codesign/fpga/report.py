@@ -7,6 +7,7 @@ from pathlib import Path
 from codesign import __version__
 from codesign.fpga.boards import Board
 from codesign.fpga.csim import CsimResult
+from codesign.fpga.sections import BuildReport, StreamSection
 from codesign.fpga.stimulus import Reference, Stimulus
 from codesign.fpga.timing import Timing, TimingBasis
 from codesign.kan.spec import KANSpec, MLPSpec
@@ -19,39 +20,19 @@ _SCHEDULE_WORDS = {TimingBasis.RTL_SCHEDULE: "the RTL pipeline", TimingBasis.ANA
 def build_report(
     learner: str, target: str, board: Board, spec: KANSpec | MLPSpec, stimulus: Stimulus,
     reference: Reference, csim: CsimResult, timing: Timing, out: Path, steps: dict[str, float],
-) -> dict:
-    """Everything a build established, as plain data for report.json."""
-    t = timing.to_dict(spec.clock_mhz)
-    return {
-        "generator": f"codesign {__version__}",
-        "learner": learner,
-        "target": target,
-        "board": board.board or None,
-        "part": board.part,
-        "family": board.series,
-        "device_resources": board.to_dict()["resources"],
-        "clock_mhz": spec.clock_mhz,
-        "spec": spec.to_dict(),
-        "parameters": spec.num_parameters,
-        "stream": {
-            "task": stimulus.task, "seed": stimulus.seed, "task_samples": stimulus.task_samples,
-            "corner_samples": stimulus.corner_samples, "samples": stimulus.samples,
-        },
-        "csim": csim.to_dict(),
-        "reference_seconds": round(reference.seconds, 3),
-        "latency_cycles_expected": t["latency_cycles_expected"],
-        "prediction_latency_cycles_expected": t["prediction_latency_cycles_expected"],
-        "latency_ns_expected": t["latency_ns_expected"],
-        "ii_target": t["ii_target"],
-        "ii_expected": t["ii_expected"],
-        "timing": t,
-        "output": str(out),
-        "step_seconds": {k: round(v, 3) for k, v in steps.items()},
-    }
+) -> BuildReport:
+    """What a build established once it C-simulated: the sections that later steps add are still empty."""
+    return BuildReport(
+        generator=f"codesign {__version__}", learner=learner, target=target, board=board.board or None, part=board.part,
+        family=board.series, device_resources=board.to_dict()["resources"], clock_mhz=spec.clock_mhz,
+        spec=spec.to_dict(), parameters=spec.num_parameters, stream=StreamSection.of(stimulus), csim=csim,
+        reference_seconds=round(reference.seconds, 3), timing=timing, output=str(out),
+        step_seconds={k: round(v, 3) for k, v in steps.items()},
+    )
 
 
 def format_report(report: dict) -> str:
-    """The report as a few aligned lines for the terminal."""
+    """report.json's data (BuildReport.to_dict, or the file read back) as a few aligned lines for the terminal."""
     spec = report["spec"]
     types = ", ".join(f"{k} {v}" for k, v in spec.items() if k.endswith("_t"))
     fields = ", ".join(f"{k} {tuple(v) if isinstance(v, list) else v}" for k, v in spec.items() if not k.endswith("_t"))

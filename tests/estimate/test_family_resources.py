@@ -65,7 +65,7 @@ def test_ecp5_slices_are_unsigned_and_full_width():
 
 def test_strict_refuses_only_on_what_a_family_was_checked_on():
     """An unchecked family's estimate never refuses before synthesis; a checked one does."""
-    over = fit_check({"utilization_percent": {"lut": 180.0}, "clock_mhz_estimate": 50.0}, "part", 100.0, "analytic")
+    over = fit_check({"lut": 180.0}, 50.0, "part", 100.0, "analytic")
     assert over.note
     assert refuses(over, find_board("xcvu9p").family.model_checked)
     assert refuses(over, find_board("xc7z020").family.model_checked)

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 
 from codesign.fpga.build import write_sources
-from codesign.fpga.estimate import estimate
+from codesign.fpga.estimate import analytic_estimate
 from codesign.fpga.plan import make_plan
 from codesign.fpga.simulator import rtl_dir
 from codesign.kan.kinds import learner_names
@@ -28,7 +28,7 @@ _SAMPLES = 1  # the stream only fills tb_data/, which is left out
 def emit_sources(learner: str, out: Path) -> None:
     """Write what `codesign build <learner>` (default target, pipeline, seed and spec) writes before it compiles."""
     plan = make_plan(learner, TARGET, samples=_SAMPLES)
-    analytic = estimate(plan.spec, plan.board, pipeline=plan.choice)
+    analytic = analytic_estimate(plan.spec, plan.board, plan.choice)
     write_sources(out, out, plan, analytic, Progress(3, io.StringIO()))
 
 
