@@ -78,6 +78,7 @@ module kan_layer #(
     // kan_online sets it where the target is held at least one cycle before the forward output is ready
     parameter int TARGET_REG = 0,
     parameter int ECP5_DSP = 0,  // 1: the products are MULT18X18D with their own registers (above)
+    parameter int G_OUT_REG = 0,  // 1: g_out is a plain register of g_out_pre (kan_online: the error cut, REG_B)
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
     input  logic                  clk,
@@ -97,6 +98,8 @@ module kan_layer #(
     output logic [N_OUT*W_ERR-1:0] err,     // FUSE_ERROR: the error, held after F when REG_F
     output logic [N_OUT-1:0]       ovf_err, // FUSE_ERROR: the error cast overflowed (as ovf_y)
     input  logic [N_OUT*W_G-1:0]  g_out,
+    input  logic [N_OUT*W_G-1:0]  g_out_pre,  // what the register in front of g_out loads (read only when ECP5_DSP)
+    output logic [N_IN*W_GR-1:0]  g_in_pre,   // g_in before REG_B
     output logic [N_IN*W_GR-1:0]  g_in,
     input  logic                  commit,
     // the sample's shift is LR_SHIFT + LR_SPAN - lr_up (held while a sample is in flight; read only with LR_SPAN > 0)
@@ -144,9 +147,13 @@ module kan_layer #(
   `include "kan_cuts.svh"
   // ECP5_DSP: the registers in front of the forward products that their DSP holds: the rows (or decode)
   // register and the bank read register, unless the read is in the overlapped front (its select and
-  // hold sit after those registers); the update's and the backward products' A register is REG_F's
-  localparam int DSP_REG_ROWS = (ECP5_DSP != 0 && READ_IN_FRONT == 0 && (CUT_ROWS != 0 || CUT_DECODE != 0)) ? 1 : 0;
-  localparam int DSP_REG_READ = (ECP5_DSP != 0 && READ_IN_FRONT == 0 && BANK_BRAM == 0 && CUT_READ != 0) ? 1 : 0;
+  // hold sit after those registers)
+  // (nextpnr times a MULT18X18D with one input register as if it had none, so both or neither)
+  localparam int DSP_REG_ROWS = (ECP5_DSP != 0 && READ_IN_FRONT == 0 && (CUT_ROWS != 0 || CUT_DECODE != 0)
+                                 && BANK_BRAM == 0 && CUT_READ != 0) ? 1 : 0;
+  localparam int DSP_REG_READ = DSP_REG_ROWS;
+  // the update's and the backward products' inputs: REG_F's hold and the register in front of g_out
+  localparam int DSP_REG_HOLD = (ECP5_DSP != 0 && REG_F != 0 && G_OUT_REG != 0) ? 1 : 0;
 
   `include "mem_names.svh"
 
@@ -413,10 +420,11 @@ module kan_layer #(
       for (genvar o = 0; o < N_OUT; o++) begin : g_sprod
         if (ECP5_DSP != 0) begin : g_dsp
           dsp_mult #(
-              .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD), .REG_A(REG_F), .REG_B(0), .REG_P(CUT_GMULT), .ECP5(1)
+              .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD), .REG_A(DSP_REG_HOLD), .REG_B(DSP_REG_HOLD),
+              .REG_P(CUT_GMULT), .ECP5(1)
           ) u_mult (
-              .clk(clk), .a((REG_F != 0) ? dphi[(o*N_IN+i)*W_DPHI+:W_DPHI] : dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]),
-              .b(g_out[o*W_G+:W_G]), .p(sprod[o*W_SPROD+:W_SPROD])
+              .clk(clk), .a((DSP_REG_HOLD != 0) ? dphi[(o*N_IN+i)*W_DPHI+:W_DPHI] : dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]),
+              .b((DSP_REG_HOLD != 0) ? g_out_pre[o*W_G+:W_G] : g_out[o*W_G+:W_G]), .p(sprod[o*W_SPROD+:W_SPROD])
           );
         end else begin : g_fabric
           assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
@@ -449,6 +457,7 @@ module kan_layer #(
 
   // the stage boundary after B
   pipe_reg #(.W(N_IN * W_GR), .ON(REG_B)) u_reg_b (.clk(clk), .d(g_in_now), .q(g_in));
+  assign g_in_pre = g_in_now;
 
   // ---------------------------------------------------------------- U: sparse update
   for (genvar i = 0; i < N_IN; i++) begin : layer_update
@@ -459,9 +468,10 @@ module kan_layer #(
         logic ovf_coef;
         if (ECP5_DSP != 0) begin : g_dsp
           dsp_mult #(
-              .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB), .REG_A(REG_F), .REG_B(0), .REG_P(CUT_UMULT), .ECP5(1)
+              .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB), .REG_A(DSP_REG_HOLD), .REG_B(DSP_REG_HOLD), .REG_P(CUT_UMULT), .ECP5(1)
           ) u_mult (
-              .clk(clk), .a((REG_F != 0) ? bb_s[(i*P+b)*W_B+:W_B] : bb_h[(i*P+b)*W_B+:W_B]), .b(g_out[o*W_G+:W_G]), .p(gb)
+              .clk(clk), .a((DSP_REG_HOLD != 0) ? bb_s[(i*P+b)*W_B+:W_B] : bb_h[(i*P+b)*W_B+:W_B]),
+              .b((DSP_REG_HOLD != 0) ? g_out_pre[o*W_G+:W_G] : g_out[o*W_G+:W_G]), .p(gb)
           );
         end else begin : g_fabric
           assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});

@@ -216,6 +216,8 @@ module kan_online #(
   // through every layer is otherwise a false combinational loop to its scheduler)
   logic [(N_LAYERS+1)*ACT_SLOT-1:0] acts /*verilator split_var*/;
   logic [(N_LAYERS+1)*G_SLOT-1:0] grads /*verilator split_var*/;
+  // ECP5_DSP: what the register in front of each gradient slot loads (the error cut, a layer's REG_B)
+  logic [(N_LAYERS+1)*G_SLOT-1:0] grads_pre /*verilator split_var*/;
   logic [(N_LAYERS+1)*YG_SLOT-1:0] ygs /*verilator split_var*/;  // layer l's grid offsets at slot l (FOLD_GRID)
   assign ygs[0+:YG_SLOT] = '0;
   assign acts[0+:N_IN*W_ACT] = x_now;
@@ -234,6 +236,8 @@ module kan_online #(
     localparam int IS_LAST = (l == N_LAYERS - 1) ? 1 : 0;
     localparam int WG = (IS_LAST != 0) ? W_ERR : W_GRAD;
     localparam int FG = (IS_LAST != 0) ? F_ERR : F_GRAD;
+    // the gradient at this layer's outputs is a plain register of grads_pre: the error cut, or REG_B of layer l+1
+    localparam int G_OUT_REG = (IS_LAST != 0) ? CUT_ERR : (PIPE[2 * N_LAYERS - 2 - l] ? 1 : 0);
     localparam int PHASE_F = l;
     localparam int PHASE_B = 2 * N_LAYERS - 1 - l;
     localparam int FOLDED = (l > 0 && FOLD_GRID != 0) ? 1 : 0;  // the grid offset comes from layer l-1's cast
@@ -247,6 +251,7 @@ module kan_online #(
     logic [NO*W_ERR-1:0] err_l;
     logic [NO-1:0] ovf_err_l;
     logic [NI*W_GRAD-1:0] g_in;
+    logic [NI*W_GRAD-1:0] g_in_pre;
     logic [NO*W_ACT-1:0] y_comb;
     logic [NI-1:0] clamped;
     logic [NI*P*W_B-1:0] bb;
@@ -304,7 +309,7 @@ module kan_online #(
         .GRID_NEXT((FOLD_GRID != 0 && IS_LAST == 0) ? 1 : 0), .LO_NEXT(LO_RAW), .W_YG(W_YG), .ABOVE_NEXT(ABOVE_OFFSET),
         .FUSE_ERROR((FUSE_ERROR != 0 && IS_LAST != 0) ? 1 : 0),
         .W_ERR(W_ERR), .F_ERR(F_ERR), .Q_ERR(Q_ERR), .O_ERR(O_ERR), .TARGET_REG((PRED_STAGE > N_FRONT) ? 1 : 0),
-        .ECP5_DSP(ECP5_DSP)
+        .ECP5_DSP(ECP5_DSP), .G_OUT_REG(G_OUT_REG)
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used), .bb_pre(bb_pre), .db_pre(db_pre),
@@ -315,7 +320,9 @@ module kan_online #(
         .err(err_l),
         .ovf_err(ovf_err_l),
         .g_out(grads[(l+1)*G_SLOT+:NO*WG]),
+        .g_out_pre(grads_pre[(l+1)*G_SLOT+:NO*WG]),
         .g_in(g_in),
+        .g_in_pre(g_in_pre),
         .commit(commit),
         .lr_up(lr_up),
         .hold(hold_load),
@@ -329,6 +336,7 @@ module kan_online #(
         {{(NI*P*NO){count_train}} & ovf_upd, {(NO*NI+NI){count_train}} & ovf_back, {NO{count_forward}} & ovf_y};
     if (l > 0) begin : g_pass_grad
       assign grads[l*G_SLOT+:NI*W_GRAD] = g_in;
+      assign grads_pre[l*G_SLOT+:NI*W_GRAD] = g_in_pre;
     end
   end
 
@@ -357,6 +365,7 @@ module kan_online #(
   end
   flag_count #(.N(N_FLAGS), .W_COUNT(32)) u_overflows (.clk(ap_clk), .rst(ap_rst), .flags(sat_flags), .count(overflows));
   pipe_reg #(.W(N_OUT * W_ERR), .ON(CUT_ERR)) u_cut_err (.clk(ap_clk), .d(err), .q(grads[N_LAYERS*G_SLOT+:N_OUT*W_ERR]));
+  assign grads_pre[N_LAYERS*G_SLOT+:N_OUT*W_ERR] = err;
 
   // the prediction register loads the last layer's output at the end of its forward phase
   always_ff @(posedge ap_clk) begin

@@ -57,6 +57,7 @@ def test_synth_ecp5_puts_each_product_in_one_registered_mult18x18d(tmp_path):
     assert len(mults) == 8
     registered = {(c["parameters"].get("REG_INPUTA_CLK"), c["parameters"].get("REG_INPUTB_CLK"),
                    c["parameters"].get("REG_OUTPUT_CLK")) for c in mults}
-    # forward: rows and bank read registers in front, the product register behind; update: REG_F's hold in front
-    assert registered == {("CLK0", "CLK0", "CLK0"), ("CLK0", "NONE", "CLK0")}
+    # forward: the rows and bank read registers in front, the product cut behind; update: REG_F's hold and the
+    # error cut in front (both inputs registered: nextpnr times a DSP with one input register as if it had none)
+    assert registered == {("CLK0", "CLK0", "CLK0")}
     shutil.rmtree(tmp_path / "rtl" / "synth", ignore_errors=True)
