@@ -41,6 +41,7 @@ def test_only_the_family_that_asks_gets_the_dsp_instances(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.synth  # Yosys (the tier tests/conftest.py gives test_synth* files by name)
 def test_synth_ecp5_puts_each_product_in_one_registered_mult18x18d(tmp_path):
     try:
         find_yosys()

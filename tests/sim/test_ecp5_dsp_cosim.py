@@ -23,6 +23,7 @@ pytest.importorskip("cocotb")
 ECP5 = find_board("lfe5u-85f")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("widths,placement", [
     ((1, 1), "deep"),
     ((2, 2, 1), "deep"),
