@@ -20,6 +20,7 @@ network that shares its parameters, so an optimizer of the float network trains 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 __all__ = ["ChipLinearRead", "ChipConvRead", "needs_grad"]
@@ -104,16 +105,18 @@ def _tile_grads(grad: Tensor, x: Tensor, realized: Tensor, saturated: Tensor, se
 
 
 class ChipConvRead(torch.autograd.Function):
-    """y = the CIM convolution's read of a padded input; backward at each chip's realized kernels (straight-through,
-    clipped)."""
+    """y = the CIM convolution's read of an input zero-padded by `padding` (rows, columns) on both sides; backward at
+    each chip's realized kernels (straight-through, clipped), the convolution's own with that padding."""
 
     @staticmethod
-    def forward(ctx, x_padded: Tensor, weight: Tensor, bias: Tensor | None, layer) -> Tensor:  # noqa: ANN001
-        y, saturated = layer._read(x_padded, saturation=True)
-        realized = _read_realization(layer.crossbar).to(x_padded.dtype)
-        x_seen, clipped = _saved_input(x_padded, layer.crossbar)
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, layer,  # noqa: ANN001
+                padding: tuple[int, int]) -> Tensor:
+        rows, cols = padding
+        y, saturated = layer._read(F.pad(x, (cols, cols, rows, rows)) if rows or cols else x, saturation=True)
+        realized = _read_realization(layer.crossbar).to(x.dtype)
+        x_seen, clipped = _saved_input(x, layer.crossbar)
         ctx.save_for_backward(x_seen, realized.view(realized.shape[0], *weight.shape), saturated, clipped)
-        ctx.stride, ctx.dilation, ctx.has_bias = layer.stride, layer.dilation, bias is not None
+        ctx.stride, ctx.dilation, ctx.has_bias, ctx.padding = layer.stride, layer.dilation, bias is not None, padding
         ctx.rows = layer.crossbar.grid.rows
         return y
 
@@ -142,7 +145,8 @@ class ChipConvRead(torch.autograd.Function):
         grad_w = None
         for k in range(chips):  # the convolution's own backward at chip k's kernels (what autograd computes)
             gx, gw, _ = torch.ops.aten.convolution_backward(
-                gs[k], xs[k], kernels[k], None, list(ctx.stride), [0, 0], list(ctx.dilation), False, [0, 0], 1, mask)
+                gs[k], xs[k], kernels[k], None, list(ctx.stride), list(ctx.padding), list(ctx.dilation), False, [0, 0], 1,
+                mask)
             if mask[0]:
                 grad_x.append(gx)
             if mask[1]:
@@ -153,7 +157,7 @@ class ChipConvRead(torch.autograd.Function):
         gx_all = (grad_x[0] if chips == 1 else torch.cat(grad_x)) if grad_x is not None else None
         if clipped is not None and gx_all is not None:
             gx_all.masked_fill_(clipped, 0.0)
-        return gx_all, grad_w, grad_b, None
+        return gx_all, grad_w, grad_b, None, None
 
 
 def needs_grad(x: Tensor, layer: nn.Module) -> bool:

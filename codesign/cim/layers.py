@@ -192,14 +192,18 @@ class CIMConv2d(_CIMLayer):
             raise ValueError(f"input of shape {tuple(x.shape)}: expected (batch, {self.in_channels}, H, W)")
         self.crossbar.chip_batch(x.shape[0])
         (left, right, top, bottom) = self.pads
-        if self.crossbar.config.exact and left == right and top == bottom:
+        symmetric = left == right and top == bottom
+        if self.crossbar.config.exact and symmetric:
             return F.conv2d(x, self.weight, self.bias, self.stride, (top, left), self.dilation)
+        grad = needs_grad(x, self)
+        if grad and symmetric and not self.crossbar.config.exact:  # padded inside the read: the backward is the
+            return ChipConvRead.apply(x, self.weight, self.bias, self, (top, left))  # convolution's, with its padding
         if any(self.pads):
             x = F.pad(x, self.pads)
         if self.crossbar.config.exact:
             return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation)
-        if needs_grad(x, self):
-            return ChipConvRead.apply(x, self.weight, self.bias, self)
+        if grad:
+            return ChipConvRead.apply(x, self.weight, self.bias, self, (0, 0))
         return self._read(x)[0]
 
     def _read(self, x: Tensor, saturation: bool = False) -> tuple[Tensor, Tensor | None]:

@@ -91,6 +91,21 @@ def test_noisy_conv_gradient_is_the_gradient_at_the_sampled_kernels(chip):
     assert torch.equal(gx, rx) and torch.equal(gw, rw) and torch.allclose(gb, rb)
 
 
+@pytest.mark.parametrize("kernel,padding,stride", [(2, "same", 1), (3, 1, 2), (3, 0, 1)])
+def test_conv_gradient_with_any_padding_is_the_convolutions_at_the_sampled_kernels(kernel, padding, stride):
+    torch.manual_seed(4)
+    layer = CIMConv2d(3, 4, kernel, stride=stride, padding=padding, config=CIMConfig())
+    CHIPS["drawn"](layer, 5, 3600.0)
+    x = torch.randn(2, 3, 7, 7, requires_grad=True)
+    y = layer(x)
+    sampled = layer.realized_weights(read_noise=True).detach()[0].clone().requires_grad_()
+    ref = F.conv2d(F.pad(x, layer.pads), sampled, layer.bias, stride=stride)  # 'same' of kernel 2 pads one side
+    g = torch.randn_like(y)
+    gx, gw = _grads(y, g, x, layer.weight)
+    rx, rw = _grads(ref, g, x, sampled)
+    assert torch.allclose(gx, rx, atol=1e-6) and torch.allclose(gw, rw, atol=1e-5)
+
+
 def test_every_chip_gets_the_gradient_of_its_own_weights_and_the_weight_their_sum():
     torch.manual_seed(3)
     layer = CIMLinear(40, 8, config=CIMConfig(device=PCMConfig())).program(7, n_chips=3)
