@@ -53,9 +53,11 @@ DEFAULT_ROWS = [
     ("qer-plain", 4), ("qer-scaled", 4), ("srr", 4),
 ]
 _QER = ("qer-plain", "qer-scaled", "srr")
-# rows whose grid is KMeansConfig's default; those measured before it had zero points (symmetric levels) lack the key
+# rows whose grid is KMeansConfig's default, marked by the default of their day: no key (symmetric levels),
+# "zero-point" (fractional zero points), "exact-zero" (zero points on the levels, 0.0 exact, at 3 bits and more)
 _KMEANS_GRID = ("kmeans", *_QER)
-KMEANS_GRID = "zero-point"
+KMEANS_GRID = "exact-zero"
+_GRID_LABELS = {"zero-point": " (zero point)", "exact-zero": " (exact zero)"}
 
 
 class KMeansMemo:
@@ -213,7 +215,7 @@ def _label(r: dict) -> str:
         guard = r.get("guard_objective", r["model_guard"])  # (rows of the first runs stored True and the objective apart)
         options = ", ".join(filter(None, (options, f"model-guarded on {guard.upper()}")))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
-    grid = " (zero point)" if r.get("kmeans_grid") == KMEANS_GRID and r["method"] == "kmeans" else ""
+    grid = _GRID_LABELS.get(r.get("kmeans_grid", ""), "") if r["method"] == "kmeans" else ""
     return r["method"] + grid + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 
@@ -310,9 +312,9 @@ def summary(rows: list[dict], wanted: list[tuple[str, int]]) -> str:
 
 
 def _same_spec(d: dict, method: str, spec: MethodSpec, hqq_axis: int) -> bool:
-    """_same_row without the budget: the row's method and options are `method`'s."""
+    """_same_row without the budget: the row's method and options are `method`'s (k-means rows of any grid, labelled)."""
     name, _, extra = method.partition("+")
-    if name in _KMEANS_GRID and d.get("kmeans_grid") != KMEANS_GRID:
+    if name in _KMEANS_GRID and d.get("kmeans_grid") not in _GRID_LABELS:
         return False
     if (name == "hqq") != (d["method"] == "hqq") or d.get("hqq_axis", 1) != hqq_axis:
         return False

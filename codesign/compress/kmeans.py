@@ -3,13 +3,16 @@
 The default grid (`zero_point=True`) starts from asymmetric round to nearest: each group's [min, max]
 range, shrunk by the clip ratio of least squared error, gives an fp16 step and a uint8 zero point, and
 the levels are the integers 0..2**b - 1, so that start is AsymIntConfig's grid or better. Lloyd–Max then
-moves the levels (one codebook per layer by default), and rounds of exact block-coordinate descent refit
-codes, each group's step and zero point, and the levels: W = (codebook[code] - zero) * step. No step
-increases the weight's squared error, and the stored (fp16) result is kept only if it is no worse than
-the uniform start, so the grid's error never exceeds that of min-max round to nearest. The zero point is
-stored in 1/16 of a level at 4 bits (256 / 2**bits in general) in AsymInt's uint8, so the levels can span a
-group's range exactly at AsymInt's storage (`zero_point=True`). `zero_point=False` is the symmetric grid
-(absmax-normalized weights, no zero point, a quarter bit less storage at group 64); by default
+moves the levels (one codebook per layer by default): W = (codebook[code] - zero) * step. At 3 bits and more
+(`exact_zero`) 0.0 stays on every group's grid: the levels are rounded to 1/16 of a level at 4 bits (256 / 2**bits
+in general), each group's zero point is its level nearest the start's integer zero point, and refits fit the
+steps; a weight that rounds to zero stays exactly zero, as in round to nearest. Without it (`exact_zero=False`)
+rounds of exact block-coordinate descent refit codes, each group's step and fractional zero point, and the
+levels. No step increases the weight's squared error, and the stored (fp16) result is kept only if it is no
+worse than the uniform start, so the grid's error never exceeds that of min-max round to nearest.
+`zero_point=False` is the symmetric grid
+(absmax-normalized weights, no zero point, a quarter bit less storage at group 64; with `exact_zero` its level
+nearest 0 is 0); by default
 (`zero_point=None`) each layer keeps whichever of the two grids has the lower squared error.
 """
 
@@ -44,6 +47,12 @@ class KMeansConfig:
         then fit codes, steps and zero points, a min-max RTN with fractional zero points refined by least squares).
     clip_ratios: with zero_point, the candidate shrinks of each group's [min, max] range for the start
         (the best per group wins; 1.0 must be among them, so the start is never worse than plain min-max).
+    exact_zero: keep 0.0 on every group's grid (True; the default None: at 3 bits and more, where a level spent on 0
+        costs little squared error; at 1 and 2 bits it costs a quarter of the levels or more): the zero point is one of the levels and
+        the symmetric codebook's level nearest 0 is 0. Weights that round to zero then stay exactly zero, as in
+        integer round to nearest; a grid fitted to squared error alone moves them all by one offset, which a
+        large activation on that input multiplies (on SmolLM2 at 3 bits it cost more perplexity than the lower
+        squared error gained). False: fractional zero points and free levels, the least squared error.
     """
 
     bits: int = 4
@@ -54,6 +63,7 @@ class KMeansConfig:
     zero_point: bool | None = None
     lloyd: bool = True
     clip_ratios: tuple[float, ...] = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
+    exact_zero: bool | None = None
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
@@ -67,10 +77,17 @@ class KMeansConfig:
         if (not isinstance(self.clip_ratios, tuple) or 1.0 not in self.clip_ratios
                 or any(not isinstance(r, (int, float)) or not 0 < r <= 1 for r in self.clip_ratios)):
             raise ValueError(f"clip_ratios must be a tuple of values in (0, 1] that includes 1.0, got {self.clip_ratios!r}")
+        if self.exact_zero is not None and not isinstance(self.exact_zero, bool):
+            raise ValueError(f"exact_zero must be None, True or False, got {self.exact_zero!r}")
         if self.iterations < 1:
             raise ValueError(f"iterations must be >= 1, got {self.iterations}")
         if self.refits < 0:
             raise ValueError(f"refits must be >= 0, got {self.refits}")
+
+    @property
+    def keeps_zero(self) -> bool:
+        """Whether 0.0 is on every group's grid (exact_zero, resolved: None means 3 bits or more)."""
+        return self.bits >= 3 if self.exact_zero is None else self.exact_zero
 
 
 def nearest_level(values: torch.Tensor, levels: torch.Tensor) -> torch.Tensor:
@@ -197,6 +214,8 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
     book = lloyd_max(units.reshape(1, -1), 1 << config.bits, config.iterations)
     if not per_layer:
         book = lloyd_max(units, 1 << config.bits, config.iterations, init=book)
+    pin = _pin_zero if config.keeps_zero else (lambda levels: levels)
+    book = pin(book)
     for _ in range(config.refits):
         codes = _assign(grouped / scale, book, per_layer)
         values = book[0][codes] if per_layer else torch.gather(book, 1, codes)
@@ -204,7 +223,7 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
         den = (values * values).sum(dim=1, keepdim=True)
         fitted = (num / den.clamp(min=1e-30)).to(torch.float16).float()
         scale = torch.where((num > 0) & (fitted > 0), fitted, scale)
-        book = _refit_book(grouped, scale, codes, book)
+        book = pin(_refit_book(grouped, scale, codes, book))
     # fp16 rounding is monotone, so the stored codebook stays sorted for the nearest-level search
     book16 = book.to(torch.float16)
     codes = _assign(grouped / scale, book16.float(), per_layer).view(n, k)
@@ -220,25 +239,33 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
     )
 
 
+def _pin_zero(book: torch.Tensor) -> torch.Tensor:
+    """The sorted levels [R, C] with each row's level nearest 0 set to 0 (the order is kept)."""
+    return book.scatter(1, book.abs().argmin(dim=1, keepdim=True), 0.0)
+
+
 def _stored_step(step: torch.Tensor, fine: int) -> torch.Tensor:
     """The step as stored (fp16 of step / fine, times fine), 1 where that is not positive (a constant group)."""
     stored = (step / fine).to(torch.float16).float() * fine
     return torch.where(stored > 0, stored, torch.ones_like(stored))
 
 
-def _minmax_start(grouped: torch.Tensor, top: int, fine: int, ratios: tuple[float, ...]):
+def _minmax_start(grouped: torch.Tensor, top: int, fine: int, ratios: tuple[float, ...], exact_zero: bool):
     """Per group [R, 1]: step, zero point (a multiple of 1 / fine) and squared error of the best min-max RTN.
 
     Candidates: each clip ratio of the [min, max] range (shrunk toward zero, as GPTQ's and AWQ's clip
-    search), with the zero point that makes the levels span the range and with the integer one of AsymInt.
+    search), with the integer zero point of AsymInt (0 on the grid) and, unless exact_zero, the fractional
+    one that makes the levels span the range.
     """
     low, high = grouped.amin(dim=1, keepdim=True), grouped.amax(dim=1, keepdim=True)
     best_err = torch.full_like(low, float("inf"))
     best_step, best_zero = torch.ones_like(low), torch.zeros_like(low)
     for ratio in ratios:
         step = _stored_step((high - low) * ratio / top, fine)
-        for zero in (torch.round(-low * ratio / step * fine) / fine, torch.round(-low * ratio / step)):
-            zero = zero.clamp(0, 255 / fine)
+        zeros = [torch.round(-low * ratio / step).clamp(0, top)]
+        if not exact_zero:
+            zeros.append((torch.round(-low * ratio / step * fine) / fine).clamp(0, 255 / fine))
+        for zero in zeros:
             codes = torch.round(grouped / step + zero).clamp(0, top)
             err = _group_errors(grouped, codes, step, zero)
             better = err < best_err
@@ -248,7 +275,7 @@ def _minmax_start(grouped: torch.Tensor, top: int, fine: int, ratios: tuple[floa
     return best_step, best_zero, best_err
 
 
-def _group_errors(grouped: torch.Tensor, values: torch.Tensor, step: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+def _group_errors(grouped: torch.Tensor, values: torch.Tensor, step: torch.Tensor, zero: torch.Tensor | float) -> torch.Tensor:
     return (((values - zero) * step - grouped) ** 2).sum(dim=1, keepdim=True)
 
 
@@ -263,7 +290,7 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
     groups, levels = k // config.group_size, 1 << config.bits
     top, per_layer, fine = levels - 1, config.codebook == "layer", 256 >> config.bits
     grouped = weight.float().reshape(n * groups, config.group_size)
-    step, zero, start_err = _minmax_start(grouped, top, fine, config.clip_ratios)
+    step, zero, start_err = _minmax_start(grouped, top, fine, config.clip_ratios, config.keeps_zero)
     start_step, start_zero = step, zero
     uniform = torch.arange(levels, dtype=torch.float32, device=weight.device)[None]
     # in code units u = w / step + zero the error of a weight is step^2 (u - level)^2: Lloyd weighted by step^2
@@ -275,7 +302,21 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         book = lloyd_max(units, levels, config.iterations, init=book, weights=mass)
     elif not per_layer:
         book = uniform.expand(n * groups, levels)
-    for _ in range(config.refits):
+    if config.keeps_zero:
+        # levels on the stored 1/fine grid and each group's zero point on its level nearest the start's, so
+        # that level dequantizes to exactly 0; the refits then fit the steps only (a level refit would move
+        # the zero points off their levels)
+        book = (torch.round(book * fine) / fine).clamp(0, 255 / fine)
+        at = _assign(zero, book, per_layer)
+        zero = book[0][at] if per_layer else torch.gather(book, 1, at)
+    for _ in range(config.refits if config.keeps_zero else 0):
+        codes = _assign(grouped / step + zero, book, per_layer)
+        offsets = (book[0][codes] if per_layer else torch.gather(book, 1, codes)) - zero
+        err = _group_errors(grouped, offsets, step, 0)
+        num, den = (offsets * grouped).sum(dim=1, keepdim=True), (offsets * offsets).sum(dim=1, keepdim=True)
+        trial_step = _stored_step(torch.where((den > 0) & (num > 0), num / den.clamp(min=1e-30), step), fine)
+        step = torch.where(_group_errors(grouped, offsets, trial_step, 0) < err, trial_step, step)
+    for _ in range(0 if config.keeps_zero else config.refits):
         codes = _assign(grouped / step + zero, book, per_layer)
         values = book[0][codes] if per_layer else torch.gather(book, 1, codes)
         err = _group_errors(grouped, values, step, zero)

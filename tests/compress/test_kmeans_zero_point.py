@@ -1,4 +1,4 @@
-"""The default k-means grid: zero points (in fractions of a level), started from min-max round to nearest."""
+"""The default k-means grid: zero points on its levels (0.0 exact), started from min-max round to nearest."""
 
 import pytest
 import torch
@@ -38,7 +38,7 @@ def test_never_worse_than_minmax_round_to_nearest_at_the_same_storage(bits, shif
 
 def test_the_zero_point_takes_fractions_of_a_level():
     w = _offset_levels()
-    ours = quantize(w, KMeansConfig(bits=4))
+    ours = quantize(w, KMeansConfig(bits=4, exact_zero=False))
     assert ours.zeros is not None and ours.zeros.dtype == torch.uint8
     assert relative_error(w, ours.dequantize()) < 5e-3  # a zero point rounded to 1/16 of a level
     assert relative_error(w, quantize(w, AsymIntConfig(bits=4)).dequantize()) > 1e-2
@@ -78,6 +78,23 @@ def test_uniform_levels_refine_minmax_round_to_nearest(codebook):
     assert relative_error(w, uniform.dequantize()) <= relative_error(w, quantize(w, AsymIntConfig(bits=3)).dequantize())
 
 
+@pytest.mark.parametrize("bits", [3, 4])
+@pytest.mark.parametrize("zero_point", [None, True, False])
+@pytest.mark.parametrize("codebook", ["layer", "group"])
+def test_zero_stays_exactly_zero(bits, zero_point, codebook):
+    # a weight that rounds to zero stays 0.0, as in integer round to nearest: an offset there is multiplied by
+    # whatever activation that input carries
+    w = _heavy_tailed(64, 256, seed=bits)
+    w[torch.rand(w.shape, generator=torch.Generator().manual_seed(1)) < 0.3] = 0.0
+    config = KMeansConfig(bits=bits, zero_point=zero_point, codebook=codebook)
+    dequantized = quantize(w, config).dequantize()
+    assert torch.equal(dequantized[w == 0], torch.zeros(int((w == 0).sum())))
+    assert relative_error(w, dequantized) <= relative_error(w, quantize(w, AsymIntConfig(bits=bits)).dequantize())
+    # the least-squares grid (fractional zero points, free levels) does move them
+    free = quantize(w, KMeansConfig(bits=bits, zero_point=zero_point, codebook=codebook, exact_zero=False))
+    assert not torch.equal(free.dequantize()[w == 0], torch.zeros(int((w == 0).sum())))
+
+
 def test_a_constant_group_is_exact():
     w = torch.full((4, 64), -0.25)
     w[1] = 0.0
@@ -93,6 +110,7 @@ def test_a_constant_group_is_exact():
     ({"zero_point": "yes"}, "zero_point must be None, True or False"),
     ({"lloyd": False}, "needs zero_point=True"),
     ({"lloyd": False, "zero_point": False}, "needs zero_point=True"),
+    ({"exact_zero": 1}, "exact_zero must be None, True or False"),
 ])
 def test_a_bad_config_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
