@@ -58,7 +58,11 @@ module online_control #(
       assign stage_on[s] = busy && !rst && stage == W_STAGE'(s);
     end
   end
-  assign last = (N_STAGES == 1) ? accept : stage_on[N_STAGES-1];
+  // the last stage from a register of its own, loaded from the next state (at_last = busy && stage ==
+  // N_STAGES - 1, one cycle early): the commit that every bank's write enable reads then starts at a
+  // register and the reset, not at the stage counter's comparator
+  logic at_last;
+  assign last = (N_STAGES == 1) ? accept : at_last && !rst;
   assign pred_load = (PRED_STAGE == 0) ? accept : stage_on[PRED_STAGE];
   generate
     if (N_FRONT == 0) begin : g_no_front
@@ -113,6 +117,7 @@ module online_control #(
       take_ports <= 1'b1;
       pred_valid <= 1'b0;
       done <= 1'b0;
+      at_last <= 1'b0;
     end else begin
       pred_valid <= pred_load;
       done <= last;
@@ -120,6 +125,7 @@ module online_control #(
       stage <= stage_n;
       pending <= pending_n;
       stage_behind <= stage_behind_n;
+      at_last <= (N_STAGES > 1) && busy_n && stage_n == W_STAGE'(N_STAGES - 1);
       // behind a busy sample from its stage N_STAGES - N_FRONT on, while none is pending
       open_behind <= (N_FRONT > 0) && busy_n && !pending_n && open_n;
       // the same as !busy || open_behind one cycle on, as a register of its own: the input select that
