@@ -9,7 +9,7 @@ is chosen on a validation stream (seed 1000, never an evaluation seed); the eval
 and the plot docs/online_capacity.png.
 
     nice -n 10 python benchmarks/online_capacity.py                  # G 8 .. 4096, 5 seeds (~30 min)
-    python benchmarks/online_capacity.py --grids 8,64 --seeds 2 --samples 4000 --out /tmp/cap
+    python benchmarks/online_capacity.py --grids 8,64 --seeds 2 --samples 4000 --out /tmp/cap   # a copy of the doc there
 """
 
 from __future__ import annotations
