@@ -35,7 +35,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--variants", default="default,zero,symmetric,rtn",
                         help="comma list of: default, zero, symmetric, uniform (zero points, uniform levels), "
-                             "uniform-noclip (the same without the range search), noclip (the default without it), rtn")
+                             "uniform-noclip (the same without the range search), noclip (the default without it), "
+                             "free-zero (0.0 not kept on the grid), rtn")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model, tokenizer = load_model(args.model)
@@ -53,6 +54,8 @@ def main() -> int:
              "uniform-noclip": ("zero points, uniform levels, no range search",
                                 KMeansConfig(bits=args.bits, zero_point=True, lloyd=False, clip_ratios=(1.0,))),
              "noclip": ("k-means, default without the range search", KMeansConfig(bits=args.bits, clip_ratios=(1.0,))),
+             "free-zero": ("k-means, fractional zero points and free levels (exact_zero=False)",
+                           KMeansConfig(bits=args.bits, exact_zero=False)),
              "rtn": ("min-max RTN (AsymIntConfig)", AsymIntConfig(bits=args.bits))}
     unknown = [v for v in args.variants.split(",") if v not in every]
     if unknown:
