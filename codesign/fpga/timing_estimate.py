@@ -10,7 +10,8 @@ dedicated connections (carry chains, MUXF7/8, DSP cascades) none. The delays of 
   without internal pipeline registers 2.44 ns from A/B to P (the "without pipeline registers"
   DSP maximum frequency of 410 MHz in AMD DS923, Virtex UltraScale+ data sheet, -2), 1.2 ns
   from C or PCIN to P (assumed); a carry chain 0.25 ns to enter and 0.04 ns per 4 bits; a
-  LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns and setup 0.05 ns; clock margin 0.15 ns.
+  LUTRAM read 0.6 ns; FF clock-to-out 0.10 ns and setup 0.05 ns; clock margin 0.15 ns; a block RAM
+  (RAMB18E2/RAMB36E2, registered read) 2.0 ns clock-to-out and 0.3 ns setup (assumed).
   Other speed grades scale every delay like that DSP figure (-1: 338 MHz, -3: 483 MHz).
 * 7-series: the same model with every delay x1.6 (assumed, not from a data sheet).
 * ECP5 (speed grade 6): the cell delays that nextpnr-ecp5 0.11 charges from its Project Trellis
@@ -46,6 +47,7 @@ _LUT = re.compile(r"^(LUT[1-6]|INV)$")
 _LUTRAM = re.compile(r"^RAM(32|64|128|256)")
 _SRL = re.compile(r"^SRL")
 _ECP5_RAM = {"TRELLIS_DPR16X4"}
+_XILINX_BRAM = re.compile(r"^RAMB(18|36)E[12]$")  # block RAM: its read is registered inside (clock-to-out), every input an endpoint
 _ECP5_MUX = {"PFUMX": "C0", "L6MUX21": "SD"}  # the select input is routed; the data inputs come from the slice
 _MULT_IN = re.compile(r"^(A|B)\d+$|^SIGNED[AB]$")
 
@@ -117,7 +119,7 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
             for port in ("WAD", "DI", "WRE"):
                 endpoints += [(b, model.lutram_setup, name) for b in ins.get(port, [])]
             arcs.append((name, [(i, o, model.lutram_read, True) for i in ins.get("RAD", []) for o in out_bits]))
-        elif kind == "DP16KD":
+        elif kind == "DP16KD" or _XILINX_BRAM.match(kind):
             start(out_bits, model.bram_clk_to_out, name)
             endpoints += [(b, model.bram_setup, name) for p, v in ins.items() if not p.startswith("CLK") for b in v]
         elif kind.startswith("CARRY"):

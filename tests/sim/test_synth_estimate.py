@@ -59,6 +59,24 @@ def test_a_registered_dsp_cuts_the_path():
     assert path["path_ns"] == pytest.approx(max(into_dsp, out_of_dsp), abs=1e-3)
 
 
+def test_a_block_ram_starts_and_ends_paths():
+    # the read leaves the RAM at its clock-to-out, through a mux LUT into a DSP; the write data end at its setup
+    model = _ULTRASCALE_PLUS
+    cells = {
+        "ram": _cell("RAMB36E2", {"CLKARDCLK": [1], "ADDRARDADDR": [10], "DINADIN": [13]}, {"DOUTBDOUT": [11]}),
+        "mux": _cell("LUT3", {"I0": [11], "I1": [11], "I2": [10]}, {"O": [12]}),
+        "m": _cell("DSP48E2", {"A": [12], "B": [10]}, {"P": [14]}, AREG="0", BREG="0", MREG="0", PREG="1"),
+        "r0": _cell("FDRE", {"D": [20]}, {"Q": [10]}),
+        "l": _cell("LUT1", {"I0": [14]}, {"O": [13]}),
+    }
+    path = critical_path(_netlist(cells), "top", model)
+    read = model.bram_clk_to_out + model.net + model.lut + model.net + model.dsp_setup + model.dsp_mult
+    write = model.dsp_clk_to_out + model.net + model.lut + model.net + model.bram_setup
+    assert path["path_ns"] == pytest.approx(max(read, write), abs=1e-3)
+    assert path["endpoint_ns"]["ram"] == pytest.approx(write, abs=1e-3)
+    assert path["endpoint_ns"]["m"] == pytest.approx(read, abs=1e-3)
+
+
 def test_a_combinational_loop_is_an_error():
     cells = {
         "a": _cell("LUT1", {"I0": [11]}, {"O": [10]}),
