@@ -95,6 +95,8 @@ def pipelined() -> list[dict]:
             _kan("kan 1-2-1 G8 deep", "deep", widths=(1, 2, 1), grid_size=8),
             _kan("kan 2-2-1 G8 deep", "deep", widths=(2, 2, 1), grid_size=8)]
     for name, bit in CUT_BITS.items():
+        if name == "bram_out":  # built behind block-RAM banks only; these G = 8 banks are LUTRAM
+            continue
         rows.append(_kan(f"kan 1-2-1 G8 deep-{name}", Pipeline(0b111, ALL_CUTS & ~(1 << bit), 2), widths=(1, 2, 1), grid_size=8))
     rows += [_kan("kan 1-2-1 G8 cuts-only", Pipeline(0, ALL_CUTS, 2), widths=(1, 2, 1), grid_size=8),
              _kan("kan 1-2-1 G8 split1", Pipeline(0b111, ALL_CUTS, 1), widths=(1, 2, 1), grid_size=8),

@@ -10,7 +10,8 @@
 // reads), layer_forward (F, with output_error where FUSE_ERROR), layer_input_gradient (B, from
 // the derivative sums g_dphi of F), layer_update (U).
 // Pipeline registers (pipe_reg, no enable): REG_F after F (y, dphi), REG_B after B (g_in), and
-// inside the phases the cuts of CUTS (bit names in kan_cuts.svh): the bank read, the products,
+// inside the phases the cuts of CUTS (bit names in kan_cuts.svh): the bank read (and, with block-RAM
+// banks, the word after the mux over their RAMs), the products,
 // the adder trees (every TREE_SPLIT levels, and before the cast), the backward products and
 // sum, the update's product and difference. kan_online holds the sample's inputs and the banks
 // do not change until the commit, so a value is right once every register on its path has
@@ -157,7 +158,7 @@ module kan_layer #(
 
   `include "mem_names.svh"
 
-  logic [N_IN*P*W_WORD-1:0] rdata, rdata_q, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
+  logic [N_IN*P*W_WORD-1:0] rdata, rdata_q, rdata_f, rdata_r;  // bank (i, b) at [(i*P+b)*W_WORD +: W_WORD]
 
   // the decoded inputs as this sample's forward products and update read them
   logic [N_IN-1:0] clamped_s;
@@ -205,6 +206,10 @@ module kan_layer #(
   // the register (not before it, where Yosys would fold it into the RAM as a transparent read
   // port and move the register in front of the RAM, out of the DSP's input register).
   // Block-RAM banks register the read themselves (the same edge, the same read-before-write word).
+  // Behind them, CUT_BRAM_OUT registers the word after the mux over the RAMs of a deep bank (rdata_f to
+  // rdata_r), so that mux and the products' route are not one path. It sits after the forwarding select:
+  // the hit is valid in the cycle after the commit edge, exactly when this register loads, and from then
+  // on the read register holds the written word itself.
   pipe_reg #(.W(N_IN * P * W_WORD), .ON((BANK_BRAM != 0) ? 0 : CUT_READ)) u_cut_read (.clk(clk), .d(rdata), .q(rdata_q));
   for (genvar e = 0; e < N_IN * P; e++) begin : read_window
     if (READ_IN_FRONT != 0) begin : g_fwd
@@ -214,11 +219,14 @@ module kan_layer #(
         hit <= commit && used_h[e] && baddr_h[e*W_BADDR+:W_BADDR] == baddr[e*W_BADDR+:W_BADDR];
         written <= wdata[e*W_WORD+:W_WORD];
       end
-      assign rdata_r[e*W_WORD+:W_WORD] = hit ? written : rdata_q[e*W_WORD+:W_WORD];
+      assign rdata_f[e*W_WORD+:W_WORD] = hit ? written : rdata_q[e*W_WORD+:W_WORD];
     end else begin : g_no_fwd
-      assign rdata_r[e*W_WORD+:W_WORD] = rdata_q[e*W_WORD+:W_WORD];
+      assign rdata_f[e*W_WORD+:W_WORD] = rdata_q[e*W_WORD+:W_WORD];
     end
   end
+  pipe_reg #(.W(N_IN * P * W_WORD), .ON((BANK_BRAM != 0) ? CUT_BRAM_OUT : 0)) u_cut_bram_out (
+      .clk(clk), .d(rdata_f), .q(rdata_r)
+  );
 
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;

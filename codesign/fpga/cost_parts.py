@@ -13,8 +13,8 @@ from codesign.fpga.family import Family
 from codesign.fpga.placement import StageStructure
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "split_adder_bits", "cast_is_wiring", "add_cast", "tree_register_bits",
-           "common_registers"]
+__all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "bram_mux_levels", "split_adder_bits", "cast_is_wiring", "add_cast",
+           "tree_register_bits", "common_registers"]
 
 
 def clog2(n: int) -> int:
@@ -88,6 +88,16 @@ def bram36_tiles(word_bits: int, depth: int) -> float:
     whole = min(math.ceil(depth / d) * math.ceil(word_bits / w) for d, w in _BRAM36_SHAPES)
     half = min(math.ceil(depth / d) * math.ceil(word_bits / w) for d, w in _BRAM18_SHAPES)
     return min(float(whole), 0.5 * half)
+
+
+def bram_mux_levels(word_bits: int, depth: int) -> int:
+    """LUT levels of the mux over the RAMs of a block-RAM memory that is deeper than one RAM (a LUT6 selects one of 4).
+
+    The RAMs in depth of the shape bram36_tiles counts (the cheapest 36 Kb one).
+    """
+    deep = min(_BRAM36_SHAPES, key=lambda shape: (math.ceil(depth / shape[0]) * math.ceil(word_bits / shape[1]), shape[0]))
+    rams = math.ceil(depth / deep[0])
+    return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
 
 
 def split_adder_bits(width_a: int, width_b: int, family: Family) -> int:

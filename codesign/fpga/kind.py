@@ -133,6 +133,10 @@ class FpgaKind(Protocol):
         """The CUTS bits every placement of the spec must hold (a registered memory read, say); 0 for none."""
         ...
 
+    def idle_cuts(self, spec: Any) -> int:
+        """The CUTS bits that build no register for the spec (the search does not try them); 0 for none."""
+        ...
+
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """The core's stages, prediction stage and overlapped front for a placement."""
         ...

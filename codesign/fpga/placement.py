@@ -40,6 +40,8 @@ _CUTS: tuple[tuple[str, int, str], ...] = (
     ("round", 11, "inside every cast, after the rounding"),
     # the ROM, its rotation and the bank read otherwise share one stage
     ("rows", 13, "the basis rows alone, beside the bank read (not with FORWARD)"),
+    # block RAM only: its registered read is the read cut, the mux over the RAMs of a deep bank follows it
+    ("bram_out", 14, "the block-RAM bank word, after the mux over its RAMs (block-RAM banks only)"),
 )
 CUT_BITS = {name: bit for name, bit, _ in _CUTS}
 CUT_NAMES = tuple(CUT_BITS)

@@ -50,11 +50,13 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
 
     # block-RAM banks read through the RAM's own register: the read cut is in every placement
     kept = kind.kept_cuts(spec)
+    idle = kind.idle_cuts(spec)  # bits that build nothing for this spec: tried, they would only tie
 
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
-            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values() if not pipe.cuts >> k & 1]
+            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values()
+                    if not (pipe.cuts | idle) >> k & 1]
             finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
             if finer:
                 out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))

@@ -7,10 +7,13 @@ import pytest
 from codesign.cli import main
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
-from codesign.fpga.cost_parts import bram36_tiles
+from codesign.fpga.cost import features, period_ns, timing_features
+from codesign.fpga.cost_parts import bram36_tiles, bram_mux_levels
 from codesign.fpga.estimate import estimate
-from codesign.fpga.kan.cycles import LUTRAM_MAX_DEPTH, kan_bank_geometry, kan_bank_memory
+from codesign.fpga.estimate_coefficients import COEFFICIENTS
+from codesign.fpga.kan.cycles import LUTRAM_MAX_DEPTH, kan_bank_geometry, kan_bank_memory, kan_folds, kan_stage_structure
 from codesign.fpga.kan.rtl import kan_core_parameters
+from codesign.fpga.placement import CUT_BITS, Pipeline
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec
 
@@ -53,6 +56,47 @@ def test_block_ram_banks_keep_the_registered_read(request_):
     assert choose_pipeline(_spec(8192), board, request_).placement.cut("read") == 1
     if request_ == "ii1":  # distributed RAM reads asynchronously: ii1 keeps no register
         assert choose_pipeline(_spec(4093), board, request_).placement.cut("read") == 0
+
+
+def test_the_mux_over_a_deep_banks_rams_is_counted_in_lut_levels():
+    assert bram_mux_levels(64, 2049) == 2  # 5 x 512 x 72: a LUT6 selects one of 4, then one of 2
+    assert bram_mux_levels(16, 2049) == 1  # 2 x 2K x 18
+    assert bram_mux_levels(16, 1025) == 0  # one 2K x 18: no mux
+
+
+def test_auto_places_the_register_after_the_block_ram_mux_and_counts_it():
+    board = find_board("xcvu9p")
+    bram_out = 1 << CUT_BITS["bram_out"]
+    large, small = _spec(8192), _spec(4093)
+    chosen = choose_pipeline(large, board, "auto")
+    assert chosen.clock_met and chosen.placement.cut("bram_out") == 1
+    without = Pipeline(chosen.placement.phases, chosen.placement.cuts & ~bram_out, chosen.placement.tree_split)
+    # without it, the RAMs' clock-to-out, their mux and the product are one path: 250 MHz is missed
+    assert period_ns(large, without, board) > 4.0 >= period_ns(large, chosen.placement, board)
+    # one cycle more per layer (both layers' words pass it), and its flip-flops: every bank word of both layers
+    with_it, less = kan_stage_structure(large, chosen.placement), kan_stage_structure(large, without)
+    assert with_it.n_stages == less.n_stages + 2 and with_it.pred_stage == less.pred_stage + 2
+    ff = sum(features(large, chosen.placement, board.family)["ff"].values())
+    words = 2 * 4 * 4 * 16 + 4 * 4 * 1 * 16
+    assert words <= ff - sum(features(large, without, board.family)["ff"].values()) <= words + 4  # and the control's two stages
+    # LUTRAM banks build nothing for the bit: auto does not place it, and it changes no count
+    lutram = choose_pipeline(small, board, "auto").placement
+    assert lutram.cut("bram_out") == 0
+    both = Pipeline(lutram.phases, lutram.cuts | bram_out, lutram.tree_split)
+    assert kan_stage_structure(small, both) == kan_stage_structure(small, lutram)
+    assert features(small, both, board.family) == features(small, lutram, board.family)
+
+
+def test_an_error_not_formed_in_the_forward_cast_subtracts_before_its_cast():
+    # act_t keeps 18 fraction bits, err_t 10: the error is a subtraction and then the err_t cast, one adder level
+    # more than the cast (Yosys, examples/kan_98k.toml: 4.0 ns), so auto places the round register inside the cast
+    board = find_board("xcvu9p")
+    large = _spec(8192)
+    assert not kan_folds(large)["error"]
+    no_round = Pipeline(0x6, 0x637D, 2)  # every register auto placed before, the err register after the cast
+    assert timing_features(large, no_round, COEFFICIENTS["period_ns"]) == {"constant": 1.0, "kan_cast": 1.0, "kan_adder_levels": 1.0}
+    assert period_ns(large, no_round, board) > 4.0
+    assert choose_pipeline(large, board, "auto").placement.cut("round") == 1
 
 
 def test_banks_that_do_not_fit_the_part_are_a_fit_warning(tmp_path, capsys):

@@ -40,6 +40,10 @@ class KanFpga(KindNames):
         """The bank read register when the banks are block RAM (the read is the RAM's own register)."""
         return 1 << CUT_BITS["read"] if kan_bank_memory(spec) == "bram" else 0
 
+    def idle_cuts(self, spec: Any) -> int:
+        """The register after a block RAM's output mux when the banks are LUTRAM (kan_layer.sv builds it behind block RAM only)."""
+        return 0 if kan_bank_memory(spec) == "bram" else 1 << CUT_BITS["bram_out"]
+
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """codesign.fpga.kan.cycles.kan_stage_structure."""
         return kan_stage_structure(spec, pipe)

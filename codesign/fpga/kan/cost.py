@@ -8,6 +8,7 @@ from codesign.fixed import FixedType
 from codesign.fpga.cost_parts import (
     add_cast,
     bram36_tiles,
+    bram_mux_levels,
     cast_is_wiring,
     clog2,
     common_registers,
@@ -17,7 +18,14 @@ from codesign.fpga.cost_parts import (
     tree_register_bits,
 )
 from codesign.fpga.family import Family
-from codesign.fpga.kan.cycles import kan_bank_geometry, kan_bank_memory, kan_folds, kan_read_in_front, kan_stage_structure
+from codesign.fpga.kan.cycles import (
+    kan_bank_geometry,
+    kan_bank_memory,
+    kan_bram_out,
+    kan_folds,
+    kan_read_in_front,
+    kan_stage_structure,
+)
 from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec
 
@@ -133,6 +141,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
                       + n_in * banks * n_out * (wc + 2)),
             "decode": n_in * (banks * (wb + (wd if backward else 0) + w_baddr + 1) + 1),
             "read": 0 if in_bram else n_in * banks * n_out * wc,
+            "bram_out": n_in * banks * n_out * wc if in_bram else 0,  # built behind block RAM only
             "rows": n_in * banks * (wb + (wd if backward else 0)),
             "mult": n_out * n_in * banks * (w_bprod + (w_dprod if backward else 0)),
             "sum": n_out * (w_acc + (n_in * w_dacc if backward else 0)),
@@ -200,6 +209,7 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     # 2-4-1 G=64 KAN, 0.7 ns), which the fitted features do not see. It lies on the bank read's
     # stage when no decode register comes first: one adder level there.
     live_address = 1.0 if not pipe.cut("decode") and clog2(depth) > 2 else 0.0
+    in_bram = kan_bank_memory(spec) == "bram"
     c = pipe.cut
     paths = _Paths(coefficients)
     after = paths.after
@@ -218,9 +228,13 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         return paths.node(*inputs, multiply=1.0)
 
     def cast(value: dict[str, float], t: FixedType, subtract: bool = False) -> dict[str, float]:
-        # A cast that is wiring (AP_TRN, AP_WRAP) costs nothing; the error's subtraction, which the fitted cast
-        # coefficient includes, is then one adder level of its own. The round register stays where it is placed.
-        weight, extra = (0.0, {"adder_levels": 1.0} if subtract else {}) if cast_is_wiring(t) else (1.0, {})
+        # A cast that is wiring (AP_TRN, AP_WRAP) costs nothing. The error's subtraction, where the error is not
+        # formed in the forward cast (kan_folds), is a carry chain of its own before the cast's rounding chain:
+        # one adder level, whatever the cast (none of the fitted specs had it with a cast that is not wiring;
+        # Yosys on examples/kan_98k.toml: the held target, a 25-bit subtraction and the err_t cast, 4.0 ns).
+        # The round register stays where it is placed, after the subtraction and the rounding.
+        weight = 0.0 if cast_is_wiring(t) else 1.0
+        extra = {"adder_levels": 1.0} if subtract else {}
         if c("round"):  # a register between the rounding and the overflow handling
             return paths.node(after(paths.node(value, cast=0.5 * weight, **extra), 1), cast=0.5 * weight)
         return paths.node(value, cast=weight, **extra)
@@ -229,8 +243,9 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     layer_in: dict[str, float] = {}
     held = []  # per layer: (bb, bank word, dphi) as B and U read them
     error: dict[str, float] = {}
-    for layer, (n_in, _) in enumerate(shapes):
+    for layer, (n_in, n_out) in enumerate(shapes):
         f_reg = pipe.phases >> layer & 1
+        mux_levels = bram_mux_levels(n_out * spec.coef_t.width, depth)
         if layer > 0 and folds["grid"]:
             scaled = layer_in  # x - lo came out of the previous layer's rounding chain: no scale step
         elif dense_inv_h:
@@ -250,6 +265,10 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             rom = paths.node(address, adder_levels=1.0)
         decoded = after(rom, c("decode"))
         word = after(paths.node(after(address, c("decode")), memory=1.0, adder_levels=live_address), c("read"))
+        if in_bram:
+            # the word leaves the RAM's own register (its clock-to-out charged as a memory read) through the mux
+            # over the RAMs of a deep bank (a fitted adder level is about two LUT levels), into bram_out or onwards
+            word = after(paths.node(memory=1.0, adder_levels=mux_levels / 2), kan_bram_out(spec, pipe))
         rows = after(decoded, c("rows"))  # the basis rows the products read
         product = after(multiply(rows, word), c("mult"))
         total = after(tree(product, n_in * banks), c("sum"))

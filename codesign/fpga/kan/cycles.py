@@ -13,7 +13,7 @@ from codesign.fpga.placement import Pipeline, StageStructure, tree_regs
 from codesign.fpga.timing import CAST, MULTIPLY, READ, WRITE, Timing, adder_tree_clocks
 from codesign.kan.spec import KANSpec
 
-__all__ = ["LUTRAM_MAX_DEPTH", "kan_bank_geometry", "kan_bank_memory", "kan_folds", "kan_arrivals", "kan_stage_structure",
+__all__ = ["LUTRAM_MAX_DEPTH", "kan_bank_geometry", "kan_bank_memory", "kan_bram_out", "kan_folds", "kan_arrivals", "kan_stage_structure",
            "kan_front_stages", "kan_read_in_front", "kan_timing"]
 
 
@@ -31,6 +31,11 @@ LUTRAM_MAX_DEPTH = 1024
 def kan_bank_memory(spec: KANSpec) -> str:
     """Where the KAN's coefficient banks live: ``lutram`` (asynchronous read) or ``bram`` (the read register is the RAM's own)."""
     return "lutram" if kan_bank_geometry(spec)[1] <= LUTRAM_MAX_DEPTH else "bram"
+
+
+def kan_bram_out(spec: KANSpec, pipe: Pipeline) -> int:
+    """1 when the placement's bram_out register is built: block-RAM banks only (rtl/kan_layer.sv; LUTRAM banks ignore the bit)."""
+    return pipe.cut("bram_out") if kan_bank_memory(spec) == "bram" else 0
 
 
 def _grid_coordinate(spec: KANSpec, raw: int) -> int:
@@ -68,13 +73,14 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     n_layers = len(shapes)
     c = pipe.cut
     folds = kan_folds(spec)
+    word = c("read") + kan_bram_out(spec, pipe)
     ready = 0
     prediction = 0
     for layer, (n_in, _) in enumerate(shapes):
-        # the products wait for the later of the bank word (read) and the basis rows (rows); a folded
-        # layer's grid offset comes from the previous layer's cast, without a scale register
+        # the products wait for the later of the bank word (read, and bram_out behind a block RAM's mux) and the
+        # basis rows (rows); a folded layer's grid offset comes from the previous layer's cast, without a scale register
         scale = 0 if layer > 0 and folds["grid"] else c("scale")
-        forward = (scale + c("grid") + c("decode") + max(c("read"), c("rows")) + c("mult")
+        forward = (scale + c("grid") + c("decode") + max(word, c("rows")) + c("mult")
                    + tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round"))
         prediction = ready + forward
         ready = prediction + (pipe.phases >> layer & 1)

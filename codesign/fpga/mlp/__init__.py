@@ -39,6 +39,10 @@ class MlpFpga(KindNames):
         """None: the MLP core takes no cuts."""
         return 0
 
+    def idle_cuts(self, spec: Any) -> int:
+        """None: the MLP core takes no cuts."""
+        return 0
+
     def stage_structure(self, spec: Any, pipe: Pipeline) -> StageStructure:
         """codesign.fpga.mlp.cycles.mlp_stage_structure."""
         return mlp_stage_structure(spec, pipe)
