@@ -14,6 +14,7 @@ import functools
 import importlib.util
 import json
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -96,7 +97,17 @@ def _convert(gguf: Path, target: Path) -> None:
     save_model(model, str(partial / "model.safetensors"))
     tokenizer.save_pretrained(partial)
     (partial / "codesign_source.json").write_text(json.dumps({"gguf": gguf.name, "dequantized_to": "float32"}))
-    partial.replace(target)  # atomic: a reader never sees half a conversion
+    publish_conversion(partial, target)
+
+
+def publish_conversion(partial: Path, target: Path) -> None:
+    """Move a finished conversion into place atomically; if another process put one there first, keep that one."""
+    try:
+        partial.replace(target)  # atomic: a reader never sees half a conversion
+    except OSError:
+        if not (target / "codesign_source.json").exists():
+            raise
+        shutil.rmtree(partial)
 
 
 def load_dequantized(gguf: Path, converted: Path) -> tuple[torch.nn.Module, object]:
