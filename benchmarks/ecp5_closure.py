@@ -9,6 +9,7 @@ resources, the bitstream and the co-simulation at that placement. Progress goes 
 
     python benchmarks/ecp5_closure.py --work /tmp/ecp5_closure           # both specs (the default routes for ~20 min)
     python benchmarks/ecp5_closure.py --work /tmp/ecp5_closure --reuse   # the doc from builds already in --work
+    python benchmarks/ecp5_closure.py --work /tmp/ecp5_closure --cached-only   # the doc from docs/ecp5_closure.json
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True, help="folder for the build folders (one per spec)")
     ap.add_argument("--reuse", action="store_true", help="render from the builds already in --work (no tool run)")
+    ap.add_argument("--cached-only", action="store_true", help="no build read or run: the doc from the results JSON")
     ap.add_argument("--only", default="", help="comma-separated spec keys: default, one_to_one (default: both)")
     ap.add_argument("--results", default=str(ROOT / "docs" / "ecp5_closure.json"))
     ap.add_argument("--doc", default=str(ROOT / "docs" / "estimator.md"))
@@ -145,7 +147,7 @@ def main() -> None:
     results_path = Path(args.results)
     stored = json.loads(results_path.read_text()) if results_path.is_file() else {}
     for spec in SPECS:
-        if spec["key"] not in wanted:
+        if spec["key"] not in wanted or args.cached_only:
             continue
         cmd = build_command(spec, work)
         seconds = None
