@@ -35,9 +35,11 @@ module kan_bank #(
     input  logic              host_we,
     input  logic [W_WORD-1:0] host_wdata
 );
-  // block RAM asked for by name: with one address for read and write (no register after F), Yosys
-  // would otherwise take a single-port LUTRAM of the deep bank
-  localparam string RAM_STYLE = (SYNC_READ != 0) ? "block" : "auto";
+  // Both memories asked for by name, as codesign.fpga.kan.cycles.kan_bank_memory chose them: left to
+  // choose, Yosys takes a single-port LUTRAM of a deep bank (one address for read and write when no
+  // register follows F), and block RAM for a LUTRAM bank of a few hundred words whose read register
+  // it can absorb (without the bram_out register the placement gives block RAM only)
+  localparam string RAM_STYLE = (SYNC_READ != 0) ? "block" : "distributed";
   (* ram_style = RAM_STYLE *) logic [W_WORD-1:0] mem[0:DEPTH-1]  /*verilator public_flat_rd*/;
 
   initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);

@@ -13,7 +13,8 @@ from codesign.fpga.family import Family
 from codesign.fpga.placement import StageStructure
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "bram_mux_levels", "split_adder_bits", "cast_is_wiring", "add_cast",
+__all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "bram_mux_levels",
+           "lutram_mux_levels", "split_adder_bits", "cast_is_wiring", "add_cast",
            "tree_register_bits", "common_registers"]
 
 
@@ -97,6 +98,17 @@ def bram_mux_levels(word_bits: int, depth: int) -> int:
     """
     deep = min(_BRAM36_SHAPES, key=lambda shape: (math.ceil(depth / shape[0]) * math.ceil(word_bits / shape[1]), shape[0]))
     rams = math.ceil(depth / deep[0])
+    return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
+
+
+# The deepest single LUTRAM read the period model is fitted to: the UltraScale+ RAM64M8 (Yosys' choice for
+# a read-after-write bank); a deeper LUTRAM is several in depth with a mux after them.
+_LUTRAM_READ_DEPTH = 64
+
+
+def lutram_mux_levels(depth: int) -> int:
+    """LUT levels of the mux over the LUTRAMs of a distributed-RAM bank deeper than one (a LUT6 selects one of 4)."""
+    rams = math.ceil(depth / _LUTRAM_READ_DEPTH)
     return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
 
 

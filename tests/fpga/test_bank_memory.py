@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codesign.cli import main
+from codesign.config import load_spec
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
 from codesign.fpga.cost import features, period_ns, timing_features
-from codesign.fpga.cost_parts import bram36_tiles, bram_mux_levels
+from codesign.fpga.cost_parts import bram36_tiles, bram_mux_levels, lutram_mux_levels
 from codesign.fpga.estimate import estimate
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kan.cycles import LUTRAM_MAX_DEPTH, kan_bank_geometry, kan_bank_memory, kan_folds, kan_stage_structure
@@ -33,15 +36,15 @@ def test_the_spec_takes_a_grid_of_8192_cells_and_refuses_more():
 
 
 def test_banks_deeper_than_lutram_go_to_block_ram():
-    # 4 banks per input: G + k = 4,096 coefficients are 1,024 words, one more is a 1,025-word bank
-    assert kan_bank_geometry(_spec(4093))[1] == LUTRAM_MAX_DEPTH and kan_bank_memory(_spec(4093)) == "lutram"
-    assert kan_bank_memory(_spec(4094)) == "bram"
+    # 4 banks per input: G + k = 2,048 coefficients are 512 words, one more is a 513-word bank
+    assert kan_bank_geometry(_spec(2045))[1] == LUTRAM_MAX_DEPTH and kan_bank_memory(_spec(2045)) == "lutram"
+    assert kan_bank_memory(_spec(2046)) == "bram"
     board = find_board("xcvu9p")
-    small, large = estimate(_spec(4093), board, "auto"), estimate(_spec(8192), board, "auto")
+    small, large = estimate(_spec(2045), board, "auto"), estimate(_spec(8192), board, "auto")
     assert small["bram"] == 0 and small["lutram"] > 0
     # layer 0: 8 banks of 64-bit words, layer 1: 16 banks of 16-bit words, 2,049 deep
     assert large["lutram"] == 0 and large["bram"] == 8 * bram36_tiles(64, 2049) + 16 * bram36_tiles(16, 2049) == 64
-    assert kan_core_parameters(_spec(8192))["BANK_BRAM"] == 1 and kan_core_parameters(_spec(4093))["BANK_BRAM"] == 0
+    assert kan_core_parameters(_spec(8192))["BANK_BRAM"] == 1 and kan_core_parameters(_spec(2045))["BANK_BRAM"] == 0
 
 
 def test_block_ram_shapes():
@@ -55,7 +58,7 @@ def test_block_ram_banks_keep_the_registered_read(request_):
     board = find_board("xcvu9p")
     assert choose_pipeline(_spec(8192), board, request_).placement.cut("read") == 1
     if request_ == "ii1":  # distributed RAM reads asynchronously: ii1 keeps no register
-        assert choose_pipeline(_spec(4093), board, request_).placement.cut("read") == 0
+        assert choose_pipeline(_spec(2045), board, request_).placement.cut("read") == 0
 
 
 def test_the_mux_over_a_deep_banks_rams_is_counted_in_lut_levels():
@@ -67,7 +70,7 @@ def test_the_mux_over_a_deep_banks_rams_is_counted_in_lut_levels():
 def test_auto_places_the_register_after_the_block_ram_mux_and_counts_it():
     board = find_board("xcvu9p")
     bram_out = 1 << CUT_BITS["bram_out"]
-    large, small = _spec(8192), _spec(4093)
+    large, small = _spec(8192), _spec(2045)
     chosen = choose_pipeline(large, board, "auto")
     assert chosen.clock_met and chosen.placement.cut("bram_out") == 1
     without = Pipeline(chosen.placement.phases, chosen.placement.cuts & ~bram_out, chosen.placement.tree_split)
@@ -108,3 +111,22 @@ def test_banks_that_do_not_fit_the_part_are_a_fit_warning(tmp_path, capsys):
     assert "does not fit" in err and "bram" in err.lower() and "Traceback" not in err
     assert main([*argv, "--strict"]) == 3
     assert "does not fit" in capsys.readouterr().err
+
+
+def test_a_lutram_bank_deeper_than_one_primitive_reads_through_a_mux_the_estimate_charges():
+    # RAM64M8 reads 64 words: deeper LUTRAM banks are several with a LUT mux after them (Yosys, 2-4-1 G = 1,024:
+    # 257-word banks, five RAM64M8 and two LUT levels into the read register, 4.28 ns with the live bank address)
+    assert [lutram_mux_levels(d) for d in (3, 64, 65, 256, 257, 512)] == [0, 0, 1, 1, 2, 2]
+    board = find_board("xcvu9p")
+    chosen = choose_pipeline(_spec(1024), board, "auto")
+    # the mux and the bank address adder do not fit one 4 ns stage: auto registers the address (the decode cut)
+    assert chosen.clock_met and chosen.placement.cut("decode") == 1
+    assert choose_pipeline(KANSpec(), board, "auto").placement.cut("decode") == 0  # 3-word banks: no mux
+
+
+def test_the_wide_example_is_a_50k_parameter_learner_that_fits_at_its_clock():
+    spec = load_spec("kan_online", Path(__file__).parents[2] / "examples" / "kan_wide_82k.toml")
+    assert spec.widths == (4, 8, 1) and spec.num_parameters == 40 * (2048 + 3) > 50_000
+    report = estimate(spec, find_board("xcvu9p"), "auto")
+    assert kan_bank_memory(spec) == "bram" and report["bram"] > 0 and report["lutram"] == 0
+    assert report["clock_met"] and report["latency_ns"] <= 100.0

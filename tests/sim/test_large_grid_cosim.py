@@ -64,5 +64,5 @@ def test_block_ram_banks_under_ii1_keep_the_registered_read(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_deepest_lutram_banks_are_bit_exact(tmp_path, capsys):
-    text = json.dumps(_build(tmp_path, capsys, 4093, "auto"))  # 1,024-word banks, asynchronous read
+    text = json.dumps(_build(tmp_path, capsys, 2045, "auto"))  # 512-word banks, asynchronous read
     assert '"BANK_BRAM": 0' in text

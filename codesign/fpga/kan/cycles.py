@@ -23,9 +23,11 @@ def kan_bank_geometry(spec: KANSpec) -> tuple[int, int]:
     return banks, math.ceil(spec.n_coef / banks)
 
 
-# Deepest bank kept in distributed RAM: four 256-deep primitives and one LUT of output mux (UltraScale+
-# RAM256X1D); a deeper bank (G + k above 4,096 coefficients at k + 1 <= 4 banks) goes to block RAM.
-LUTRAM_MAX_DEPTH = 1024
+# Deepest bank kept in distributed RAM, the depth of the deepest LUTRAM primitive (UltraScale+ RAM512X1S);
+# a deeper bank (G + k above 2,048 coefficients at k + 1 <= 4 banks) goes to block RAM. The RTL asks
+# for each by name (kan_bank.sv RAM_STYLE): left to choose, Yosys took block RAM for banks of 257 words
+# (2-4-1 at G = 1,024) without the bram_out register the placement gives block RAM only.
+LUTRAM_MAX_DEPTH = 512
 
 
 def kan_bank_memory(spec: KANSpec) -> str:
