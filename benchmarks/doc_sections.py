@@ -15,6 +15,15 @@ def replace_section(text: str, name: str, body: str) -> str | None:
     return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
 
 
+def put_block(doc: Path, name: str, block: str) -> None:
+    """Replace ``doc``'s block from ``<!-- begin NAME -->`` to ``<!-- end NAME -->`` with ``block`` (which holds both
+    markers), or append it when the doc has none; the rest of the doc stays as it is."""
+    old = doc.read_text() if doc.is_file() else ""
+    pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->\n?", re.S)
+    new = pattern.sub(lambda _: block, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + block
+    doc.write_text(new)
+
+
 def write_sections(doc: Path, sections: dict[str, str], tool: str) -> None:
     """Put each body between its NAME markers in ``doc`` and write it; a missing pair of markers is one line, exit 2."""
     text = doc.read_text()

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from doc_sections import put_block
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "lfe5u-85f"
 SECTION = "ecp5-closure"
@@ -119,14 +121,6 @@ def render(results: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(doc: Path, text: str) -> None:
-    """Replace (or append) this script's marked section of a markdown file, leaving the rest as it is."""
-    old = doc.read_text() if doc.is_file() else ""
-    pattern = re.compile(rf"<!-- begin {SECTION} -->.*?<!-- end {SECTION} -->\n?", re.S)
-    new = pattern.sub(lambda _: text, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
-    doc.write_text(new)
-
-
 def main() -> None:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -167,7 +161,7 @@ def main() -> None:
         stored[spec["key"]] = result
     results_path.write_text(json.dumps(stored, indent=1) + "\n")
     text = render([stored[s["key"]] for s in SPECS if s["key"] in stored], command)
-    write_section(Path(args.doc), text)
+    put_block(Path(args.doc), SECTION, text)
     print(text)
 
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from doc_sections import put_block
 from estimator_calibration import _folder_hash  # the same RTL-folder hash decides what to redo
 
 from codesign.fpga.boards import find_board
@@ -308,14 +309,6 @@ def render(results: list[dict], command: str, stale: list[str] | None = None) ->
     return "\n".join(lines)
 
 
-def write_section(doc: Path, text: str) -> None:
-    """Replace (or append) this script's marked section of a markdown file, leaving the rest as it is."""
-    old = doc.read_text() if doc.is_file() else ""
-    pattern = re.compile(rf"<!-- begin {SECTION} -->.*?<!-- end {SECTION} -->\n?", re.S)
-    new = pattern.sub(lambda _: text, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
-    doc.write_text(new)
-
-
 def main() -> None:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -373,7 +366,7 @@ def main() -> None:
         sys.exit("ecp5_routed: no results yet")
     command = "python benchmarks/ecp5_routed.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
     text = render(results, command, stale_results(data))
-    write_section(Path(args.doc), text)
+    put_block(Path(args.doc), SECTION, text)
     print(text)
 
 
