@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from clock_error_bars import ANALYTIC_CLOCK_ERROR, YOSYS_CLOCK_ERROR
+
 from codesign.fpga.boards import find_board
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision
 
@@ -405,6 +407,10 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
         "estimator's clock is an estimate of an estimate. Cycles come from the placement",
         "(codesign.fpga.pipeline.pipeline_timing: II = stages less the overlapped front) and must equal the RTL",
         "manifest's and the co-simulation's exactly.",
+        "",
+        "Both clocks of the tables below are estimates for xcvu9p, neither placed nor routed (`clock_mhz` and the clock column: "
+        "analytic / Yosys logic depth); a router checks them on ECP5 only ([Clock estimates against routed timing (ECP5)]"
+        f"(#clock-estimates-against-routed-timing-ecp5), below): {YOSYS_CLOCK_ERROR}; {ANALYTIC_CLOCK_ERROR}.",
         "",
         fit_note,
         "",
