@@ -37,10 +37,13 @@ def test_the_kmeans_grid_beats_minmax_rtn_on_real_weights(smollm, bits):
     for name in layers:
         w = model.get_submodule(name).weight.detach()
         ours = relative_error(w, quantize(w, KMeansConfig(bits=bits)).dequantize())
+        free = relative_error(w, quantize(w, KMeansConfig(bits=bits, exact_zero=False)).dequantize())
         rtn = relative_error(w, quantize(w, AsymIntConfig(bits=bits)).dequantize())
-        # the weights come from Q4_1 blocks (an offset grid per 32 weights): the fractional zero point fits them
-        # (measured 0.82 / 0.71 of RTN's error at 3 / 4 bits; the symmetric grid alone 0.87-0.92)
-        assert ours < {3: 0.85, 4: 0.8}[bits] * rtn, (name, ours, rtn)
+        # the default grid keeps 0.0 exact: measured 0.87 / 0.89-0.90 of RTN's error at 3 / 4 bits on these layers
+        assert ours < {3: 0.89, 4: 0.92}[bits] * rtn, (name, ours, rtn)
+        # the weights come from Q4_1 blocks (an offset grid per 32 weights): a fractional zero point fits them
+        # closer still (measured 0.82 / 0.71), at the cost of moving every weight that rounds to zero
+        assert free < {3: 0.85, 4: 0.75}[bits] * rtn, (name, free, rtn)
 
 
 def test_the_qwen_parts_join_to_the_checked_gguf():
