@@ -97,8 +97,7 @@ def bram_mux_levels(word_bits: int, depth: int) -> int:
     The RAMs in depth of the shape bram36_tiles counts (the cheapest 36 Kb one).
     """
     deep = min(_BRAM36_SHAPES, key=lambda shape: (math.ceil(depth / shape[0]) * math.ceil(word_bits / shape[1]), shape[0]))
-    rams = math.ceil(depth / deep[0])
-    return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
+    return _mux_levels(math.ceil(depth / deep[0]))
 
 
 # The deepest single LUTRAM read the period model is fitted to: the UltraScale+ RAM64M8 (Yosys' choice for
@@ -108,7 +107,11 @@ _LUTRAM_READ_DEPTH = 64
 
 def lutram_mux_levels(depth: int) -> int:
     """LUT levels of the mux over the LUTRAMs of a distributed-RAM bank deeper than one (a LUT6 selects one of 4)."""
-    rams = math.ceil(depth / _LUTRAM_READ_DEPTH)
+    return _mux_levels(math.ceil(depth / _LUTRAM_READ_DEPTH))
+
+
+def _mux_levels(rams: int) -> int:
+    """LUT6 levels that select one of ``rams`` outputs (one of 4 per level)."""
     return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
 
 

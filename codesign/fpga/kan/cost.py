@@ -246,7 +246,6 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     error: dict[str, float] = {}
     for layer, (n_in, n_out) in enumerate(shapes):
         f_reg = pipe.phases >> layer & 1
-        mux_levels = bram_mux_levels(n_out * spec.coef_t.width, depth) if in_bram else lutram_mux_levels(depth)
         if layer > 0 and folds["grid"]:
             scaled = layer_in  # x - lo came out of the previous layer's rounding chain: no scale step
         elif dense_inv_h:
@@ -267,12 +266,13 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         decoded = after(rom, c("decode"))
         # a LUTRAM bank deeper than one primitive reads through a mux over them (a fitted adder level is about two LUT
         # levels), after the address and before the read register
-        lutram_mux = 0.0 if in_bram else mux_levels / 2
+        lutram_mux = 0.0 if in_bram else lutram_mux_levels(depth) / 2
         word = after(paths.node(after(address, c("decode")), memory=1.0, adder_levels=live_address + lutram_mux), c("read"))
         if in_bram:
             # the word leaves the RAM's own register (its clock-to-out charged as a memory read) through the mux
             # over the RAMs of a deep bank (a fitted adder level is about two LUT levels), into bram_out or onwards
-            word = after(paths.node(memory=1.0, adder_levels=mux_levels / 2), kan_bram_out(spec, pipe))
+            bram_mux = bram_mux_levels(n_out * spec.coef_t.width, depth) / 2
+            word = after(paths.node(memory=1.0, adder_levels=bram_mux), kan_bram_out(spec, pipe))
         rows = after(decoded, c("rows"))  # the basis rows the products read
         product = after(multiply(rows, word), c("mult"))
         total = after(tree(product, n_in * banks), c("sum"))
