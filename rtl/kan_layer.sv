@@ -26,6 +26,8 @@
 // rows or decode register, the bank read register, the hold registers after F), fed the values those
 // registers load (bb_pre, db_pre, the bank read): the same cycles, with the routes to and from the DSP
 // row each in a stage of its own. The fabric registers stay for their other readers.
+// Otherwise each product site (forward B*c and D*c, backward g*dphi, update g*B) is one shared_mult over
+// the layer's products of that site, which shares its multipliers when SHARE > 1.
 `include "dsp_mult.svh"
 
 module kan_layer #(
@@ -79,6 +81,9 @@ module kan_layer #(
     // kan_online sets it where the target is held at least one cycle before the forward output is ready
     parameter int TARGET_REG = 0,
     parameter int ECP5_DSP = 0,  // 1: the products are MULT18X18D with their own registers (above)
+    // products per multiplier (shared_mult.sv; fabric products only, ECP5_DSP = 0): a product site's register is
+    // then SHARE cycles deep, whatever its cut
+    parameter int SHARE = 1,
     parameter int G_OUT_REG = 0,  // 1: g_out is a plain register of g_out_pre (kan_online: the error cut, REG_B)
     parameter int W_BADDR = (DEPTH > 1) ? $clog2(DEPTH) : 1  // derived, do not set
 ) (
@@ -228,6 +233,40 @@ module kan_layer #(
       .clk(clk), .d(rdata_f), .q(rdata_r)
   );
 
+  // the forward sites off the DSP primitives: products (o, i, b) at [((o*N_IN+i)*P+b)*W +: W], registered
+  // by CUT_MULT (or shared)
+  logic [N_OUT*N_IN*P*W_BPROD-1:0] bprod_site;
+  logic [N_OUT*N_IN*P*W_DPROD-1:0] dprod_site;
+  if (ECP5_DSP == 0) begin : g_forward_site
+    logic [N_OUT*N_IN*P*W_B-1:0] site_b;
+    logic [N_OUT*N_IN*P*W_D-1:0] site_d;
+    logic [N_OUT*N_IN*P*W_COEF-1:0] site_c;
+    for (genvar o = 0; o < N_OUT; o++) begin : g_site_o
+      for (genvar e = 0; e < N_IN * P; e++) begin : g_site_e
+        assign site_b[(o*N_IN*P+e)*W_B+:W_B] = bb_s[e*W_B+:W_B];
+        assign site_d[(o*N_IN*P+e)*W_D+:W_D] = db[e*W_D+:W_D];
+        assign site_c[(o*N_IN*P+e)*W_COEF+:W_COEF] = rdata_r[e*W_WORD+o*W_COEF+:W_COEF];
+      end
+    end
+    shared_mult #(
+        .N(N_OUT * N_IN * P), .W_A(W_B), .A_SIGNED(0), .W_B(W_COEF), .W_P(W_BPROD), .SHARE(SHARE), .CUT(CUT_MULT)
+    ) u_bprod (.clk(clk), .a(site_b), .b(site_c), .p(bprod_site));
+    if (HAS_BACKWARD != 0) begin : g_dprod
+      shared_mult #(
+          .N(N_OUT * N_IN * P), .W_A(W_D), .A_SIGNED(1), .W_B(W_COEF), .W_P(W_DPROD), .SHARE(SHARE), .CUT(CUT_MULT)
+      ) u_dprod (.clk(clk), .a(site_d), .b(site_c), .p(dprod_site));
+    end else begin : g_no_dprod
+      assign dprod_site = '0;
+      /* verilator lint_off UNUSEDSIGNAL */
+      logic unused_site_d;
+      assign unused_site_d = ^site_d;
+      /* verilator lint_on UNUSEDSIGNAL */
+    end
+  end else begin : g_forward_dsp
+    assign bprod_site = '0;
+    assign dprod_site = '0;
+  end
+
   // ---------------------------------------------------------------- F: per output (forward sums)
   logic [N_OUT*W_ACT-1:0] y_now;
   logic [N_OUT*W_YG-1:0] y_grid_now;
@@ -248,10 +287,10 @@ module kan_layer #(
             .p(prod[e*W_BPROD+:W_BPROD])
         );
       end else begin : g_fabric
-        assign prod[e*W_BPROD+:W_BPROD] = $signed({1'b0, bb_s[e*W_B+:W_B]}) * $signed(rdata_r[e*W_WORD+o*W_COEF+:W_COEF]);
+        assign prod[e*W_BPROD+:W_BPROD] = bprod_site[(o*N_IN*P+e)*W_BPROD+:W_BPROD];
       end
     end
-    pipe_reg #(.W(N_IN * P * W_BPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_MULT)) u_cut_prod (.clk(clk), .d(prod), .q(prod_r));
+    assign prod_r = prod;  // registered in the DSP or in the site
     adder_tree #(.N(N_IN * P), .W_IN(W_BPROD), .W_SUM(W_ACC), .SPLIT(TREE_SPLIT)) u_acc (
         .clk(clk), .terms(prod_r), .sum(acc)
     );
@@ -388,10 +427,10 @@ module kan_layer #(
                 .p(dprod[b*W_DPROD+:W_DPROD])
             );
           end else begin : g_fabric
-            assign dprod[b*W_DPROD+:W_DPROD] = $signed(db[(i*P+b)*W_D+:W_D]) * $signed(rdata_r[(i*P+b)*W_WORD+o*W_COEF+:W_COEF]);
+            assign dprod[b*W_DPROD+:W_DPROD] = dprod_site[((o*N_IN+i)*P+b)*W_DPROD+:W_DPROD];
           end
         end
-        pipe_reg #(.W(P * W_DPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_MULT)) u_cut_dprod (.clk(clk), .d(dprod), .q(dprod_r));
+        assign dprod_r = dprod;  // registered in the DSP or in the site
         adder_tree #(.N(P), .W_IN(W_DPROD), .W_SUM(W_DACC), .SPLIT(TREE_SPLIT)) u_dacc (
             .clk(clk), .terms(dprod_r), .sum(dacc)
         );
@@ -418,6 +457,23 @@ module kan_layer #(
 
   // ---------------------------------------------------------------- B: input gradient
   logic [N_IN*W_GR-1:0] g_in_now;
+  // the backward site off the DSP primitives: g*dphi of (i, o) at [(i*N_OUT+o)*W_SPROD +: W_SPROD]
+  logic [N_IN*N_OUT*W_SPROD-1:0] sprod_site;
+  if (ECP5_DSP == 0 && HAS_BACKWARD != 0) begin : g_backward_site
+    logic [N_IN*N_OUT*W_DPHI-1:0] site_dphi;
+    logic [N_IN*N_OUT*W_G-1:0] site_g;
+    for (genvar i = 0; i < N_IN; i++) begin : g_site_i
+      for (genvar o = 0; o < N_OUT; o++) begin : g_site_o
+        assign site_dphi[(i*N_OUT+o)*W_DPHI+:W_DPHI] = dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI];
+        assign site_g[(i*N_OUT+o)*W_G+:W_G] = g_out[o*W_G+:W_G];
+      end
+    end
+    shared_mult #(
+        .N(N_IN * N_OUT), .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD), .SHARE(SHARE), .CUT(CUT_GMULT)
+    ) u_sprod (.clk(clk), .a(site_dphi), .b(site_g), .p(sprod_site));
+  end else begin : g_backward_dsp
+    assign sprod_site = '0;
+  end
   if (HAS_BACKWARD != 0) begin : layer_input_gradient
     for (genvar i = 0; i < N_IN; i++) begin : g_grad
       logic [N_OUT*W_SPROD-1:0] sprod, sprod_r;
@@ -435,10 +491,10 @@ module kan_layer #(
               .b((DSP_REG_HOLD != 0) ? g_out_pre[o*W_G+:W_G] : g_out[o*W_G+:W_G]), .p(sprod[o*W_SPROD+:W_SPROD])
           );
         end else begin : g_fabric
-          assign sprod[o*W_SPROD+:W_SPROD] = $signed(g_out[o*W_G+:W_G]) * $signed(dphi_h[(o*N_IN+i)*W_DPHI+:W_DPHI]);
+          assign sprod[o*W_SPROD+:W_SPROD] = sprod_site[(i*N_OUT+o)*W_SPROD+:W_SPROD];
         end
       end
-      pipe_reg #(.W(N_OUT * W_SPROD), .ON((ECP5_DSP != 0) ? 0 : CUT_GMULT)) u_cut_sprod (.clk(clk), .d(sprod), .q(sprod_r));
+      assign sprod_r = sprod;  // registered in the DSP or in the site
       adder_tree #(.N(N_OUT), .W_IN(W_SPROD), .W_SUM(W_S), .SPLIT(TREE_SPLIT)) u_s (
           .clk(clk), .terms(sprod_r), .sum(s)
       );
@@ -468,6 +524,23 @@ module kan_layer #(
   assign g_in_pre = g_in_now;
 
   // ---------------------------------------------------------------- U: sparse update
+  // the update site off the DSP primitives: g*B of (i, b, o) at [((i*P+b)*N_OUT+o)*W_GB +: W_GB]
+  logic [N_IN*P*N_OUT*W_GB-1:0] gb_site;
+  if (ECP5_DSP == 0) begin : g_update_site
+    logic [N_IN*P*N_OUT*W_B-1:0] site_b;
+    logic [N_IN*P*N_OUT*W_G-1:0] site_g;
+    for (genvar e = 0; e < N_IN * P; e++) begin : g_site_e
+      for (genvar o = 0; o < N_OUT; o++) begin : g_site_o
+        assign site_b[(e*N_OUT+o)*W_B+:W_B] = bb_h[e*W_B+:W_B];
+        assign site_g[(e*N_OUT+o)*W_G+:W_G] = g_out[o*W_G+:W_G];
+      end
+    end
+    shared_mult #(
+        .N(N_IN * P * N_OUT), .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB), .SHARE(SHARE), .CUT(CUT_UMULT)
+    ) u_gb (.clk(clk), .a(site_b), .b(site_g), .p(gb_site));
+  end else begin : g_update_dsp
+    assign gb_site = '0;
+  end
   for (genvar i = 0; i < N_IN; i++) begin : layer_update
     for (genvar b = 0; b < P; b++) begin : g_upd_bank
       for (genvar o = 0; o < N_OUT; o++) begin : g_upd_out
@@ -482,9 +555,9 @@ module kan_layer #(
               .b((DSP_REG_HOLD != 0) ? g_out_pre[o*W_G+:W_G] : g_out[o*W_G+:W_G]), .p(gb)
           );
         end else begin : g_fabric
-          assign gb = $signed(g_out[o*W_G+:W_G]) * $signed({1'b0, bb_h[(i*P+b)*W_B+:W_B]});
+          assign gb = gb_site[((i*P+b)*N_OUT+o)*W_GB+:W_GB];
         end
-        pipe_reg #(.W(W_GB), .ON((ECP5_DSP != 0) ? 0 : CUT_UMULT)) u_cut_gb (.clk(clk), .d(gb), .q(gb_r));
+        assign gb_r = gb;  // registered in the DSP or in the site
         if (LR_SPAN == 0) begin : g_fixed_lr
           assign full = (W_FULL'($signed(rdata_h[(i*P+b)*W_WORD+o*W_COEF+:W_COEF])) <<< (F_FULL - F_COEF))
                       - (W_FULL'(gb_r) <<< (F_FULL - F_DELTA));

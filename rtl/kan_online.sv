@@ -71,6 +71,8 @@ module kan_online #(
     // 1: the products are ECP5 MULT18X18D holding the registers around them (kan_layer ECP5_DSP), set for
     // a family whose synthesis does not (codesign.fpga.placement.Pipeline.dsp)
     parameter int ECP5_DSP = 0,
+    // products per multiplier (kan_layer SHARE, rtl/shared_mult.sv; the stage counts above include its cycles)
+    parameter int SHARE = 1,
     parameter MEM_DIR = ".",  // folder of basis.mem, dbasis.mem and coef_l<lll>_i<iii>_b<bbb>.mem
     parameter int HOST_PORT = 0  // 1: coef_* reach the banks (the AXI top); 0: they are not built
 ) (
@@ -309,7 +311,7 @@ module kan_online #(
         .GRID_NEXT((FOLD_GRID != 0 && IS_LAST == 0) ? 1 : 0), .LO_NEXT(LO_RAW), .W_YG(W_YG), .ABOVE_NEXT(ABOVE_OFFSET),
         .FUSE_ERROR((FUSE_ERROR != 0 && IS_LAST != 0) ? 1 : 0),
         .W_ERR(W_ERR), .F_ERR(F_ERR), .Q_ERR(Q_ERR), .O_ERR(O_ERR), .TARGET_REG((PRED_STAGE > N_FRONT) ? 1 : 0),
-        .ECP5_DSP(ECP5_DSP), .G_OUT_REG(G_OUT_REG)
+        .ECP5_DSP(ECP5_DSP), .SHARE(SHARE), .G_OUT_REG(G_OUT_REG)
     ) u_layer (
         .clk(ap_clk),
         .clamped(clamped), .bb(bb), .db(db), .baddr(baddr), .used(used), .bb_pre(bb_pre), .db_pre(db_pre),

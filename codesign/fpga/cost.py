@@ -13,6 +13,7 @@ from the board's :class:`~codesign.fpga.family.Family`. The search (codesign.fpg
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from codesign.fpga.boards import Board
@@ -23,7 +24,7 @@ from codesign.fpga.pipeline import resolve_pipeline
 from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["features", "timing_features", "period_ns", "check_spec"]
+__all__ = ["features", "resource_counts", "utilization_percent", "timing_features", "period_ns", "check_spec"]
 
 # The analytic clock coefficients are fitted at UltraScale+ -2; other parts scale like the DSP delay of their family.
 _FITTED_DSP_MULT = resolve_family("estimate_coefficients", "xcup", 2, ()).delays.dsp_mult
@@ -57,3 +58,23 @@ def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Fa
     check_spec(spec)
     pipe = resolve_pipeline(spec, pipeline)
     return fpga_kind(spec).resource_features(spec, pipe, family)
+
+
+def resource_counts(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Family) -> dict[str, int]:
+    """LUT, LUTRAM, FF, DSP and BRAM of a placement: DSP, LUTRAM and BRAM counted from primitives, LUT and FF fitted."""
+    table = COEFFICIENTS["resources"]
+    counts: dict[str, int] = {"bram": 0}  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
+    for resource, parts in features(spec, pipeline, family).items():
+        if resource in ("dsp", "lutram", "bram"):
+            total = sum(parts.values())
+        else:
+            coefs = table.get(resource, {})
+            total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
+        counts[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
+    return counts
+
+
+def utilization_percent(counts: dict[str, int], board: Board) -> dict[str, float]:
+    """Percent of the board's part per resource (LUTRAM counted with the LUTs), for the resources the part has."""
+    device = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram_36k}
+    return {k: round(100.0 * (counts[k] + (counts["lutram"] if k == "lut" else 0)) / n, 4) for k, n in device.items() if n}

@@ -14,7 +14,7 @@ from codesign.fpga.placement import StageStructure
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "bram_mux_levels",
-           "lutram_mux_levels", "split_adder_bits", "cast_is_wiring", "add_cast",
+           "lutram_mux_levels", "select_levels", "select_luts", "split_adder_bits", "cast_is_wiring", "add_cast",
            "tree_register_bits", "common_registers"]
 
 
@@ -113,6 +113,16 @@ def lutram_mux_levels(depth: int) -> int:
 def _mux_levels(rams: int) -> int:
     """LUT6 levels that select one of ``rams`` outputs (one of 4 per level)."""
     return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
+
+
+def select_levels(inputs: int) -> int:
+    """LUT6 levels of a mux that selects one of ``inputs`` values (a shared multiplier's operands, rtl/shared_mult.sv)."""
+    return _mux_levels(inputs)
+
+
+def select_luts(inputs: int) -> int:
+    """LUT6s per bit of a mux of ``inputs`` values: one selects one of 4, MUXF7/F8 join them (0 for one input)."""
+    return math.ceil(inputs / 4) if inputs > 1 else 0
 
 
 def split_adder_bits(width_a: int, width_b: int, family: Family) -> int:

@@ -9,12 +9,11 @@ estimate of codesign.fpga.timing_estimate.
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from codesign.fpga.boards import Board
-from codesign.fpga.cost import check_spec, features
+from codesign.fpga.cost import check_spec, resource_counts, utilization_percent
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
@@ -77,12 +76,17 @@ class AnalyticEstimate:
     target: str
     estimate: str  # what the figures are and what the model was not checked on
     model_checked: list[str]
+    # with shared products (Pipeline.share > 1): the share and what the same placement unshared would have been,
+    # the cost in cycles stated beside the DSPs it saves; None otherwise
+    sharing: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for report.json and ``codesign estimate --json`` (no clock_note when the clock is met)."""
         out = asdict(self)
         if out["clock_note"] is None:
             del out["clock_note"]
+        if out["sharing"] is None:
+            del out["sharing"]
         return out
 
 
@@ -91,20 +95,16 @@ def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineCho
     _check_inputs(spec, board)
     family = board.family
     pipeline = choice.placement
-    table = COEFFICIENTS["resources"]
-    counts: dict[str, int] = {"bram": 0}  # deep KAN banks only (codesign.fpga.kan.cycles.kan_bank_memory); MLP weights are registers
-    for resource, parts in features(spec, pipeline, family).items():
-        coefs = table.get(resource, {})
-        if resource in ("dsp", "lutram", "bram"):
-            total = sum(parts.values())  # counted from the primitives, not fitted
-        else:
-            total = sum(coefs.get(name, 0.0) * value for name, value in parts.items())
-        counts[resource] = max(0, int(math.ceil(total)) if resource == "bram" else int(round(total)))
+    counts = resource_counts(spec, pipeline, family)
     cyc = cycles(spec, pipeline)
     period = choice.period_ns
-    device = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram_36k}
-    utilization = {k: round(100.0 * (counts[k] + (counts["lutram"] if k == "lut" else 0)) / n, 4)
-                   for k, n in device.items() if n}
+    utilization = utilization_percent(counts, board)
+    sharing = None
+    if pipeline.share > 1:
+        unshared = replace(pipeline, share=1)
+        alone = cycles(spec, unshared)
+        sharing = {"share": pipeline.share, "dsp_unshared": resource_counts(spec, unshared, family)["dsp"],
+                   "ii_unshared": alone["ii"], "update_latency_cycles_unshared": alone["update_latency_cycles"]}
     text = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
             f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
     unchecked = [k for k in ("lut", "ff", "dsp", "lutram", "clock") if k not in family.model_checked]
@@ -118,7 +118,7 @@ def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineCho
         latency_ns=round(cyc["update_latency_cycles"] * period, 2), ii_ns=round(cyc["ii"] * period, 2),
         utilization_percent=utilization, clock_met=choice.clock_met, clock_note=None if choice.clock_met else choice.note,
         pipeline=choice.request, pipeline_mask=pipeline.phases, pipeline_placement=pipeline.to_dict(), target=board.name,
-        estimate=text, model_checked=list(family.model_checked),
+        estimate=text, model_checked=list(family.model_checked), sharing=sharing,
     )
 
 
@@ -147,5 +147,14 @@ def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
         f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate; target {result['clock_mhz']:g} MHz"
         f"{'' if result['clock_met'] else ', NOT met'}): prediction {result['prediction_latency_ns']:g} ns, "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
+        *([_sharing_line(result)] if result.get("sharing") else []),
         f"  model       {result['estimate']}",
     ])
+
+
+def _sharing_line(result: dict[str, Any]) -> str:
+    """What sharing the products saves and costs, in the estimate's terms."""
+    shared = result["sharing"]
+    return (f"  sharing     {shared['share']} products per multiplier: {result['dsp']:,} DSP where unshared "
+            f"{shared['dsp_unshared']:,}; II {result['ii']} where unshared {shared['ii_unshared']}, update after "
+            f"{result['update_latency_cycles']} cycles where {shared['update_latency_cycles_unshared']}")

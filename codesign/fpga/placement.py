@@ -2,12 +2,14 @@
 
 A pipeline is a :class:`Pipeline`: the phase mask PIPE (bit p: a register after phase p of
 F_0..F_{L-1}, B_{L-1}..B_1, U, p = 0..2L-2), the cuts inside the phases (CUTS: one bit per
-kind of register, :data:`CUT_NAMES`, applied in every layer) and the adder-tree split (a
-register every ``tree_split`` levels). The KAN RTL takes all three; the MLP RTL phase masks
-only. On the command line a pipeline is ``ii1`` (no register: II = 1), ``staged`` (a register
-after every phase), ``deep`` (every register), ``auto`` (the cheapest placement that meets the
-spec's clock, chosen by the analytic estimator: codesign.fpga.search.choose_pipeline), an
-integer phase mask, or ``PHASES:CUTS:SPLIT`` (integers, 0x.. allowed). What a placement costs
+kind of register, :data:`CUT_NAMES`, applied in every layer), the adder-tree split (a
+register every ``tree_split`` levels) and the products' sharing (``share``: each multiplier
+serves that many products, one per cycle, :data:`MAX_SHARE` at most). The KAN RTL takes all
+four; the MLP RTL phase masks only. On the command line a pipeline is ``ii1`` (no register:
+II = 1), ``staged`` (a register after every phase), ``deep`` (every register), ``auto`` (the
+cheapest placement that fits the part and meets the spec's clock, chosen by the analytic
+estimator: codesign.fpga.search.choose_pipeline), an integer phase mask, or
+``PHASES:CUTS:SPLIT[:SHARE]`` (integers, 0x.. allowed). What a placement costs
 in cycles is the kind's (codesign.fpga.kan.cycles, codesign.fpga.mlp.cycles); for a spec,
 codesign.fpga.pipeline asks its kind.
 """
@@ -17,10 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["PIPELINES", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
+__all__ = ["PIPELINES", "MAX_SHARE", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
            "Pipeline", "PipelineChoice", "StageStructure", "parse_pipeline", "check_placement", "cut_header", "tree_regs"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
+MAX_SHARE = 64  # products per multiplier at most (rtl/shared_mult.sv: a 64:1 operand mux is three LUT levels)
 
 # The registers inside the phases: CUTS bit CUT_BITS[name] is the register CUT_<NAME> of the KAN
 # RTL, and what it holds. rtl/kan_cuts.svh is rendered from this table (cut_header); nothing
@@ -69,7 +72,11 @@ def cut_header() -> str:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A register placement of the learner's RTL: phase mask, cuts inside the phases, adder-tree split.
+    """A register placement of the learner's RTL: phase mask, cuts inside the phases, adder-tree split, sharing.
+
+    ``share`` > 1 time-multiplexes the products (rtl/shared_mult.sv): each multiplier serves ``share``
+    products of one site, one per cycle, into a register per product, so a product site costs
+    ``share`` cycles where its cut costs one, and the site's multipliers are ``share`` times fewer.
 
     ``dsp`` names the DSP primitive whose own registers hold the registers around the products
     (Family.dsp_instance, set for a board by codesign.fpga.search): where they sit on the part, not
@@ -80,10 +87,15 @@ class Pipeline:
     cuts: int = 0
     tree_split: int = 0
     dsp: str = field(default="", compare=False)
+    share: int = 1
 
     def cut(self, name: str) -> int:
         """1 when the cut ``name`` (one of CUT_NAMES) is on."""
         return self.cuts >> CUT_BITS[name] & 1
+
+    def product_cycles(self, name: str) -> int:
+        """Cycles of a product site (``mult``, ``gmult``, ``umult``): ``share`` when shared, else its cut (0 or 1)."""
+        return self.share if self.share > 1 else self.cut(name)
 
     @property
     def forward(self) -> int:
@@ -93,14 +105,15 @@ class Pipeline:
     @property
     def text(self) -> str:
         """The form parse_pipeline reads back."""
-        if not self.cuts and not self.tree_split:
+        if not self.cuts and not self.tree_split and self.share == 1:
             return str(self.phases)
-        return f"{self.phases:#x}:{self.cuts:#x}:{self.tree_split}"
+        shared = f":{self.share}" if self.share > 1 else ""
+        return f"{self.phases:#x}:{self.cuts:#x}:{self.tree_split}{shared}"
 
     @classmethod
     def from_dict(cls, data: dict) -> Pipeline:
         """The placement a manifest or report recorded with :meth:`to_dict` (its mask, cuts and tree split)."""
-        return cls(data["mask"], data.get("cuts", 0), data.get("tree_split", 0), data.get("dsp", ""))
+        return cls(data["mask"], data.get("cuts", 0), data.get("tree_split", 0), data.get("dsp", ""), data.get("share", 1))
 
     def to_dict(self) -> dict[str, object]:
         """Plain data for manifests and reports."""
@@ -109,6 +122,8 @@ class Pipeline:
                                    "text": self.text}
         if self.dsp:
             data["dsp"] = self.dsp
+        if self.share > 1:
+            data["share"] = self.share
         return data
 
 
@@ -151,19 +166,19 @@ class StageStructure:
 
 def _bad(text: object) -> ValueError:
     return ValueError(f"--pipeline={text!r}: choose one of {', '.join(PIPELINES)}, an integer phase mask "
-                      "or PHASES:CUTS:SPLIT")
+                      "or PHASES:CUTS:SPLIT[:SHARE]")
 
 
 def parse_pipeline(text: str) -> str | int | Pipeline:
-    """A pipeline as the command line gives it: a name, an integer phase mask (0x.. allowed) or PHASES:CUTS:SPLIT."""
+    """A pipeline as the command line gives it: a name, an integer phase mask (0x.. allowed) or PHASES:CUTS:SPLIT[:SHARE]."""
     if text in PIPELINES:
         return text
     try:
         if ":" in text:
             parts = [int(v, 0) for v in text.split(":")]
-            if len(parts) != 3 or min(parts) < 0:
+            if len(parts) not in (3, 4) or min(parts) < 0:
                 raise ValueError
-            return Pipeline(parts[0], parts[1], parts[2])
+            return Pipeline(parts[0], parts[1], parts[2], share=parts[3] if len(parts) == 4 else 1)
         return int(text, 0)
     except ValueError:
         raise _bad(text) from None
@@ -200,8 +215,10 @@ def check_placement(pipeline: str | int | Pipeline, n_layers: int, phase_cuts: b
     if pipeline.forward and pipeline.cut("rows"):
         raise ValueError(f"pipeline={pipeline.text}: FORWARD and the rows register ({1 << CUT_BITS['rows']:#x}) "
                          "do not go together (the rows register is not part of the overlapped front)")
-    if not kan and (pipeline.cuts or pipeline.tree_split):
-        raise ValueError(f"pipeline={pipeline.text}: the MLP RTL takes phase masks only (no CUTS, no SPLIT)")
+    if not 1 <= pipeline.share <= MAX_SHARE:
+        raise ValueError(f"pipeline={pipeline.text}: SHARE (products per multiplier) takes 1..{MAX_SHARE}, got {pipeline.share}")
+    if not kan and (pipeline.cuts or pipeline.tree_split or pipeline.share > 1):
+        raise ValueError(f"pipeline={pipeline.text}: the MLP RTL takes phase masks only (no CUTS, no SPLIT, no SHARE)")
     return pipeline
 
 

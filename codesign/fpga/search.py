@@ -3,8 +3,8 @@
 :func:`choose_pipeline` resolves any pipeline request into a frozen
 :class:`~codesign.fpga.pipeline.PipelineChoice` (placement, estimated period, clock met, note); a build
 makes that one call at its edge and hands the choice to the estimate, the HLS schedule, the RTL and the
-report. ``auto`` walks the register set greedily (:func:`candidate_pipelines`) with the cost model's
-period (codesign.fpga.cost).
+report. ``auto`` first shares the products as little as lets the design fit (:func:`fitting_share`), then walks
+the register set greedily (:func:`candidate_pipelines`) with the cost model's period (codesign.fpga.cost).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import math
 from dataclasses import replace
 
 from codesign.fpga.boards import Board
-from codesign.fpga.cost import features, period_ns
+from codesign.fpga.cost import features, period_ns, resource_counts, utilization_percent
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
-from codesign.fpga.placement import CUT_BITS, Pipeline, PipelineChoice
+from codesign.fpga.placement import CUT_BITS, MAX_SHARE, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["MAX_TREE_SPLIT", "candidate_pipelines", "choose_pipeline", "deeper_hint", "is_deepest", "rechoose_pipeline"]
+__all__ = ["MAX_TREE_SPLIT", "SHARE_FILL_PERCENT", "fitting_share", "candidate_pipelines",
+           "choose_pipeline", "deeper_hint", "is_deepest", "rechoose_pipeline"]
 
 
 def _clog2(n: int) -> int:
@@ -28,16 +29,46 @@ def _clog2(n: int) -> int:
 
 
 MAX_TREE_SPLIT = 8  # the largest SPLIT check_placement takes
+# ``auto`` shares the products until every resource's estimate is at most this much of the part: the LUT
+# estimate is off Yosys by 12 % on average (docs/figure1.md), and a placer needs room beyond that
+SHARE_FILL_PERCENT = 80.0
 
 
-def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None) -> list[Pipeline]:
+def fitting_share(spec: KANSpec | MLPSpec, board: Board) -> int:
+    """The fewest products per multiplier that bring every resource to SHARE_FILL_PERCENT of the part or below.
+
+    1 for a core without product sharing (the MLP) or a design that fits unshared. Sharing trades DSPs for
+    operand muxes (LUTs), so where no share brings everything under the fill, the share of the smallest
+    largest utilization. Judged on the deep placement (the most registers) with the spec's kept cuts.
+    """
+    kind = fpga_kind(spec)
+    if not kind.phase_cuts:
+        return 1
+    deep = resolve_pipeline(spec, "deep")
+    deep = replace(deep, cuts=deep.cuts | kind.kept_cuts(spec))
+
+    def fullest(share: int) -> float:
+        counts = resource_counts(spec, replace(deep, share=share), board.family)
+        return max(utilization_percent(counts, board).values())
+
+    fill = {1: fullest(1)}
+    if fill[1] <= SHARE_FILL_PERCENT:
+        return 1
+    for share in range(2, MAX_SHARE + 1):
+        fill[share] = fullest(share)
+        if fill[share] <= SHARE_FILL_PERCENT:
+            return share
+    return min(fill, key=lambda share: (fill[share], share))
+
+
+def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float | None = None, share: int = 1) -> list[Pipeline]:
     """The placements ``auto`` chooses from: two greedy walks over the register set, a few hundred model evaluations.
 
     Up from no register: each step adds the register that gives the shortest estimated period
     (then the fewest register bits), as long as the period does not grow, until every register
     is placed. Down from every register (when ``target_ns`` is given): each step removes the
     register that saves the most cycles (then the most bits) while the period still meets
-    ``target_ns``, until none can go.
+    ``target_ns``, until none can go. Every placement shares its products ``share`` per multiplier.
     """
     kind = fpga_kind(spec)
     kan = kind.phase_cuts  # the KAN core: registers inside the phases, a grid front
@@ -53,22 +84,20 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     idle = kind.idle_cuts(spec)  # bits that build nothing for this spec: tried, they would only tie
 
     def added(pipe: Pipeline) -> list[Pipeline]:
-        out = [Pipeline(pipe.phases | 1 << b, pipe.cuts, pipe.tree_split) for b in range(n_bits) if not pipe.phases >> b & 1]
+        out = [replace(pipe, phases=pipe.phases | 1 << b) for b in range(n_bits) if not pipe.phases >> b & 1]
         if kan:
-            out += [Pipeline(pipe.phases, pipe.cuts | 1 << k, pipe.tree_split) for k in CUT_BITS.values()
-                    if not (pipe.cuts | idle) >> k & 1]
+            out += [replace(pipe, cuts=pipe.cuts | 1 << k) for k in CUT_BITS.values() if not (pipe.cuts | idle) >> k & 1]
             finer = [v for v in splits if pipe.tree_split == 0 or v < pipe.tree_split]
             if finer:
-                out.append(Pipeline(pipe.phases, pipe.cuts, finer[0]))
+                out.append(replace(pipe, tree_split=finer[0]))
         return out
 
     def removed(pipe: Pipeline) -> list[Pipeline]:
-        out = [Pipeline(pipe.phases & ~(1 << b), pipe.cuts, pipe.tree_split) for b in range(n_bits) if pipe.phases >> b & 1]
-        out += [Pipeline(pipe.phases, pipe.cuts & ~(1 << k), pipe.tree_split) for k in CUT_BITS.values()
-                if pipe.cuts >> k & 1 and not kept >> k & 1]
+        out = [replace(pipe, phases=pipe.phases & ~(1 << b)) for b in range(n_bits) if pipe.phases >> b & 1]
+        out += [replace(pipe, cuts=pipe.cuts & ~(1 << k)) for k in CUT_BITS.values() if pipe.cuts >> k & 1 and not kept >> k & 1]
         if pipe.tree_split:
             coarser = [v for v in splits if v > pipe.tree_split]
-            out.append(Pipeline(pipe.phases, pipe.cuts, coarser[-1] if coarser else 0))
+            out.append(replace(pipe, tree_split=coarser[-1] if coarser else 0))
         return out
 
     def bits(pipe: Pipeline) -> float:
@@ -77,7 +106,7 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     def period(pipe: Pipeline) -> float:
         return round(period_ns(spec, pipe, board), 6)
 
-    current = Pipeline(cuts=kept)
+    current = Pipeline(cuts=kept, share=share)
     visited = [current]
     while True:
         options = sorted(added(current), key=lambda p: (period(p), bits(p)))
@@ -98,23 +127,23 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
 def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int | Pipeline = "auto") -> PipelineChoice:
     """A pipeline resolved once: for ``auto`` the placement that meets the spec's clock at least time per sample.
 
-    ``auto`` takes, among the candidate placements (candidate_pipelines) whose estimated period
-    meets 1000 / spec.clock_mhz, the one with the least II x period (then the fewest registers);
-    when none meets it, the fastest clock, with ``clock_met`` False and a one-line ``note``. Any
-    other request is resolved as it is and its clock estimated.
+    ``auto`` shares the products as little as lets the design fit (fitting_share), then takes, among the
+    candidate placements (candidate_pipelines) whose estimated period meets 1000 / spec.clock_mhz, the one
+    with the least II x period (then the fewest registers); when none meets it, the fastest clock, with
+    ``clock_met`` False and a one-line ``note``. Any other request is resolved as it is and its clock estimated.
     """
     target = 1000.0 / spec.clock_mhz
     dsp = board.family.dsp_instance  # where the product registers sit on this family, whatever the placement
     if pipeline != "auto":
         pipe = resolve_pipeline(spec, pipeline)
-        pipe = Pipeline(pipe.phases, pipe.cuts | fpga_kind(spec).kept_cuts(spec), pipe.tree_split, dsp)  # e.g. a block RAM's read
+        pipe = replace(pipe, cuts=pipe.cuts | fpga_kind(spec).kept_cuts(spec), dsp=dsp)  # e.g. a block RAM's read
         period = period_ns(spec, pipe, board)
         met = period <= target + 1e-9
         note = None if met else (f"clock target {spec.clock_mhz:g} MHz not met: estimate {round(1000.0 / period, 1):g} MHz "
                                  f"with pipeline {pipe.text} (--pipeline auto chooses registers for the target)")
         request = pipeline if isinstance(pipeline, str) else pipe.text
         return PipelineChoice(request, pipe, spec.clock_mhz, period, met, note)
-    period, ii, pipe, met = _auto_placement(spec, board, target)
+    period, ii, pipe, met = _auto_placement(spec, board, target, fitting_share(spec, board))
     pipe = replace(pipe, dsp=dsp)
     if met:
         return PipelineChoice("auto", pipe, spec.clock_mhz, period, True)
@@ -123,14 +152,14 @@ def choose_pipeline(spec: KANSpec | MLPSpec, board: Board, pipeline: str | int |
     return PipelineChoice("auto", pipe, spec.clock_mhz, period, False, note)
 
 
-def _auto_placement(spec: KANSpec | MLPSpec, board: Board, target_ns: float) -> tuple[float, int, Pipeline, bool]:
+def _auto_placement(spec: KANSpec | MLPSpec, board: Board, target_ns: float, share: int) -> tuple[float, int, Pipeline, bool]:
     """(period, II, placement, meets target_ns) of ``auto``'s choice for a period target.
 
     Among the candidates (candidate_pipelines) that meet ``target_ns``, the least II x period, then the fewest
     register bits; when none meets it, the fastest clock (then the least II).
     """
     scored = []
-    for pipe in candidate_pipelines(spec, board, target_ns):
+    for pipe in candidate_pipelines(spec, board, target_ns, share):
         scored.append((period_ns(spec, pipe, board), pipeline_timing(spec, pipe)["ii"], pipe))
     meeting = [t for t in scored if t[0] <= target_ns + 1e-9]
     if meeting:
@@ -169,8 +198,9 @@ def rechoose_pipeline(spec: KANSpec | MLPSpec, board: Board, tried: list[Pipelin
     target = 1000.0 / spec.clock_mhz
     scale = max(1.0, routed_period_ns / estimated_period_ns)
     tight = target / scale
-    _, _, placement, _ = _auto_placement(spec, board, tight)
-    deep = resolve_pipeline(spec, "deep")
+    shared = max((p.share for p in tried), default=1)  # the routed ones' sharing, which the fit asked for
+    _, _, placement, _ = _auto_placement(spec, board, tight, shared)
+    deep = replace(resolve_pipeline(spec, "deep"), share=shared)
     for pipe, request in [(placement, f"auto, re-chosen for the routed clock (model x{scale:.2f})"), (deep, "deep")]:
         pipe = replace(pipe, dsp=board.family.dsp_instance)
         if pipe not in tried:

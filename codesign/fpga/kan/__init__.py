@@ -26,7 +26,7 @@ class KanFpga(KindNames):
     kind: LearnerKind = field(default_factory=lambda: kind_named("kan"))
     firmware: Firmware = field(default=firmware)
     rtl_library: tuple[str, ...] = ("mem_names.svh", "dsp_mult.svh", "pipe_reg.sv", "fixed_cast.sv", "const_mult.sv", "adder_tree.sv",
-                                    "online_control.sv", "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv",
+                                    "shared_mult.sv", "online_control.sv", "kan_grid.sv", "kan_decode.sv", "kan_bank.sv", "kan_layer.sv",
                                     "kan_host.sv", "flag_count.sv", "kan_online.sv")
     phase_cuts: bool = True
     coefficient_port: bool = True

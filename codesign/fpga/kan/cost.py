@@ -15,6 +15,8 @@ from codesign.fpga.cost_parts import (
     dsp_tiles,
     lutram_luts,
     lutram_mux_levels,
+    select_levels,
+    select_luts,
     split_adder_bits,
     tree_register_bits,
 )
@@ -31,6 +33,8 @@ from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec
 
 __all__ = ["kan_features", "kan_stage_features"]
+
+_PRODUCT_SITES = ("mult", "gmult", "umult")  # the cuts of the product sites (Pipeline.product_cycles)
 
 
 def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dict[str, float]]:
@@ -60,6 +64,18 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
     dense_inv_h = bin(g.inv_h_raw).count("1") > 3  # const_mult leaves it to a multiplier
     shift_adds = 0 if dense_inv_h else bin(g.inv_h_raw).count("1") - 1
     folds = kan_folds(spec)
+    share = pipe.share
+
+    def products(count: int, width_a: int, width_b: int) -> None:
+        """A product site of ``count`` products (rtl/shared_mult.sv): its multipliers, and with sharing their operand muxes."""
+        nonlocal dsp
+        multipliers = -(-count // share)
+        dsp += multipliers * dsp_tiles(width_a, width_b, family)
+        lut["split"] += multipliers * split_adder_bits(width_a, width_b, family)
+        if share > 1:
+            lut["mux"] += multipliers * (width_a + width_b) * select_luts(share) + count  # and a load enable per product
+            ff["registers"] += clog2(share)  # the site's slot count
+
     for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
         last = layer == n_layers - 1
         folded = layer > 0 and folds["grid"]  # x - lo from the previous layer's cast: no scale step, no scale register
@@ -78,23 +94,20 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
         w_acc = min(wb + 1 + wc + clog2(n_in * banks) + 1, clog2(n_in * ((1 << fb) + 1)) + wc)
         lut["adders"] += n_out * (n_in * banks - 1) * w_acc
         add_cast(lut, n_out, w_acc, spec.act_t)
-        dsp += n_out * n_in * banks * dsp_tiles(wb + 1, wc, family)
-        lut["split"] += n_out * n_in * banks * split_adder_bits(wb + 1, wc, family)
+        products(n_out * n_in * banks, wb + 1, wc)
         if backward:
             # derivative products D*c per edge and bank, their sum and the dphi_t cast
             w_dacc = wd + wc + clog2(banks) + 1
             lut["adders"] += n_out * n_in * (banks - 1) * w_dacc
             add_cast(lut, n_out * n_in, w_dacc, spec.dphi_t)
-            dsp += n_out * n_in * banks * dsp_tiles(wd, wc, family)
-            lut["split"] += n_out * n_in * banks * split_adder_bits(wd, wc, family)
+            products(n_out * n_in * banks, wd, wc)
             # input gradient: g * dphi per edge, sum over outputs, times 1/h, the grad_t cast, the clamp
             w_s = wg + wdphi + clog2(n_out) + 1
             w_t = w_s + w_inv + 1
             lut["adders"] += n_in * ((n_out - 1) * w_s + shift_adds * w_t)
             add_cast(lut, n_in, w_t, spec.grad_t)
             lut["mux"] += n_in * wgrad
-            dsp += n_in * n_out * dsp_tiles(wg, wdphi, family)
-            lut["split"] += n_in * n_out * split_adder_bits(wg, wdphi, family)
+            products(n_in * n_out, wg, wdphi)
             if dense_inv_h:
                 dsp += n_in * dsp_tiles(w_s, w_inv + 1, family)
                 lut["split"] += n_in * split_adder_bits(w_s, w_inv + 1, family)
@@ -108,8 +121,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
         if span:
             lut["mux"] += n_in * banks * n_out * w_full
         add_cast(lut, n_in * banks * n_out, w_full, spec.coef_t)
-        dsp += n_in * banks * n_out * dsp_tiles(wg, wb + 1, family)
-        lut["split"] += n_in * banks * n_out * split_adder_bits(wg, wb + 1, family)
+        products(n_in * banks * n_out, wg, wb + 1)
         # banks: every (input, bank) holds a word of n_out coefficients, `depth` words deep; with a
         # register after F the write address (held) and the read address (the next decode) differ
         reg_f = bool(mask >> layer & 1)
@@ -151,7 +163,9 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
             "umult": n_in * banks * n_out * (wg + wb + 1),
             "ufull": n_in * banks * n_out * w_full,
         }
-        ff["registers"] += sum(bits * cut(name) for name, bits in cut_bits.items())
+        # a shared product site holds a register per product, whatever its cut
+        ff["registers"] += sum(bits * (min(1, pipe.product_cycles(name)) if name in _PRODUCT_SITES else cut(name))
+                               for name, bits in cut_bits.items())
         if layer == 0 and kan_read_in_front(spec, pipe):
             # the decoded inputs the update reads, held while the next sample's decode runs, and the
             # forwarding's hit and written word per bank (kan_layer READ_IN_FRONT)
@@ -223,10 +237,17 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         return value
 
     def multiply(*inputs: dict[str, float]) -> dict[str, float]:
+        # a shared multiplier's operands come through a mux of its products' operands (a fitted adder level is about
+        # two LUT levels), so never straight from a register
+        if pipe.share > 1:
+            return paths.node(*inputs, adder_levels=select_levels(pipe.share) / 2, multiply=1.0)
         # operands straight from registers: Yosys packs them into the DSP48's input registers
         if all(not i for i in inputs):
             return paths.node(multiply_registered=1.0)
         return paths.node(*inputs, multiply=1.0)
+
+    def product_cut(name: str) -> int:
+        return min(1, pipe.product_cycles(name))  # a shared site always registers its products
 
     def cast(value: dict[str, float], t: FixedType, subtract: bool = False) -> dict[str, float]:
         # A cast that is wiring (AP_TRN, AP_WRAP) costs nothing. The error's subtraction, where the error is not
@@ -274,7 +295,7 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             bram_mux = bram_mux_levels(n_out * spec.coef_t.width, depth) / 2
             word = after(paths.node(memory=1.0, adder_levels=bram_mux), kan_bram_out(spec, pipe))
         rows = after(decoded, c("rows"))  # the basis rows the products read
-        product = after(multiply(rows, word), c("mult"))
+        product = after(multiply(rows, word), product_cut("mult"))
         total = after(tree(product, n_in * banks), c("sum"))
         y = cast(total, spec.act_t)
         dphi = {}
@@ -292,14 +313,14 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     # the error, fused into the last forward cast or from the last layer's output
     grads[-1] = after(error if folds["error"] else cast(layer_in, spec.err_t, subtract=True), c("err"))
     for layer in range(n_layers - 1, 0, -1):
-        product = after(multiply(grads[layer], held[layer][2]), c("gmult"))
+        product = after(multiply(grads[layer], held[layer][2]), product_cut("gmult"))
         total = tree(product, shapes[layer][1])
         if dense_inv_h:
             total = paths.node(total, multiply=1.0)
         grads[layer - 1] = after(cast(after(total, c("gsum")), spec.grad_t), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
     for layer in range(n_layers):
         bb, word, _ = held[layer]
-        product = after(multiply(grads[layer], bb), c("umult"))
+        product = after(multiply(grads[layer], bb), product_cut("umult"))
         difference = after(paths.node(product, word, adder_levels=1.0), c("ufull"))
         cast(difference, spec.coef_t)
     return paths.ends

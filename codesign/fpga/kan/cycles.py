@@ -82,7 +82,7 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
         # the products wait for the later of the bank word (read, and bram_out behind a block RAM's mux) and the
         # basis rows (rows); a folded layer's grid offset comes from the previous layer's cast, without a scale register
         scale = 0 if layer > 0 and folds["grid"] else c("scale")
-        forward = (scale + c("grid") + c("decode") + max(word, c("rows")) + c("mult")
+        forward = (scale + c("grid") + c("decode") + max(word, c("rows")) + pipe.product_cycles("mult")
                    + tree_regs(n_in * banks, pipe.tree_split) + c("sum") + c("round"))
         prediction = ready + forward
         ready = prediction + (pipe.phases >> layer & 1)
@@ -90,8 +90,8 @@ def kan_arrivals(spec: KANSpec, pipe: Pipeline) -> dict[str, int]:
     grad = ready + (0 if folds["error"] else c("round")) + c("err")
     for layer in range(n_layers - 1, 0, -1):
         boundary = pipe.phases >> (2 * n_layers - 1 - layer) & 1
-        grad += c("gmult") + tree_regs(shapes[layer][1], pipe.tree_split) + c("gsum") + c("round") + boundary
-    return {"prediction": prediction, "write": grad + c("umult") + c("ufull") + c("round")}
+        grad += pipe.product_cycles("gmult") + tree_regs(shapes[layer][1], pipe.tree_split) + c("gsum") + c("round") + boundary
+    return {"prediction": prediction, "write": grad + pipe.product_cycles("umult") + c("ufull") + c("round")}
 
 
 def kan_stage_structure(spec: KANSpec, pipe: Pipeline) -> StageStructure:

@@ -41,10 +41,12 @@ def kan_core_parameters(spec: KANSpec) -> dict[str, int | str]:
 
 
 def kan_placement_parameters(spec: KANSpec, pipe: Pipeline) -> dict[str, int | str]:
-    """CUTS, TREE_SPLIT, the stage structure (N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT) and ECP5_DSP of a placement."""
+    """CUTS, TREE_SPLIT, the stage structure (N_STAGES, PRED_STAGE, N_FRONT, READ_IN_FRONT), SHARE and ECP5_DSP of a placement."""
     params: dict[str, int | str] = {"CUTS": pipe.cuts, "TREE_SPLIT": pipe.tree_split}
     params.update(kan_stage_structure(spec, pipe).sv_parameters())
-    if pipe.dsp:
+    if pipe.share > 1:
+        params["SHARE"] = pipe.share  # shared products are fabric products (rtl/shared_mult.sv), never a DSP primitive's
+    elif pipe.dsp:
         if pipe.dsp not in _DSP_PARAMETERS:
             raise ValueError(f"the KAN RTL instantiates no DSP primitive {pipe.dsp!r} (it knows {', '.join(_DSP_PARAMETERS)})")
         params[_DSP_PARAMETERS[pipe.dsp]] = 1  # absent otherwise: the tops of the other families stay as they were

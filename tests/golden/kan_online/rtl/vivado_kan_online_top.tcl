@@ -10,7 +10,7 @@ set part [lindex $argv 0]
 # the .mem files are read from this folder (the tops' MEM_DIR is ".")
 cd [file dirname [file normalize [info script]]]
 file mkdir vivado_kan_online_top
-read_verilog -sv {pipe_reg.sv fixed_cast.sv const_mult.sv adder_tree.sv online_control.sv kan_grid.sv kan_decode.sv kan_bank.sv kan_layer.sv kan_host.sv flag_count.sv kan_online.sv kan_online_top.sv}
+read_verilog -sv {pipe_reg.sv fixed_cast.sv const_mult.sv adder_tree.sv shared_mult.sv online_control.sv kan_grid.sv kan_decode.sv kan_bank.sv kan_layer.sv kan_host.sv flag_count.sv kan_online.sv kan_online_top.sv}
 read_mem {basis.mem dbasis.mem coef_l000_i000_b000.mem coef_l000_i000_b001.mem coef_l000_i000_b002.mem coef_l000_i000_b003.mem coef_l000_i001_b000.mem coef_l000_i001_b001.mem coef_l000_i001_b002.mem coef_l000_i001_b003.mem coef_l001_i000_b000.mem coef_l001_i000_b001.mem coef_l001_i000_b002.mem coef_l001_i000_b003.mem coef_l001_i001_b000.mem coef_l001_i001_b001.mem coef_l001_i001_b002.mem coef_l001_i001_b003.mem coef_l001_i002_b000.mem coef_l001_i002_b001.mem coef_l001_i002_b002.mem coef_l001_i002_b003.mem coef_l001_i003_b000.mem coef_l001_i003_b001.mem coef_l001_i003_b002.mem coef_l001_i003_b003.mem}
 read_xdc kan_online_top.xdc
 synth_design -top kan_online_top -part $part -include_dirs {.}
