@@ -400,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="TOML or YAML file overriding spec fields (default: the learner's built-in spec)")
     p.add_argument("--pipeline", default="auto",
                    help="auto (default: the registers that meet the spec's clock), ii1, staged, deep, an integer "
-                        "phase mask or PHASES:CUTS:SPLIT (docs/rtl.md)")
+                        "phase mask or PHASES:CUTS:SPLIT[:SHARE] (docs/rtl.md)")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 when the design does not fit the part or misses the clock target")
@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="RTL pipeline: auto (default: the cheapest registers whose every stage meets the spec's "
                         "clock_mhz by the analytic estimate), ii1 (no register: II 1, a slow clock), staged (a "
                         "register after every phase), deep (every register), an integer phase mask or "
-                        "PHASES:CUTS:SPLIT (see docs/rtl.md)")
+                        "PHASES:CUTS:SPLIT[:SHARE] (SHARE: products per multiplier; auto shares them when the "
+                        "design would not fit; see docs/rtl.md)")
     p.add_argument("--init", metavar="MODEL_PT",
                    help="start the KAN from a float KAN's state dict (torch.save(model.state_dict())): docs/integration.md "
                         "(default: the seed's initial coefficients)")

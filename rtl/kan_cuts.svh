@@ -15,3 +15,4 @@ localparam int CUT_ROUND = (CUTS >> 11) & 1;  // inside every cast, after the ro
 localparam int CUT_FORWARD = (CUTS >> 12) & 1;  // no register: the bank read joins the overlapped front, forwarding
 localparam int CUT_ROWS = (CUTS >> 13) & 1;  // the basis rows alone, beside the bank read (not with FORWARD)
 localparam int CUT_BRAM_OUT = (CUTS >> 14) & 1;  // the block-RAM bank word, after the mux over its RAMs (block-RAM banks only)
+localparam int CUT_SHARED_IN = (CUTS >> 15) & 1;  // the shared multipliers' operands, after their mux (shared products only)

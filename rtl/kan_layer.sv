@@ -249,11 +249,13 @@ module kan_layer #(
       end
     end
     shared_mult #(
-        .N(N_OUT * N_IN * P), .W_A(W_B), .A_SIGNED(0), .W_B(W_COEF), .W_P(W_BPROD), .SHARE(SHARE), .CUT(CUT_MULT)
+        .N(N_OUT * N_IN * P), .W_A(W_B), .A_SIGNED(0), .W_B(W_COEF), .W_P(W_BPROD),
+        .SHARE(SHARE), .CUT(CUT_MULT), .IN_REG(CUT_SHARED_IN)
     ) u_bprod (.clk(clk), .a(site_b), .b(site_c), .p(bprod_site));
     if (HAS_BACKWARD != 0) begin : g_dprod
       shared_mult #(
-          .N(N_OUT * N_IN * P), .W_A(W_D), .A_SIGNED(1), .W_B(W_COEF), .W_P(W_DPROD), .SHARE(SHARE), .CUT(CUT_MULT)
+          .N(N_OUT * N_IN * P), .W_A(W_D), .A_SIGNED(1), .W_B(W_COEF), .W_P(W_DPROD),
+        .SHARE(SHARE), .CUT(CUT_MULT), .IN_REG(CUT_SHARED_IN)
       ) u_dprod (.clk(clk), .a(site_d), .b(site_c), .p(dprod_site));
     end else begin : g_no_dprod
       assign dprod_site = '0;
@@ -469,7 +471,8 @@ module kan_layer #(
       end
     end
     shared_mult #(
-        .N(N_IN * N_OUT), .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD), .SHARE(SHARE), .CUT(CUT_GMULT)
+        .N(N_IN * N_OUT), .W_A(W_DPHI), .A_SIGNED(1), .W_B(W_G), .W_P(W_SPROD),
+        .SHARE(SHARE), .CUT(CUT_GMULT), .IN_REG(CUT_SHARED_IN)
     ) u_sprod (.clk(clk), .a(site_dphi), .b(site_g), .p(sprod_site));
   end else begin : g_backward_dsp
     assign sprod_site = '0;
@@ -536,7 +539,8 @@ module kan_layer #(
       end
     end
     shared_mult #(
-        .N(N_IN * P * N_OUT), .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB), .SHARE(SHARE), .CUT(CUT_UMULT)
+        .N(N_IN * P * N_OUT), .W_A(W_B), .A_SIGNED(0), .W_B(W_G), .W_P(W_GB),
+        .SHARE(SHARE), .CUT(CUT_UMULT), .IN_REG(CUT_SHARED_IN)
     ) u_gb (.clk(clk), .a(site_b), .b(site_g), .p(gb_site));
   end else begin : g_update_dsp
     assign gb_site = '0;

@@ -21,7 +21,8 @@ from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["ESTIMATE_FIELDS", "AnalyticEstimate", "analytic_estimate", "estimate", "cycles", "coefficient_table", "format_estimate"]
+__all__ = ["ESTIMATE_FIELDS", "AnalyticEstimate", "analytic_estimate", "estimate", "cycles", "coefficient_table", "format_estimate",
+           "format_sharing"]
 
 ESTIMATE_FIELDS = ("lut", "lutram", "ff", "dsp", "bram", "latency_cycles", "update_latency_cycles", "ii", "clock_mhz_estimate")
 
@@ -147,13 +148,13 @@ def format_estimate(spec: KANSpec | MLPSpec, result: dict[str, Any]) -> str:
         f"  clock       ~{result['clock_mhz_estimate']:g} MHz (estimate; target {result['clock_mhz']:g} MHz"
         f"{'' if result['clock_met'] else ', NOT met'}): prediction {result['prediction_latency_ns']:g} ns, "
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
-        *([_sharing_line(result)] if result.get("sharing") else []),
+        *([format_sharing(result)] if result.get("sharing") else []),
         f"  model       {result['estimate']}",
     ])
 
 
-def _sharing_line(result: dict[str, Any]) -> str:
-    """What sharing the products saves and costs, in the estimate's terms."""
+def format_sharing(result: dict[str, Any]) -> str:
+    """The estimate's sharing line: what sharing the products saves (DSPs) and costs (II, update latency)."""
     shared = result["sharing"]
     return (f"  sharing     {shared['share']} products per multiplier: {result['dsp']:,} DSP where unshared "
             f"{shared['dsp_unshared']:,}; II {result['ii']} where unshared {shared['ii_unshared']}, update after "

@@ -158,7 +158,7 @@ def lint_variants() -> list[tuple[str, Any, Any]]:
         ("kan_folded_sat_sym_auto", folded, "auto"), ("kan_folded_sat_sym_round", folded, Pipeline(0b110, 0x235D | 1 << 11, 2)),
         ("kan_fused_sat_zero_auto", fused, "auto"),
         # shared products (rtl/shared_mult.sv): a power of two, and a share that leaves a multiplier's slots unused
-        ("kan_default_shared_2", KANSpec(), Pipeline(0b110, 0x235D, 2, share=2)),
+        ("kan_default_shared_2", KANSpec(), Pipeline(0b110, 0xA35D, 2, share=2)),
         ("kan_mixed_modes_shared_3", mixed, Pipeline(0b111, 0, 0, share=3)),
         *((f"mlp_default_{p}", MLPSpec(), p) for p in ("ii1", "staged", "deep", "auto")),
         ("mlp_hardtanh_staged", hardtanh, "staged"),

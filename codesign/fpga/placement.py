@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["PIPELINES", "MAX_SHARE", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
+__all__ = ["PIPELINES", "MAX_SHARE", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "SHARED_IN",
+           "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
            "Pipeline", "PipelineChoice", "StageStructure", "parse_pipeline", "check_placement", "cut_header", "tree_regs"]
 
 PIPELINES = ("auto", "ii1", "staged", "deep")
@@ -45,10 +46,14 @@ _CUTS: tuple[tuple[str, int, str], ...] = (
     ("rows", 13, "the basis rows alone, beside the bank read (not with FORWARD)"),
     # block RAM only: its registered read is the read cut, the mux over the RAMs of a deep bank follows it
     ("bram_out", 14, "the block-RAM bank word, after the mux over its RAMs (block-RAM banks only)"),
+    # shared products only (share > 1): the operands a shared multiplier takes, after their mux (the DSP's input register)
+    ("shared_in", 15, "the shared multipliers' operands, after their mux (shared products only)"),
 )
 CUT_BITS = {name: bit for name, bit, _ in _CUTS}
 CUT_NAMES = tuple(CUT_BITS)
-ALL_CUTS = sum(1 << bit for bit in CUT_BITS.values())
+SHARED_IN = 1 << CUT_BITS["shared_in"]
+# every register of an unshared placement (`deep`); SHARED_IN builds nothing there
+ALL_CUTS = sum(1 << bit for bit in CUT_BITS.values()) & ~SHARED_IN
 # CUTS bit 12 is no register: it puts layer 0's bank read register in the front that the next
 # sample overlaps, with read-after-write forwarding (rtl/kan_layer.sv READ_IN_FRONT). Opt-in:
 # the select it adds before the forward multipliers costs them their DSP input register in
@@ -94,8 +99,8 @@ class Pipeline:
         return self.cuts >> CUT_BITS[name] & 1
 
     def product_cycles(self, name: str) -> int:
-        """Cycles of a product site (``mult``, ``gmult``, ``umult``): ``share`` when shared, else its cut (0 or 1)."""
-        return self.share if self.share > 1 else self.cut(name)
+        """Cycles of a product site (``mult``, ``gmult``, ``umult``): its cut (0 or 1); shared, ``share`` and the operand register."""
+        return self.share + self.cut("shared_in") if self.share > 1 else self.cut(name)
 
     @property
     def forward(self) -> int:
@@ -209,8 +214,8 @@ def check_placement(pipeline: str | int | Pipeline, n_layers: int, phase_cuts: b
         raise _bad(pipeline)
     if not 0 <= pipeline.phases < (1 << n_bits):
         raise ValueError(f"pipeline={pipeline.phases!r}: a register mask needs {n_bits} bits (0..{(1 << n_bits) - 1})")
-    if pipeline.cuts < 0 or pipeline.cuts & ~(ALL_CUTS | FORWARD) or not 0 <= pipeline.tree_split <= 8:
-        raise ValueError(f"pipeline={pipeline.text}: CUTS takes the register bits {ALL_CUTS:#x} and FORWARD "
+    if pipeline.cuts < 0 or pipeline.cuts & ~(ALL_CUTS | FORWARD | SHARED_IN) or not 0 <= pipeline.tree_split <= 8:
+        raise ValueError(f"pipeline={pipeline.text}: CUTS takes the register bits {ALL_CUTS | SHARED_IN:#x} and FORWARD "
                          f"({FORWARD:#x}), SPLIT 0..8")
     if pipeline.forward and pipeline.cut("rows"):
         raise ValueError(f"pipeline={pipeline.text}: FORWARD and the rows register ({1 << CUT_BITS['rows']:#x}) "

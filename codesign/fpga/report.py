@@ -7,6 +7,7 @@ from pathlib import Path
 from codesign import __version__
 from codesign.fpga.boards import Board
 from codesign.fpga.csim import CsimResult
+from codesign.fpga.estimate import format_sharing
 from codesign.fpga.sections import BuildReport, StreamSection
 from codesign.fpga.stimulus import Reference, Stimulus
 from codesign.fpga.timing import Timing, TimingBasis
@@ -67,6 +68,8 @@ def format_report(report: dict) -> str:
         lines.append(f"  analytic    {e['lut']:,} LUT, {e['lutram']:,} LUTRAM, {e['ff']:,} FF, {e['dsp']:,} DSP, "
                      f"{e.get('bram', 0):g} BRAM, ~{e['clock_mhz_estimate']:g} MHz, prediction + update ~{e['latency_ns']:g} ns "
                      "(analytic model, instant; --synth runs Yosys)")
+        if e.get("sharing"):
+            lines.append(format_sharing(e))
     if "cosim" in report:
         from codesign.fpga.cosim import format_cosim  # noqa: PLC0415 - the sim extra is optional
 

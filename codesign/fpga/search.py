@@ -16,7 +16,7 @@ from codesign.fpga.boards import Board
 from codesign.fpga.cost import features, period_ns, resource_counts, utilization_percent
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
-from codesign.fpga.placement import CUT_BITS, MAX_SHARE, Pipeline, PipelineChoice
+from codesign.fpga.placement import CUT_BITS, MAX_SHARE, SHARED_IN, Pipeline, PipelineChoice
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["MAX_TREE_SPLIT", "SHARE_FILL_PERCENT", "fitting_share", "candidate_pipelines",
@@ -45,7 +45,7 @@ def fitting_share(spec: KANSpec | MLPSpec, board: Board) -> int:
     if not kind.phase_cuts:
         return 1
     deep = resolve_pipeline(spec, "deep")
-    deep = replace(deep, cuts=deep.cuts | kind.kept_cuts(spec))
+    deep = replace(deep, cuts=deep.cuts | kind.kept_cuts(spec) | SHARED_IN)
 
     def fullest(share: int) -> float:
         counts = resource_counts(spec, replace(deep, share=share), board.family)
@@ -79,9 +79,13 @@ def candidate_pipelines(spec: KANSpec | MLPSpec, board: Board, target_ns: float 
     # any tree the schema allows (1,024 inputs x banks), and check_placement takes SPLIT 0..8
     splits = list(range(min(max_levels - 1, MAX_TREE_SPLIT), 0, -1)) if kan else []
 
-    # block-RAM banks read through the RAM's own register: the read cut is in every placement
-    kept = kind.kept_cuts(spec)
+    # block-RAM banks read through the RAM's own register: the read cut is in every placement; shared multipliers
+    # take their operands from a register (the DSP's own): without it the operand mux and the multiply are one
+    # path, which the model puts at 3.70 ns and Yosys at 3.89 ns on the default spec (247.5 MHz, docs/shared_products.md)
+    kept = kind.kept_cuts(spec) | (SHARED_IN if kan and share > 1 else 0)
     idle = kind.idle_cuts(spec)  # bits that build nothing for this spec: tried, they would only tie
+    if kan and share == 1:
+        idle |= SHARED_IN  # the shared multipliers' operand register: none to build
 
     def added(pipe: Pipeline) -> list[Pipeline]:
         out = [replace(pipe, phases=pipe.phases | 1 << b) for b in range(n_bits) if not pipe.phases >> b & 1]

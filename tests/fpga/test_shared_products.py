@@ -12,7 +12,7 @@ from codesign.fpga.cost import features, period_ns, resource_counts, utilization
 from codesign.fpga.estimate import estimate
 from codesign.fpga.kan.rtl import kan_placement_parameters
 from codesign.fpga.pipeline import pipeline_timing
-from codesign.fpga.placement import Pipeline
+from codesign.fpga.placement import SHARED_IN, Pipeline
 from codesign.fpga.search import SHARE_FILL_PERCENT, choose_pipeline, fitting_share
 from codesign.kan.spec import KANSpec, MLPSpec
 
@@ -33,8 +33,14 @@ def test_a_shared_site_has_share_times_fewer_multipliers_and_a_mux_in_front():
         assert shared["dsp"]["multipliers"] == sum(-(-n // share) for n in sites)
         assert alone["dsp"]["multipliers"] == sum(sites)
         assert shared["lut"]["mux"] > alone["lut"]["mux"]
-    # the operand mux lies before every multiplier: never faster than the same placement unshared
+    # the operand mux lies before every multiplier: never faster than the same placement unshared; its register
+    # (CUTS bit 15) ends the mux's path there and holds the operands of every multiplier
     assert period_ns(spec, replace(pipe, share=4), XCVU9P) >= period_ns(spec, pipe, XCVU9P)
+    registered = replace(pipe, cuts=pipe.cuts | SHARED_IN, share=2)
+    assert period_ns(spec, registered, XCVU9P) <= period_ns(spec, replace(pipe, share=2), XCVU9P)
+    unregistered = replace(pipe, share=2)
+    assert features(spec, registered, XCVU9P.family)["ff"]["registers"] > features(spec, unregistered, XCVU9P.family)["ff"]["registers"]
+    assert features(spec, replace(pipe, cuts=pipe.cuts | SHARED_IN), XCVU9P.family) == alone  # unshared: builds nothing
 
 
 def test_the_rtl_takes_share_and_leaves_shared_products_off_the_dsp_primitive():
@@ -54,6 +60,8 @@ def test_auto_shares_only_a_design_that_does_not_fit():
     assert share > 1
     choice = choose_pipeline(WIDE, XCVU9P, "auto")
     assert choice.placement.share == share and choice.clock_met
+    # the shared multipliers take their operands from a register (the DSP's): auto keeps it
+    assert choice.placement.cuts & SHARED_IN
     counts = resource_counts(WIDE, choice.placement, XCVU9P.family)
     assert max(utilization_percent(counts, XCVU9P).values()) <= SHARE_FILL_PERCENT
     # the least share that does it: one less leaves some resource over the fill on the deep placement

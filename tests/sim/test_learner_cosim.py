@@ -94,12 +94,12 @@ CASES = {
     "kan_fused_sat_zero_auto": (KANSpec(widths=(2, 3, 1), grid_size=8, act_t=FixedType.parse("ap_fixed<12,4,AP_TRN_ZERO,AP_SAT_ZERO>"),
                                         err_t=FixedType.parse("ap_fixed<12,4,AP_RND_CONV,AP_WRAP>")), "function_tracking", 1_000, "auto"),
     # shared products (rtl/shared_mult.sv): each multiplier serves SHARE products, one per cycle, and a product site
-    # counts SHARE cycles; a power of two, a share that leaves slots unused (3 layers, a partial mask), and the
-    # overlapped front with forwarding
-    "kan_default_shared_2": (KANSpec(), "function_tracking", 500, Pipeline(0b110, 0x235D, 2, share=2)),
+    # counts SHARE cycles (one more with the operand register, CUTS bit 15); a power of two, a share that leaves
+    # slots unused (3 layers, a partial mask), and the overlapped front with forwarding
+    "kan_default_shared_2": (KANSpec(), "function_tracking", 500, Pipeline(0b110, 0xA35D, 2, share=2)),
     "kan_deep_shared_5": (_deep_kan(), "mackey_glass", 500, Pipeline(0b01010, 0x8, 0, share=5)),
     "kan_1x1_g5_forward_shared_3": (KANSpec(widths=(1, 1), grid_size=5, spline_order=3), "function_tracking", 500,
-                                    Pipeline(1, 0x17FE, 0, share=3)),
+                                    Pipeline(1, 0x97FE, 0, share=3)),
     "mlp_default_ii1": (MLPSpec(), "function_tracking", 10_000, "ii1"),
     "mlp_hardtanh_staged": (
         MLPSpec(widths=(3, 8, 6, 1), activation="hardtanh", act_t=default_type(14, 4), coef_t=default_type(18, 5), lr_shift=4),
@@ -166,6 +166,11 @@ def test_pipeline_placements_parse_and_count():
     for share in (2, 3, 7):
         shared = pipeline_timing(spec, Pipeline(0, 0xFFF, 2, share=share))
         assert shared["stages"] == deep["stages"] + 2 * (share - 1) and shared["ii"] == deep["ii"] + 2 * (share - 1)
+        # the operand register: one more per site
+        registered = pipeline_timing(spec, Pipeline(0, 0xFFF | 1 << 15, 2, share=share))
+        assert registered["stages"] == shared["stages"] + 2
+    # without sharing it builds nothing and counts nothing
+    assert pipeline_timing(spec, Pipeline(0, 0xFFF | 1 << 15, 2)) == deep
     with pytest.raises(ValueError, match="FORWARD and the rows register"):
         resolve_pipeline(spec, Pipeline(0, 0x1000 | 0x2000, 0))
     # the rows register beside the bank read costs no cycle; in its place, the same count

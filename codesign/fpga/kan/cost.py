@@ -74,7 +74,8 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
         lut["split"] += multipliers * split_adder_bits(width_a, width_b, family)
         if share > 1:
             lut["mux"] += multipliers * (width_a + width_b) * select_luts(share) + count  # and a load enable per product
-            ff["registers"] += clog2(share)  # the site's slot count
+            # the site's slot count, and with the operand register the operands and the slot they belong to
+            ff["registers"] += clog2(share) + cut("shared_in") * (multipliers * (width_a + width_b) + clog2(share))
 
     for layer, (n_in, n_out) in enumerate(spec.layer_shapes):
         last = layer == n_layers - 1
@@ -240,7 +241,11 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         # a shared multiplier's operands come through a mux of its products' operands (a fitted adder level is about
         # two LUT levels), so never straight from a register
         if pipe.share > 1:
-            return paths.node(*inputs, adder_levels=select_levels(pipe.share) / 2, multiply=1.0)
+            selected = paths.node(*inputs, adder_levels=select_levels(pipe.share) / 2)
+            if c("shared_in"):  # the operand register, the DSP's own: the multiply starts from registers
+                after(selected, 1)
+                return paths.node(multiply_registered=1.0)
+            return paths.node(selected, multiply=1.0)
         # operands straight from registers: Yosys packs them into the DSP48's input registers
         if all(not i for i in inputs):
             return paths.node(multiply_registered=1.0)
