@@ -54,10 +54,20 @@ DEFAULT_ROWS = [
 ]
 _QER = ("qer-plain", "qer-scaled", "srr")
 # rows whose grid is KMeansConfig's default, marked by the default of their day: no key (symmetric levels),
-# "zero-point" (fractional zero points), "exact-zero" (zero points on the levels, 0.0 exact, at 3 bits and more)
+# "zero-point" (fractional zero points), "exact-zero" (zero points on the levels, 0.0 exact, at 3 bits and more),
+# "exact-zero-magnitude-at-3" (at 3 bits 0.0 exact and Lloyd weighted toward large weights, fractional zero points at
+# the other widths)
 _KMEANS_GRID = ("kmeans", *_QER)
-KMEANS_GRID = "exact-zero"
-_GRID_LABELS = {"zero-point": " (zero point)", "exact-zero": " (exact zero)"}
+KMEANS_GRID = "exact-zero-magnitude-at-3"
+_GRID_LABELS = {"zero-point": " (zero point)", "exact-zero": " (exact zero)",
+                "exact-zero-magnitude": " (exact zero, magnitude-weighted)", KMEANS_GRID: None}
+
+
+def _grid_label(grid: str, bits: int) -> str:
+    """The label of a k-means row's grid, as its row used ("" for the symmetric grid)."""
+    if grid == "exact-zero-magnitude-at-3":
+        grid = "exact-zero-magnitude" if bits == 3 else "zero-point"
+    return _GRID_LABELS.get(grid) or ""
 
 
 class KMeansMemo:
@@ -215,7 +225,7 @@ def _label(r: dict) -> str:
         guard = r.get("guard_objective", r["model_guard"])  # (rows of the first runs stored True and the objective apart)
         options = ", ".join(filter(None, (options, f"model-guarded on {guard.upper()}")))
     feedback = (" + error feedback" + (f" ({options})" if options else "")) if r.get("error_feedback") else ""
-    grid = _GRID_LABELS.get(r.get("kmeans_grid", ""), "") if r["method"] == "kmeans" else ""
+    grid = _grid_label(r.get("kmeans_grid", ""), r["bits"]) if r["method"] == "kmeans" else ""
     return r["method"] + grid + (" + WinQ" if r.get("winq") else "") + feedback + steps + group
 
 

@@ -70,7 +70,11 @@ def main() -> int:
     parser.add_argument("--calib-tokens", type=int, default=2048)
     parser.add_argument("--context", type=int, default=512)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--magnitude-weight", type=float, default=None,
+                        help="KMeansConfig's magnitude_weight (default: its default, 3 at 3 bits and 0 otherwise)")
     args = parser.parse_args()
+    if args.magnitude_weight is not None and not args.magnitude_weight >= 0:
+        parser.error("--magnitude-weight must be >= 0")
     if args.bits < 1 or args.bits > 8 or args.eval_tokens < 2 or args.calib_tokens < 1 or args.context < 2:
         parser.error("--bits must be 1..8, --eval-tokens and --context at least 2, --calib-tokens at least 1")
     torch.set_num_threads(args.threads)
@@ -92,7 +96,7 @@ def main() -> int:
             body(input_ids=calib[start:start + args.context][None])
 
     stats = collect_statistics(model, run, names)
-    kmeans, rtn = KMeansConfig(bits=args.bits), AsymIntConfig(bits=args.bits)
+    kmeans, rtn = KMeansConfig(bits=args.bits, magnitude_weight=args.magnitude_weight), AsymIntConfig(bits=args.bits)
     grids: dict[str, dict[str, torch.nn.Linear]] = {"kmeans": {}, "rtn": {}}
     errors: dict[str, dict[str, tuple[float, float]]] = {"kmeans": {}, "rtn": {}}
     start = time.perf_counter()

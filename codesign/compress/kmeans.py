@@ -3,12 +3,13 @@
 The default grid (`zero_point=True`) starts from asymmetric round to nearest: each group's [min, max]
 range, shrunk by the clip ratio of least squared error, gives an fp16 step and a uint8 zero point, and
 the levels are the integers 0..2**b - 1, so that start is AsymIntConfig's grid or better. Lloyd–Max then
-moves the levels (one codebook per layer by default): W = (codebook[code] - zero) * step. At 3 bits and more
-(`exact_zero`) 0.0 stays on every group's grid: the levels are rounded to 1/16 of a level at 4 bits (256 / 2**bits
-in general), each group's zero point is its level nearest the start's integer zero point, and refits fit the
-steps; a weight that rounds to zero stays exactly zero, as in round to nearest. Without it (`exact_zero=False`)
+moves the levels (one codebook per layer by default): W = (codebook[code] - zero) * step. At 3 bits
+(`exact_zero`, the default there) 0.0 stays on every group's grid: the levels are rounded to 1/32 of a level at
+3 bits (256 / 2**bits in general), each group's zero point is its level nearest the start's integer zero point, and refits fit the
+steps; a weight that rounds to zero stays exactly zero, as in round to nearest; and Lloyd weighs each weight's
+error by 1 + 3 |w| / (its group's range) (`magnitude_weight`). Without them (`exact_zero=False`)
 rounds of exact block-coordinate descent refit codes, each group's step and fractional zero point, and the
-levels. No step increases the weight's squared error, and the stored (fp16) result is kept only if it is no
+levels. No refit increases the weight's squared error, and the stored (fp16) result is kept only if it is no
 worse than the uniform start, so the grid's error never exceeds that of min-max round to nearest.
 `zero_point=False` is the symmetric grid
 (absmax-normalized weights, no zero point, a quarter bit less storage at group 64; with `exact_zero` its level
@@ -47,12 +48,21 @@ class KMeansConfig:
         then fit codes, steps and zero points, a min-max RTN with fractional zero points refined by least squares).
     clip_ratios: with zero_point, the candidate shrinks of each group's [min, max] range for the start
         (the best per group wins; 1.0 must be among them, so the start is never worse than plain min-max).
-    exact_zero: keep 0.0 on every group's grid (True; the default None: at 3 bits and more, where a level spent on 0
-        costs little squared error; at 1 and 2 bits it costs a quarter of the levels or more): the zero point is one of the levels and
-        the symmetric codebook's level nearest 0 is 0. Weights that round to zero then stay exactly zero, as in
-        integer round to nearest; a grid fitted to squared error alone moves them all by one offset, which a
-        large activation on that input multiplies (on SmolLM2 at 3 bits it cost more perplexity than the lower
-        squared error gained). False: fractional zero points and free levels, the least squared error.
+    exact_zero: keep 0.0 on every group's grid (True): the zero point is one of the levels and the symmetric
+        codebook's level nearest 0 is 0. Weights that round to zero then stay exactly zero, as in integer round
+        to nearest; a grid fitted to squared error alone moves them all by one offset, which a large activation
+        on that input multiplies. False: fractional zero points and free levels, the least squared error. The
+        default None means True at 3 bits only, as chosen on validation slices of the train split
+        (benchmarks/kmeans_grid_validation.py): at 3 bits 0.0 kept exact scored better on SmolLM2 and Qwen, at
+        4 bits worse on SmolLM2 by far more than it gained on Qwen; at 1 and 2 bits a level spent on 0 costs a
+        quarter of the levels or more; above 4 bits it was not measured and the least squared error is kept.
+    keep_ends: keep the lowest and highest level at the ends of each group's (clipped) range, as round to
+        nearest does (Lloyd moves the others; the symmetric grid keeps -1 and 1 of its absmax-normalized units).
+    magnitude_weight: m >= 0; Lloyd (and the level refits) weigh each weight's squared error by 1 + m * r, r its
+        distance from 0 as a fraction of its group's range (of its absmax on the symmetric grid; 0 at zero, at most
+        1), pulling levels toward the large weights that round to nearest keeps close. The default None means 3
+        at 3 bits only, as chosen on the validation slices: at 3 bits it scored better on SmolLM2 and Qwen, at 4
+        bits worse on SmolLM2; other widths were not measured.
     """
 
     bits: int = 4
@@ -64,6 +74,8 @@ class KMeansConfig:
     lloyd: bool = True
     clip_ratios: tuple[float, ...] = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
     exact_zero: bool | None = None
+    keep_ends: bool = False
+    magnitude_weight: float | None = None
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
@@ -79,6 +91,12 @@ class KMeansConfig:
             raise ValueError(f"clip_ratios must be a tuple of values in (0, 1] that includes 1.0, got {self.clip_ratios!r}")
         if self.exact_zero is not None and not isinstance(self.exact_zero, bool):
             raise ValueError(f"exact_zero must be None, True or False, got {self.exact_zero!r}")
+        if not isinstance(self.keep_ends, bool):
+            raise ValueError(f"keep_ends must be True or False, got {self.keep_ends!r}")
+        if self.magnitude_weight is not None and (isinstance(self.magnitude_weight, bool)
+                                                  or not isinstance(self.magnitude_weight, (int, float))
+                                                  or not self.magnitude_weight >= 0):
+            raise ValueError(f"magnitude_weight must be None or a number >= 0, got {self.magnitude_weight!r}")
         if self.iterations < 1:
             raise ValueError(f"iterations must be >= 1, got {self.iterations}")
         if self.refits < 0:
@@ -86,8 +104,15 @@ class KMeansConfig:
 
     @property
     def keeps_zero(self) -> bool:
-        """Whether 0.0 is on every group's grid (exact_zero, resolved: None means 3 bits or more)."""
-        return self.bits >= 3 if self.exact_zero is None else self.exact_zero
+        """Whether 0.0 is on every group's grid (exact_zero, resolved: None means at 3 bits only)."""
+        return self.bits == 3 if self.exact_zero is None else self.exact_zero
+
+    @property
+    def magnitude(self) -> float:
+        """The magnitude_weight in force (resolved: None means 3.0 at 3 bits, 0.0 at the other widths)."""
+        if self.magnitude_weight is None:
+            return 3.0 if self.bits == 3 else 0.0
+        return float(self.magnitude_weight)
 
 
 def nearest_level(values: torch.Tensor, levels: torch.Tensor) -> torch.Tensor:
@@ -112,7 +137,7 @@ def _quantile_init(values: torch.Tensor, n_levels: int) -> torch.Tensor:
 
 def lloyd_max(
     values: torch.Tensor, n_levels: int, iterations: int = 25, init: torch.Tensor | None = None,
-    weights: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None, fixed_ends: bool = False,
 ) -> torch.Tensor:
     """Sorted Lloyd–Max levels [G, n_levels] minimizing squared error of each row of values [G, n].
 
@@ -120,6 +145,7 @@ def lloyd_max(
     contiguous runs (one searchsorted), whose means come from prefix sums. Starts from sorted `init` [G or 1, n_levels] when
     given (Lloyd never increases the error of its start), else from the sample quantiles.
     weights: non-negative [G, n] weights of the values (the error is sum weight * (value - level)^2).
+    fixed_ends: keep the lowest and highest level where they start (the others move as Lloyd moves them).
     """
     if values.dim() != 2:
         raise ValueError(f"values must be 2-D [groups, n], got {values.dim()}-D")
@@ -155,7 +181,10 @@ def lloyd_max(
         else:
             means = (sums / counts.clamp(min=1)).float()
         # an empty level keeps its place; 1-D Lloyd keeps levels ordered, the sort guards ties
-        levels = torch.where(counts > 0, means, levels).sort(dim=1).values
+        moved = torch.where(counts > 0, means, levels)
+        if fixed_ends:
+            moved = torch.cat([levels[:, :1], moved[:, 1:-1], levels[:, -1:]], dim=1)
+        levels = moved.sort(dim=1).values
     return levels
 
 
@@ -211,10 +240,17 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
     scale = group_absmax(weight, config.group_size).float().reshape(-1, 1)
     units = grouped / scale
     # per-group codebooks start from the layer's, so they never end worse than a layer codebook
-    book = lloyd_max(units.reshape(1, -1), 1 << config.bits, config.iterations)
+    ends = torch.linspace(-1, 1, 1 << config.bits, device=weight.device)[None] if config.keep_ends else None
+    lean = 1 + config.magnitude * units.abs() if config.magnitude else None
+    book = lloyd_max(units.reshape(1, -1), 1 << config.bits, config.iterations, init=ends, fixed_ends=config.keep_ends,
+                     weights=None if lean is None else lean.reshape(1, -1))
     if not per_layer:
-        book = lloyd_max(units, 1 << config.bits, config.iterations, init=book)
-    pin = _pin_zero if config.keeps_zero else (lambda levels: levels)
+        book = lloyd_max(units, 1 << config.bits, config.iterations, init=book, fixed_ends=config.keep_ends, weights=lean)
+
+    def pin(levels: torch.Tensor) -> torch.Tensor:
+        if config.keep_ends:
+            levels = torch.cat([torch.full_like(levels[:, :1], -1.0), levels[:, 1:-1], torch.ones_like(levels[:, :1])], 1)
+        return _pin_zero(levels) if config.keeps_zero else levels
     book = pin(book)
     for _ in range(config.refits):
         codes = _assign(grouped / scale, book, per_layer)
@@ -295,11 +331,12 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
     uniform = torch.arange(levels, dtype=torch.float32, device=weight.device)[None]
     # in code units u = w / step + zero the error of a weight is step^2 (u - level)^2: Lloyd weighted by step^2
     units = grouped / step + zero
-    mass = (step * step).expand_as(units)
-    book = (lloyd_max(units.reshape(1, -1), levels, config.iterations, init=uniform, weights=mass.reshape(1, -1))
-            if config.lloyd else uniform)
+    mass = _lloyd_mass(grouped, step, top, config.magnitude)
+    ends = config.keep_ends
+    book = (lloyd_max(units.reshape(1, -1), levels, config.iterations, init=uniform, weights=mass.reshape(1, -1),
+                      fixed_ends=ends) if config.lloyd else uniform)
     if not per_layer and config.lloyd:
-        book = lloyd_max(units, levels, config.iterations, init=book, weights=mass)
+        book = lloyd_max(units, levels, config.iterations, init=book, weights=mass, fixed_ends=ends)
     elif not per_layer:
         book = uniform.expand(n * groups, levels)
     if config.keeps_zero:
@@ -331,7 +368,9 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         step, zero = torch.where(better, trial_step, step), torch.where(better, trial_zero, zero)
         # levels: the step^2-weighted mean of the code units assigned to each
         if config.lloyd:
-            book = _refit_levels(grouped / step + zero, (step * step).expand_as(grouped), codes, book)
+            book = _refit_levels(grouped / step + zero, _lloyd_mass(grouped, step, top, config.magnitude), codes, book)
+            if ends:
+                book = torch.cat([uniform[:, :1].expand(book.shape[0], 1), book[:, 1:-1], uniform[:, -1:].expand(book.shape[0], 1)], 1)
     stored = (book * fine).to(torch.float16)
     book = stored.float() / fine
     codes = _assign(grouped / step + zero, book, per_layer)
@@ -352,6 +391,14 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         method="kmeans",
         zeros=torch.round(zero * fine).view(n, groups).to(torch.uint8).contiguous(),
     )
+
+
+def _lloyd_mass(grouped: torch.Tensor, step: torch.Tensor, top: int, magnitude_weight: float) -> torch.Tensor:
+    """Weights [R, n] of the code-unit errors: step^2, times 1 + m * |w| / (its group's range) with magnitude_weight."""
+    mass = (step * step).expand_as(grouped)
+    if magnitude_weight:
+        mass = mass * (1 + magnitude_weight * (grouped.abs() / (step * top)).clamp(max=1))
+    return mass
 
 
 def _refit_levels(units: torch.Tensor, mass: torch.Tensor, codes: torch.Tensor, book: torch.Tensor) -> torch.Tensor:

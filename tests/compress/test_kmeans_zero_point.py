@@ -86,13 +86,64 @@ def test_zero_stays_exactly_zero(bits, zero_point, codebook):
     # whatever activation that input carries
     w = _heavy_tailed(64, 256, seed=bits)
     w[torch.rand(w.shape, generator=torch.Generator().manual_seed(1)) < 0.3] = 0.0
-    config = KMeansConfig(bits=bits, zero_point=zero_point, codebook=codebook)
+    config = KMeansConfig(bits=bits, zero_point=zero_point, codebook=codebook, exact_zero=True)
     dequantized = quantize(w, config).dequantize()
     assert torch.equal(dequantized[w == 0], torch.zeros(int((w == 0).sum())))
     assert relative_error(w, dequantized) <= relative_error(w, quantize(w, AsymIntConfig(bits=bits)).dequantize())
     # the least-squares grid (fractional zero points, free levels) does move them
     free = quantize(w, KMeansConfig(bits=bits, zero_point=zero_point, codebook=codebook, exact_zero=False))
     assert not torch.equal(free.dequantize()[w == 0], torch.zeros(int((w == 0).sum())))
+
+
+@pytest.mark.parametrize("bits, keeps", [(1, False), (2, False), (3, True), (4, False), (8, False)])
+def test_zero_is_kept_exact_by_default_at_3_bits_only(bits, keeps):
+    # chosen on validation slices (benchmarks/kmeans_grid_validation.py): better at 3 bits, worse at 4
+    assert KMeansConfig(bits=bits).keeps_zero is keeps
+    assert KMeansConfig(bits=bits, exact_zero=not keeps).keeps_zero is not keeps
+    w = _heavy_tailed(64, 256, seed=bits)
+    w[torch.rand(w.shape, generator=torch.Generator().manual_seed(1)) < 0.3] = 0.0
+    default = quantize(w, KMeansConfig(bits=bits, zero_point=True)).dequantize()
+    assert torch.equal(default, quantize(w, KMeansConfig(bits=bits, zero_point=True, exact_zero=keeps)).dequantize())
+    assert torch.equal(default[w == 0], torch.zeros(int((w == 0).sum()))) is keeps
+
+
+@pytest.mark.parametrize("bits", [3, 4])
+@pytest.mark.parametrize("zero_point", [True, False])
+def test_the_end_levels_can_stay_at_the_range_ends(bits, zero_point):
+    w = _heavy_tailed(64, 256, seed=bits, shift=1.0)
+    q = quantize(w, KMeansConfig(bits=bits, zero_point=zero_point, keep_ends=True))
+    top, fine = (1 << bits) - 1, 256 >> bits
+    ends = q.codebook.float()[[0, -1]]
+    expected = torch.tensor([0.0, top * fine]) if zero_point else torch.tensor([-1.0, 1.0])
+    assert torch.equal(ends, expected)
+    # the levels between them still move (Lloyd)
+    inner = q.codebook.float()[1:-1]
+    uniform = (torch.arange(1.0, top) * fine if zero_point else torch.linspace(-1, 1, top + 1)[1:-1].half().float())
+    assert not torch.equal(inner, uniform)
+    if zero_point:  # never worse than the uniform start, which is min-max round to nearest or better
+        rtn = relative_error(w, quantize(w, AsymIntConfig(bits=bits)).dequantize())
+        assert relative_error(w, q.dequantize()) <= rtn
+
+
+@pytest.mark.parametrize("bits, lean", [(2, 0.0), (3, 3.0), (4, 0.0)])
+def test_lloyd_leans_toward_large_weights_by_default_at_3_bits_only(bits, lean):
+    # chosen on validation slices (benchmarks/kmeans_grid_validation.py): better at 3 bits, worse at 4 on SmolLM2
+    assert KMeansConfig(bits=bits).magnitude == lean and KMeansConfig(bits=bits, magnitude_weight=1).magnitude == 1.0
+    w = _heavy_tailed(64, 512, seed=9)
+    default = quantize(w, KMeansConfig(bits=bits, zero_point=True))
+    assert torch.equal(default.dequantize(),
+                       quantize(w, KMeansConfig(bits=bits, zero_point=True, magnitude_weight=lean)).dequantize())
+
+
+@pytest.mark.parametrize("zero_point", [True, False])
+def test_the_magnitude_weight_moves_the_outer_levels_outward(zero_point):
+    w = _heavy_tailed(64, 512, seed=10)
+    flat, leaning = (quantize(w, KMeansConfig(bits=3, zero_point=zero_point, magnitude_weight=m)) for m in (0.0, 3.0))
+    spread = [float(q.codebook.float()[-1] - q.codebook.float()[0]) for q in (flat, leaning)]
+    assert spread[1] > spread[0]
+    # more squared error than the unweighted grid, still no more than min-max round to nearest
+    errors = [relative_error(w, q.dequantize()) for q in (flat, leaning)]
+    assert errors[0] < errors[1] <= relative_error(w, quantize(w, AsymIntConfig(bits=3)).dequantize())
 
 
 def test_a_constant_group_is_exact():
@@ -111,6 +162,9 @@ def test_a_constant_group_is_exact():
     ({"lloyd": False}, "needs zero_point=True"),
     ({"lloyd": False, "zero_point": False}, "needs zero_point=True"),
     ({"exact_zero": 1}, "exact_zero must be None, True or False"),
+    ({"keep_ends": None}, "keep_ends must be True or False"),
+    ({"magnitude_weight": -1.0}, "magnitude_weight must be None or a number >= 0"),
+    ({"magnitude_weight": True}, "magnitude_weight must be None or a number >= 0"),
 ])
 def test_a_bad_config_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):

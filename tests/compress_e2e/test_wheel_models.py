@@ -36,11 +36,14 @@ def test_the_kmeans_grid_beats_minmax_rtn_on_real_weights(smollm, bits):
     layers = ("model.layers.0.self_attn.q_proj", "model.layers.15.mlp.down_proj", "model.layers.29.self_attn.v_proj")
     for name in layers:
         w = model.get_submodule(name).weight.detach()
-        ours = relative_error(w, quantize(w, KMeansConfig(bits=bits)).dequantize())
-        free = relative_error(w, quantize(w, KMeansConfig(bits=bits, exact_zero=False)).dequantize())
+        ours = quantize(w, KMeansConfig(bits=bits)).dequantize()
+        exact = relative_error(w, quantize(w, KMeansConfig(bits=bits, exact_zero=True)).dequantize())
+        free = relative_error(w, quantize(w, KMeansConfig(bits=bits, exact_zero=False, magnitude_weight=0.0)).dequantize())
         rtn = relative_error(w, quantize(w, AsymIntConfig(bits=bits)).dequantize())
-        # the default grid keeps 0.0 exact: measured 0.87 / 0.89-0.90 of RTN's error at 3 / 4 bits on these layers
-        assert ours < {3: 0.89, 4: 0.92}[bits] * rtn, (name, ours, rtn)
+        # the default grid keeps 0.0 exact, with Lloyd leaning toward large weights, at 3 bits only: measured
+        # 0.878-0.883 of RTN's error at 3 bits on these layers (0.87 unweighted), 0.89-0.90 at 4 bits with 0.0 exact
+        assert relative_error(w, ours) == {3: exact, 4: free}[bits]
+        assert exact < {3: 0.89, 4: 0.92}[bits] * rtn, (name, exact, rtn)
         # the weights come from Q4_1 blocks (an offset grid per 32 weights): a fractional zero point fits them
         # closer still (measured 0.82 / 0.71), at the cost of moving every weight that rounds to zero
         assert free < {3: 0.85, 4: 0.75}[bits] * rtn, (name, free, rtn)
