@@ -118,7 +118,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         return _print_config(spec, f"estimate {args.learner} --target {args.target}")
     result = estimate(spec, board, pipeline=parse_pipeline(args.pipeline))
     result["fit"] = fit_check(result["utilization_percent"], result["clock_mhz_estimate"], board.name, spec.clock_mhz,
-                              "analytic estimate", result.get("clock_note")).to_dict()
+                              "analytic estimate", result.get("clock_note"), result.get("fit_hint")).to_dict()
     print(json.dumps(result, indent=1) if args.json else format_estimate(spec, result))
     if result["fit"]["note"] and args.strict:
         raise FitError(result["fit"]["note"])

@@ -99,7 +99,7 @@ def build(
         find_yosys()
     analytic = analytic_estimate(plan.spec, plan.board, plan.choice)  # the plan's choice: nothing is searched again
     fit = fit_check(analytic.utilization_percent, analytic.clock_mhz_estimate, plan.board.name, plan.spec.clock_mhz,
-                    "analytic estimate", analytic.clock_note)
+                    "analytic estimate", analytic.clock_note, analytic.fit_hint)
     if plan.strict and fit.note and refuses(fit, plan.board.family.model_checked):
         raise FitError(fit.note)  # only on what the model was checked on for this family; synthesis decides the rest
     target_dir = Path(out) if out is not None else default_output(plan.learner, plan.board)

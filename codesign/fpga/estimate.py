@@ -80,15 +80,21 @@ class AnalyticEstimate:
     # with shared products (Pipeline.share > 1): the share and what the same placement unshared would have been,
     # the cost in cycles stated beside the DSPs it saves; None otherwise
     sharing: dict[str, int] | None = None
+    # what would bring the DSPs onto the part when this placement does not share its products; None otherwise
+    fit_hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for report.json and ``codesign estimate --json`` (no clock_note when the clock is met)."""
         out = asdict(self)
         if out["clock_note"] is None:
             del out["clock_note"]
-        if out["sharing"] is None:
-            del out["sharing"]
+        for optional in ("sharing", "fit_hint"):
+            if out[optional] is None:
+                del out[optional]
         return out
+
+
+_SHARE_HINT = "products can share multipliers: --pipeline auto chooses a share, or add :SHARE to the placement"
 
 
 def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineChoice) -> AnalyticEstimate:
@@ -120,6 +126,8 @@ def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineCho
         utilization_percent=utilization, clock_met=choice.clock_met, clock_note=None if choice.clock_met else choice.note,
         pipeline=choice.request, pipeline_mask=pipeline.phases, pipeline_placement=pipeline.to_dict(), target=board.name,
         estimate=text, model_checked=list(family.model_checked), sharing=sharing,
+        fit_hint=(_SHARE_HINT if utilization.get("dsp", 0.0) > 100.0 and pipeline.share == 1 and fpga_kind(spec).phase_cuts
+                  else None),
     )
 
 

@@ -33,19 +33,19 @@ class FitVerdict:
 
 
 def fit_check(utilization: Mapping[str, float], estimate: float | None, board_name: str, clock_mhz: float, source: str,
-              clock_note: str | None = None) -> FitVerdict:
+              clock_note: str | None = None, fit_hint: str | None = None) -> FitVerdict:
     """Compare a design's utilization (percent of the part per resource) and estimated clock with the part and target.
 
     The verdict's note is one line naming every shortfall, or None when the design fits and meets the clock;
     ``clock_note`` (the pipeline choice's own line: the best clock reached and what to try) replaces the plain
-    clock phrase.
+    clock phrase; ``fit_hint`` (what would make it fit, the estimate's) follows the resources over the part.
     """
     over = {k: v for k, v in utilization.items() if v > 100.0}
     meets = estimate is None or estimate >= clock_mhz
     problems = []
     if over:
         used = ", ".join(f"{k.upper()} {v:,.0f} %" for k, v in over.items())
-        problems.append(f"the design does not fit {board_name} ({used} of the part)")
+        problems.append(f"the design does not fit {board_name} ({used} of the part{'; ' + fit_hint if fit_hint else ''})")
     if not meets:
         problems.append(clock_note or f"the design misses the {clock_mhz:g} MHz clock target (estimated {estimate:g} MHz)")
     note = f"{'; '.join(problems)} [{source}]" if problems else None

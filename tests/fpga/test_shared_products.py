@@ -90,3 +90,16 @@ def test_a_bad_share_is_one_line_and_exit_2(text, message, capsys):
     assert main(["estimate", "kan_online", "--target", "xcvu9p", "--pipeline", text]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_design_over_the_dsps_is_told_it_can_share(capsys, tmp_path):
+    config = tmp_path / "wide.toml"
+    config.write_text("[spec]\nwidths = [16, 64, 5]\ngrid_size = 32\n")
+    assert main(["estimate", "kan_online", "--target", "xcvu9p", "--config", str(config), "--pipeline", "deep"]) == 0
+    warning = capsys.readouterr().err.strip()
+    assert "DSP 181 % of the part; products can share multipliers: --pipeline auto chooses a share" in warning
+    assert len(warning.splitlines()) == 1
+    assert main(["estimate", "kan_online", "--target", "xcvu9p", "--config", str(config), "--pipeline", "deep",
+                 "--strict"]) == 3
+    # shared already, or no DSP over the part: no hint
+    assert "fit_hint" not in estimate(WIDE, XCVU9P, "auto") and "fit_hint" not in estimate(KANSpec(), XCVU9P, "deep")
