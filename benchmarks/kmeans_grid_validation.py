@@ -39,7 +39,8 @@ def main() -> int:
                              "free-zero (0.0 not kept on the grid, Lloyd unweighted), exact-zero (0.0 kept), ends (the "
                              "lowest and highest level kept at the range's ends, Lloyd unweighted), magnitude (Lloyd "
                              "weighted toward large weights, magnitude_weight=3), flat (Lloyd unweighted, "
-                             "magnitude_weight=0), rtn")
+                             "magnitude_weight=0), ends-noclip (ends without the range search), lloyd-only (Lloyd "
+                             "levels, no refit, no range search), uniform-start (min-max, no refit, no range search), rtn")
     args = parser.parse_args()
     try:
         every = _variants(args.bits)
@@ -96,6 +97,14 @@ def _variants(bits: int) -> dict[str, tuple[str, KMeansConfig | AsymIntConfig]]:
             "magnitude": ("k-means, Lloyd weighted toward large weights (magnitude_weight=3)",
                           KMeansConfig(bits=bits, magnitude_weight=3.0)),
             "flat": ("k-means, Lloyd unweighted (magnitude_weight=0)", KMeansConfig(bits=bits, magnitude_weight=0.0)),
+            "ends-noclip": ("k-means, end levels at the unclipped range's ends, Lloyd unweighted (keep_ends=True, "
+                            "clip_ratios=(1.0,), magnitude_weight=0)",
+                            KMeansConfig(bits=bits, keep_ends=True, clip_ratios=(1.0,), magnitude_weight=0.0)),
+            "lloyd-only": ("k-means, Lloyd levels without refits or range search (refits=0, clip_ratios=(1.0,))",
+                           KMeansConfig(bits=bits, refits=0, clip_ratios=(1.0,))),
+            "uniform-start": ("the uniform start alone: min-max, no refit, no range search (lloyd=False, refits=0, "
+                              "clip_ratios=(1.0,))",
+                              KMeansConfig(bits=bits, zero_point=True, lloyd=False, refits=0, clip_ratios=(1.0,))),
             "rtn": ("min-max RTN (AsymIntConfig)", AsymIntConfig(bits=bits))}
 
 
