@@ -29,8 +29,7 @@ from doc_sections import write_sections
 from codesign.config import load_spec
 from codesign.fpga.boards import find_board
 from codesign.fpga.estimate import estimate
-from codesign.fpga.placement import parse_pipeline
-from codesign.fpga.search import choose_pipeline
+from codesign.fpga.placement import Pipeline, parse_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
@@ -59,22 +58,20 @@ def _config_path(work: Path, key: str | None) -> Path | None:
     return path
 
 
-def _placement(target: str, config: Path | None, pipeline: str, rows: dict[str, dict[str, Any]]) -> str:
-    """The pipeline text a row builds: as given, or another row's placement with its products unshared."""
+def _placement(pipeline: str, rows: dict[str, dict[str, Any]]) -> str:
+    """The pipeline text a row builds: as given, or another row's placement (PHASES:CUTS:SPLIT:SHARE) unshared."""
     if not pipeline.startswith("unshared:"):
         return pipeline
-    source = rows[pipeline.split(":", 1)[1]]
-    placement = parse_pipeline(source["placement"])
-    return replace(placement, share=1).text if not isinstance(placement, (str, int)) else str(placement)
+    placement = parse_pipeline(rows[pipeline.split(":", 1)[1]]["placement"])
+    assert isinstance(placement, Pipeline), placement  # a shared placement is always in the four-field form
+    return replace(placement, share=1).text
 
 
 def _estimate_row(target: str, config: Path | None, pipeline: str) -> dict[str, Any]:
     spec = load_spec("kan_online", str(config) if config else None)
     board = find_board(target)
-    request = parse_pipeline(pipeline)
-    result = estimate(spec, board, request)
-    choice = choose_pipeline(spec, board, request)
-    return {"placement": choice.placement.text, "parameters": spec.num_parameters, "estimate": result}
+    result = estimate(spec, board, parse_pipeline(pipeline))
+    return {"placement": result["pipeline_placement"]["text"], "parameters": spec.num_parameters, "estimate": result}
 
 
 def _build_row(work: Path, name: str, target: str, config: Path | None, pipeline: str) -> dict[str, Any]:
@@ -119,7 +116,7 @@ def main() -> int:
     rows: dict[str, dict[str, Any]] = {}
     for name, target, config_key, pipeline, synthesize in ROWS:
         config = _config_path(work, config_key)
-        placement = _placement(target, config, pipeline, rows)
+        placement = _placement(pipeline, rows)
         if args.redo:
             (work / name / "report.json").unlink(missing_ok=True)
         row = _build_row(work, name, target, config, placement) if synthesize else _estimate_row(target, config, placement)

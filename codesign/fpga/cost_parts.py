@@ -14,7 +14,7 @@ from codesign.fpga.placement import StageStructure
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["clog2", "dsp_tiles", "lutram_luts", "bram36_tiles", "bram_mux_levels",
-           "lutram_mux_levels", "select_levels", "select_luts", "split_adder_bits", "cast_is_wiring", "add_cast",
+           "lutram_mux_levels", "mux_levels", "select_luts", "split_adder_bits", "cast_is_wiring", "add_cast",
            "tree_register_bits", "common_registers"]
 
 
@@ -97,7 +97,7 @@ def bram_mux_levels(word_bits: int, depth: int) -> int:
     The RAMs in depth of the shape bram36_tiles counts (the cheapest 36 Kb one).
     """
     deep = min(_BRAM36_SHAPES, key=lambda shape: (math.ceil(depth / shape[0]) * math.ceil(word_bits / shape[1]), shape[0]))
-    return _mux_levels(math.ceil(depth / deep[0]))
+    return mux_levels(math.ceil(depth / deep[0]))
 
 
 # The deepest single LUTRAM read the period model is fitted to: the UltraScale+ RAM64M8 (Yosys' choice for
@@ -107,17 +107,12 @@ _LUTRAM_READ_DEPTH = 64
 
 def lutram_mux_levels(depth: int) -> int:
     """LUT levels of the mux over the LUTRAMs of a distributed-RAM bank deeper than one (a LUT6 selects one of 4)."""
-    return _mux_levels(math.ceil(depth / _LUTRAM_READ_DEPTH))
+    return mux_levels(math.ceil(depth / _LUTRAM_READ_DEPTH))
 
 
-def _mux_levels(rams: int) -> int:
-    """LUT6 levels that select one of ``rams`` outputs (one of 4 per level)."""
-    return math.ceil(math.log(rams, 4) - 1e-9) if rams > 1 else 0
-
-
-def select_levels(inputs: int) -> int:
-    """LUT6 levels of a mux that selects one of ``inputs`` values (a shared multiplier's operands, rtl/shared_mult.sv)."""
-    return _mux_levels(inputs)
+def mux_levels(inputs: int) -> int:
+    """LUT6 levels of a mux that selects one of ``inputs`` values (one of 4 per level): RAM outputs, shared operands."""
+    return math.ceil(math.log(inputs, 4) - 1e-9) if inputs > 1 else 0
 
 
 def select_luts(inputs: int) -> int:

@@ -84,11 +84,9 @@ class AnalyticEstimate:
     fit_hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for report.json and ``codesign estimate --json`` (no clock_note when the clock is met)."""
+        """Plain data for report.json and ``codesign estimate --json`` (clock_note, sharing and fit_hint only when set)."""
         out = asdict(self)
-        if out["clock_note"] is None:
-            del out["clock_note"]
-        for optional in ("sharing", "fit_hint"):
+        for optional in ("clock_note", "sharing", "fit_hint"):
             if out[optional] is None:
                 del out[optional]
         return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["PIPELINES", "MAX_SHARE", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "SHARED_IN",
+__all__ = ["PIPELINES", "MAX_SHARE", "CUT_BITS", "CUT_NAMES", "ALL_CUTS", "SHARED_IN", "PRODUCT_CUTS",
            "FORWARD", "FORWARD_BIT", "DEEP_TREE_SPLIT", "CUT_HEADER",
            "Pipeline", "PipelineChoice", "StageStructure", "parse_pipeline", "check_placement", "cut_header", "tree_regs"]
 
@@ -52,6 +52,7 @@ _CUTS: tuple[tuple[str, int, str], ...] = (
 CUT_BITS = {name: bit for name, bit, _ in _CUTS}
 CUT_NAMES = tuple(CUT_BITS)
 SHARED_IN = 1 << CUT_BITS["shared_in"]
+PRODUCT_CUTS = ("mult", "gmult", "umult")  # the registers of the product sites, which sharing always builds
 # every register of an unshared placement (`deep`); SHARED_IN builds nothing there
 ALL_CUTS = sum(1 << bit for bit in CUT_BITS.values()) & ~SHARED_IN
 # CUTS bit 12 is no register: it puts layer 0's bank read register in the front that the next
@@ -97,6 +98,10 @@ class Pipeline:
     def cut(self, name: str) -> int:
         """1 when the cut ``name`` (one of CUT_NAMES) is on."""
         return self.cuts >> CUT_BITS[name] & 1
+
+    def register(self, name: str) -> int:
+        """1 when the register of cut ``name`` is built: its bit, and every product site's when the products are shared."""
+        return 1 if self.share > 1 and name in PRODUCT_CUTS else self.cut(name)
 
     def product_cycles(self, name: str) -> int:
         """Cycles of a product site (``mult``, ``gmult``, ``umult``): its cut (0 or 1); shared, ``share`` and the operand register."""

@@ -51,10 +51,8 @@ def fitting_share(spec: KANSpec | MLPSpec, board: Board) -> int:
         counts = resource_counts(spec, replace(deep, share=share), board.family)
         return max(utilization_percent(counts, board).values())
 
-    fill = {1: fullest(1)}
-    if fill[1] <= SHARE_FILL_PERCENT:
-        return 1
-    for share in range(2, MAX_SHARE + 1):
+    fill: dict[int, float] = {}
+    for share in range(1, MAX_SHARE + 1):
         fill[share] = fullest(share)
         if fill[share] <= SHARE_FILL_PERCENT:
             return share

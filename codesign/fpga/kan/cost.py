@@ -15,7 +15,7 @@ from codesign.fpga.cost_parts import (
     dsp_tiles,
     lutram_luts,
     lutram_mux_levels,
-    select_levels,
+    mux_levels,
     select_luts,
     split_adder_bits,
     tree_register_bits,
@@ -33,8 +33,6 @@ from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec
 
 __all__ = ["kan_features", "kan_stage_features"]
-
-_PRODUCT_SITES = ("mult", "gmult", "umult")  # the cuts of the product sites (Pipeline.product_cycles)
 
 
 def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dict[str, float]]:
@@ -164,9 +162,7 @@ def kan_features(spec: KANSpec, pipe: Pipeline, family: Family) -> dict[str, dic
             "umult": n_in * banks * n_out * (wg + wb + 1),
             "ufull": n_in * banks * n_out * w_full,
         }
-        # a shared product site holds a register per product, whatever its cut
-        ff["registers"] += sum(bits * (min(1, pipe.product_cycles(name)) if name in _PRODUCT_SITES else cut(name))
-                               for name, bits in cut_bits.items())
+        ff["registers"] += sum(bits * pipe.register(name) for name, bits in cut_bits.items())
         if layer == 0 and kan_read_in_front(spec, pipe):
             # the decoded inputs the update reads, held while the next sample's decode runs, and the
             # forwarding's hit and written word per bank (kan_layer READ_IN_FRONT)
@@ -241,7 +237,7 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         # a shared multiplier's operands come through a mux of its products' operands (a fitted adder level is about
         # two LUT levels), so never straight from a register
         if pipe.share > 1:
-            selected = paths.node(*inputs, adder_levels=select_levels(pipe.share) / 2)
+            selected = paths.node(*inputs, adder_levels=mux_levels(pipe.share) / 2)
             if c("shared_in"):  # the operand register, the DSP's own: the multiply starts from registers
                 after(selected, 1)
                 return paths.node(multiply_registered=1.0)
@@ -250,9 +246,6 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
         if all(not i for i in inputs):
             return paths.node(multiply_registered=1.0)
         return paths.node(*inputs, multiply=1.0)
-
-    def product_cut(name: str) -> int:
-        return min(1, pipe.product_cycles(name))  # a shared site always registers its products
 
     def cast(value: dict[str, float], t: FixedType, subtract: bool = False) -> dict[str, float]:
         # A cast that is wiring (AP_TRN, AP_WRAP) costs nothing. The error's subtraction, where the error is not
@@ -300,7 +293,7 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
             bram_mux = bram_mux_levels(n_out * spec.coef_t.width, depth) / 2
             word = after(paths.node(memory=1.0, adder_levels=bram_mux), kan_bram_out(spec, pipe))
         rows = after(decoded, c("rows"))  # the basis rows the products read
-        product = after(multiply(rows, word), product_cut("mult"))
+        product = after(multiply(rows, word), pipe.register("mult"))
         total = after(tree(product, n_in * banks), c("sum"))
         y = cast(total, spec.act_t)
         dphi = {}
@@ -318,14 +311,14 @@ def kan_stage_features(spec: KANSpec, pipe: Pipeline, coefficients: dict[str, fl
     # the error, fused into the last forward cast or from the last layer's output
     grads[-1] = after(error if folds["error"] else cast(layer_in, spec.err_t, subtract=True), c("err"))
     for layer in range(n_layers - 1, 0, -1):
-        product = after(multiply(grads[layer], held[layer][2]), product_cut("gmult"))
+        product = after(multiply(grads[layer], held[layer][2]), pipe.register("gmult"))
         total = tree(product, shapes[layer][1])
         if dense_inv_h:
             total = paths.node(total, multiply=1.0)
         grads[layer - 1] = after(cast(after(total, c("gsum")), spec.grad_t), pipe.phases >> (2 * n_layers - 1 - layer) & 1)
     for layer in range(n_layers):
         bb, word, _ = held[layer]
-        product = after(multiply(grads[layer], bb), product_cut("umult"))
+        product = after(multiply(grads[layer], bb), pipe.register("umult"))
         difference = after(paths.node(product, word, adder_levels=1.0), c("ufull"))
         cast(difference, spec.coef_t)
     return paths.ends
