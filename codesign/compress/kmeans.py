@@ -183,7 +183,7 @@ def lloyd_max(
         # an empty level keeps its place; 1-D Lloyd keeps levels ordered, the sort guards ties
         moved = torch.where(counts > 0, means, levels)
         if fixed_ends:
-            moved = torch.cat([levels[:, :1], moved[:, 1:-1], levels[:, -1:]], dim=1)
+            moved = _with_ends(moved, levels)
         levels = moved.sort(dim=1).values
     return levels
 
@@ -248,8 +248,8 @@ def quantize_kmeans(weight: torch.Tensor, config: KMeansConfig = KMeansConfig())
         book = lloyd_max(units, 1 << config.bits, config.iterations, init=book, fixed_ends=config.keep_ends, weights=lean)
 
     def pin(levels: torch.Tensor) -> torch.Tensor:
-        if config.keep_ends:
-            levels = torch.cat([torch.full_like(levels[:, :1], -1.0), levels[:, 1:-1], torch.ones_like(levels[:, :1])], 1)
+        if ends is not None:
+            levels = _with_ends(levels, ends)
         return _pin_zero(levels) if config.keeps_zero else levels
     book = pin(book)
     for _ in range(config.refits):
@@ -370,7 +370,7 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         if config.lloyd:
             book = _refit_levels(grouped / step + zero, _lloyd_mass(grouped, step, top, config.magnitude), codes, book)
             if ends:
-                book = torch.cat([uniform[:, :1].expand(book.shape[0], 1), book[:, 1:-1], uniform[:, -1:].expand(book.shape[0], 1)], 1)
+                book = _with_ends(book, uniform)
     stored = (book * fine).to(torch.float16)
     book = stored.float() / fine
     codes = _assign(grouped / step + zero, book, per_layer)
@@ -391,6 +391,12 @@ def _quantize_asymmetric(weight: torch.Tensor, config: KMeansConfig) -> ScalarQu
         method="kmeans",
         zeros=torch.round(zero * fine).view(n, groups).to(torch.uint8).contiguous(),
     )
+
+
+def _with_ends(levels: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    """``levels`` [R, C] with its lowest and highest level replaced by those of ``ends`` [R or 1, C'] (keep_ends)."""
+    rows = levels.shape[0]
+    return torch.cat([ends[:, :1].expand(rows, 1), levels[:, 1:-1], ends[:, -1:].expand(rows, 1)], dim=1)
 
 
 def _lloyd_mass(grouped: torch.Tensor, step: torch.Tensor, top: int, magnitude_weight: float) -> torch.Tensor:
