@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clock_error_bars import ANALYTIC_CLOCK_ERROR, YOSYS_CLOCK_ERROR
+from clock_error_bars import analytic_clock_error, yosys_clock_error
 
 from codesign.fpga.boards import find_board
 from codesign.kan.spec import KANSpec, MLPSpec, with_precision
@@ -123,12 +123,19 @@ def _folder_hash(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def emitted_hash(row: dict) -> str:
+def placement(row: dict, target: str) -> object:
+    """A row's register placement as a build for ``target`` resolves it (the family's DSP registers, kept cuts)."""
+    from codesign.fpga.search import choose_pipeline
+
+    return choose_pipeline(row["spec"], find_board(target), row["pipeline"]).placement
+
+
+def emitted_hash(row: dict, target: str) -> str:
     """The hash of what emit_rtl writes for a row today: a cached result is stale when it changed."""
     from codesign.fpga.rtl_emit import emit_rtl
 
     with tempfile.TemporaryDirectory() as tmp:
-        emit_rtl(row["spec"], Path(tmp) / "rtl", pipeline=row["pipeline"])
+        emit_rtl(row["spec"], Path(tmp) / "rtl", pipeline=placement(row, target))
         return _folder_hash(Path(tmp) / "rtl")
 
 
@@ -161,7 +168,7 @@ def _cached(row: dict, work: Path, target: str) -> dict | None:
             return None
         cached["emitted"] = _folder_hash(folder)
         cache.write_text(json.dumps(cached, indent=1) + "\n")
-    return cached if cached["emitted"] == emitted_hash(row) else None
+    return cached if cached["emitted"] == emitted_hash(row, target) else None
 
 
 def synthesize(row: dict, work: Path, target: str) -> dict:
@@ -176,7 +183,7 @@ def synthesize(row: dict, work: Path, target: str) -> dict:
     cache = _cache_path(row, work)
     folder = work / "rtl" / row["name"].replace(" ", "_")
     started = time.perf_counter()
-    manifest = emit_rtl(row["spec"], folder, pipeline=row["pipeline"], force=True)
+    manifest = emit_rtl(row["spec"], folder, pipeline=placement(row, target), force=True)
     synth = run_synth(folder, find_board(target))
     result = {
         "name": row["name"], "key": key, "emitted": _folder_hash(folder), "target": target,
@@ -212,7 +219,7 @@ def run_sweep(rows: list[dict], work: Path, target: str, jobs: int, cached_only:
     return [results[row["name"]] for row in rows if row["name"] in results]
 
 
-def cosim_cycles(rows: list[dict], work: Path, names: set[str]) -> dict[str, dict]:
+def cosim_cycles(rows: list[dict], work: Path, names: set[str], target: str) -> dict[str, dict]:
     """Measured cycles (co-simulation of a short stream) of the named specs; cached in work/cosim_<name>.json."""
     from codesign.fpga.cosim import run_cosim
 
@@ -225,11 +232,12 @@ def cosim_cycles(rows: list[dict], work: Path, names: set[str]) -> dict[str, dic
         if cache.is_file() and rtl.is_dir():
             entry = json.loads(cache.read_text())
             # valid while the spec is the same and the co-simulated RTL is what emit_rtl writes today
-            if entry.get("key", "").startswith(_key(row, "cosim")) and _folder_hash(rtl) == emitted_hash(row):
+            if entry.get("key", "").startswith(_key(row, "cosim")) and _folder_hash(rtl) == emitted_hash(row, target):
                 out[row["name"]] = entry
                 continue
         key = _key(row, "cosim")
-        r = run_cosim(row["spec"], samples=200, pipeline=row["pipeline"], work_dir=work / "cosim" / row["name"].replace(" ", "_"), resets=1)
+        r = run_cosim(row["spec"], samples=200, pipeline=placement(row, target),
+                      work_dir=work / "cosim" / row["name"].replace(" ", "_"), resets=1)
         entry = {"key": key, "bit_exact": r["bit_exact"], **{k: r[k] for k in CYCLES}}
         cache.write_text(json.dumps(entry) + "\n")
         out[row["name"]] = entry
@@ -266,12 +274,26 @@ def _nnls_relative(rows: list[dict[str, float]], targets: list[float], prior: di
     return {n: round(float(c), 5) for n, c in zip(names, coef)}
 
 
+def fit_period(cases: list[tuple], prior: dict[str, float]) -> dict[str, float]:
+    """Period coefficients fitted to (spec, placement, period ns) cases: the slowest stage by the current fit, refit, repeat."""
+    from codesign.fpga.cost import timing_features
+
+    period = dict(prior)
+    for _ in range(8):
+        rows = [timing_features(spec, pipeline, period) for spec, pipeline, _ in cases]
+        new = _nnls_relative(rows, [target for _, _, target in cases], prior)
+        if new == period:
+            break
+        period = {**period, **new}
+    return period
+
+
 def fit_coefficients(samples: list[tuple], target: str, period_only: bool = False) -> dict:
     """Fit LUT, LUTRAM and FF coefficients and the period model on (spec, pipeline, synth result) samples.
 
     ``period_only`` keeps the shipped resource coefficients and refits the period model alone.
     """
-    from codesign.fpga.cost import features, timing_features
+    from codesign.fpga.cost import features
     from codesign.fpga.estimate import coefficient_table
 
     if period_only:
@@ -287,15 +309,10 @@ def fit_coefficients(samples: list[tuple], target: str, period_only: bool = Fals
     prior = dict(PRIOR["period_ns"])
     if period_only:  # a component no spec of this run exercises keeps its shipped value
         prior.update({k: v for k, v in coefficient_table()["period_ns"].items() if k.startswith("mlp_")})
-    period = dict(prior)
-    for _ in range(8):
-        rows = [timing_features(spec, pipeline, period) for spec, pipeline, _ in samples]
-        new = _nnls_relative(rows, [s["period_ns_estimate"] for _, _, s in samples], prior)
-        if new == period:
-            break
-        period = {**period, **new}
+    period = fit_period([(spec, pipeline, s["period_ns_estimate"]) for spec, pipeline, s in samples], prior)
     fitted_on = coefficient_table()["fitted_on"] if period_only else len(samples)
-    out = {"fitted_on": fitted_on, "target": target, "resources": resources, "period_ns": period}
+    out = {"fitted_on": fitted_on, "target": target, "resources": resources, "period_ns": period,
+           "family_period_ns": coefficient_table().get("family_period_ns", {})}  # other families' own fits stay
     if period_only:
         out["period_fitted_on"] = len(samples)
     return out
@@ -410,7 +427,7 @@ def render(rows: list[dict], results: list[dict], cosim: dict, target: str, comm
         "",
         "Both clocks of the tables below are estimates for xcvu9p, neither placed nor routed (`clock_mhz` and the clock column: "
         "analytic / Yosys logic depth); a router checks them on ECP5 only ([Clock estimates against routed timing (ECP5)]"
-        f"(#clock-estimates-against-routed-timing-ecp5), below): {YOSYS_CLOCK_ERROR}; {ANALYTIC_CLOCK_ERROR}.",
+        f"(#clock-estimates-against-routed-timing-ecp5), below): {yosys_clock_error()}; {analytic_clock_error()}.",
         "",
         fit_note,
         "",
@@ -518,7 +535,7 @@ def main() -> None:
                     "this sweep (`--fit`).")
     if args.save_reference:
         save_reference(results, ROOT / "tests" / "estimate" / "yosys_reference.json", args.target)
-    cosim = cosim_cycles(rows, work, {n.strip() for n in args.cosim.split(",") if n.strip()})
+    cosim = cosim_cycles(rows, work, {n.strip() for n in args.cosim.split(",") if n.strip()}, args.target)
     command = "python benchmarks/estimator_calibration.py " + shlex.join(sys.argv[1:])
     text = render(rows, results, cosim, args.target, command, fit_note)
     out = Path(args.out)
