@@ -14,6 +14,7 @@ from the board's :class:`~codesign.fpga.family.Family`. The search (codesign.fpg
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from codesign.fpga.boards import Board
@@ -24,7 +25,8 @@ from codesign.fpga.pipeline import resolve_pipeline
 from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
-__all__ = ["features", "resource_counts", "utilization_percent", "timing_features", "period_ns", "check_spec"]
+__all__ = ["features", "resource_counts", "utilization_percent", "timing_features", "PeriodModel", "period_model", "period_ns",
+           "check_spec"]
 
 # The analytic clock coefficients are fitted at UltraScale+ -2; other parts scale like the DSP delay of their family.
 _FITTED_DSP_MULT = resolve_family("estimate_coefficients", "xcup", 2, ()).delays.dsp_mult
@@ -45,12 +47,50 @@ def timing_features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, coe
     return max(named, key=lambda f: sum(coefficients.get(k, 0.0) * v for k, v in f.items()))
 
 
+@dataclass(frozen=True)
+class PeriodModel:
+    """A family's clock-period model: stage-delay coefficients, a factor on their sum, the growth of routed nets with size.
+
+    Below ``size_luts`` LUTs a design's nets are as short as the coefficients assume; above it every
+    path is longer by (LUTs / size_luts) ** ``size_exponent`` (the router spreads a larger design wider).
+    """
+
+    coefficients: dict[str, float]
+    factor: float = 1.0
+    size_luts: float = 1.0
+    size_exponent: float = 0.0
+    source: str = ""  # what the coefficients were fitted to, as the estimate states it
+
+    def size_factor(self, luts: float) -> float:
+        """How much longer every path of a design of ``luts`` LUTs is than the coefficients alone say."""
+        return max(1.0, luts / self.size_luts) ** self.size_exponent
+
+    def period_ns(self, spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Family) -> float:
+        """The period (ns) of a placement: its slowest stage by the coefficients, times the factor and the size factor."""
+        stage = timing_features(spec, pipeline, self.coefficients)
+        period = self.factor * sum(self.coefficients.get(k, 0.0) * v for k, v in stage.items())
+        if self.size_exponent:
+            period *= self.size_factor(resource_counts(spec, pipeline, family)["lut"])
+        return period
+
+
+def period_model(family: Family) -> PeriodModel:
+    """A family's period model: its own fit to its router's results (benchmarks/clock_fit.py) where one exists,
+    else UltraScale+'s coefficients scaled like the family's DSP delay."""
+    own = COEFFICIENTS.get("family_period_ns", {}).get(family.key)
+    if own is not None:
+        loo = own["leave_one_out"]
+        source = (f"the clock fitted to {family.router}'s routed Fmax of {own['routed_specs']} specs (leave-one-out error "
+                  f"{loo['median_abs_error_percent']:g} % median, {loo['worst_abs_error_percent']:g} % worst)")
+        return PeriodModel(own["period_ns"], 1.0, own["size_luts"], own["size_exponent"], source)
+    source = (f"the clock fitted to the logic-depth estimate on {COEFFICIENTS['target']}"
+              + ("" if family.key == "xcup" else f", scaled to {family.key} by its DSP delay"))
+    return PeriodModel(COEFFICIENTS["period_ns"], family.delays.dsp_mult / _FITTED_DSP_MULT, source=source)
+
+
 def period_ns(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, board: Board) -> float:
-    """Estimated clock period (ns) of a register placement on a board: its slowest path by the fitted coefficients."""
-    timing = COEFFICIENTS["period_ns"]
-    stage = timing_features(spec, pipeline, timing)
-    period = sum(timing.get(k, 0.0) * v for k, v in stage.items())
-    return period * board.family.delays.dsp_mult / _FITTED_DSP_MULT
+    """Estimated clock period (ns) of a register placement on a board, by its family's period model."""
+    return period_model(board.family).period_ns(spec, pipeline, board.family)
 
 
 def features(spec: KANSpec | MLPSpec, pipeline: str | int | Pipeline, family: Family) -> dict[str, dict[str, float]]:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from codesign.fpga.boards import Board
-from codesign.fpga.cost import check_spec, resource_counts, utilization_percent
+from codesign.fpga.cost import check_spec, period_model, resource_counts, utilization_percent
 from codesign.fpga.estimate_coefficients import COEFFICIENTS
 from codesign.fpga.kinds import fpga_kind
 from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
@@ -111,7 +111,7 @@ def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineCho
         sharing = {"share": pipeline.share, "dsp_unshared": resource_counts(spec, unshared, family)["dsp"],
                    "ii_unshared": alone["ii"], "update_latency_cycles_unshared": alone["update_latency_cycles"]}
     text = (f"analytic model fitted to Yosys synth_xilinx on {COEFFICIENTS['fitted_on']} specs "
-            f"({COEFFICIENTS['target']}); the clock estimates the logic-depth estimate; cycles are exact")
+            f"({COEFFICIENTS['target']}); {period_model(family).source}; cycles are exact")
     unchecked = [k for k in ("lut", "ff", "dsp", "lutram", "clock") if k not in family.model_checked]
     if unchecked:
         text += f"; not checked for {family.title} ({family.key}): {', '.join(unchecked)} (--strict leaves those to synthesis)"
