@@ -212,10 +212,11 @@ def run_sweep(rows: list[dict], work: Path, target: str, jobs: int, cached_only:
             except Exception as exc:  # one failed spec must not lose the others
                 print(f"[{done}/{len(rows)}] {name}: FAILED {exc}", file=sys.stderr, flush=True)
                 continue
-            s = r["synth"]
-            print(f"[{done}/{len(rows)}] {name}: {s['lut']} LUT {s['lutram']} LUTRAM {s['ff']} FF {s['dsp']} DSP "
-                  f"{s['bram']} BRAM, {s['clock_mhz_estimate']} MHz, synth {s['seconds']} s", file=sys.stderr, flush=True)
             results[name] = r
+            s = r["synth"]
+            if not cached_only:  # read back only: nothing ran, no progress to report
+                print(f"[{done}/{len(rows)}] {name}: {s['lut']} LUT {s['lutram']} LUTRAM {s['ff']} FF {s['dsp']} DSP "
+                      f"{s['bram']} BRAM, {s['clock_mhz_estimate']} MHz, synth {s['seconds']} s", file=sys.stderr, flush=True)
     return [results[row["name"]] for row in rows if row["name"] in results]
 
 

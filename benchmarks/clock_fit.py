@@ -1,0 +1,247 @@
+"""Fit a family's analytic clock model to its router: ECP5's period coefficients from nextpnr's routed Fmax.
+
+The analytic model (codesign/fpga/cost.py) prices each register-to-register stage as a sum of named
+delay features; its coefficients were fitted to Yosys's logic-depth estimate on UltraScale+ and, for
+any other family, scaled by the DSP delay. This script fits ECP5's own coefficients to
+
+- the routed periods of benchmarks/ecp5_routed.py's specs (docs/ecp5_routed.json: nextpnr-ecp5), and
+- the Yosys-depth periods of benchmarks/estimator_calibration.py's sweep synthesized for the part
+  (``--target lfe5u-85f --sweep-only`` caches them; that estimate's net delay is itself fitted to the routes),
+
+by the same non-negative least squares on relative error as the UltraScale+ fit, pulled weakly towards
+the scaled UltraScale+ coefficients. Each routed design is then predicted by a fit that never saw it
+(leave-one-out: every route of its spec and any synthesized twin left out), which is the error the doc reports.
+``--write`` stores the coefficients in codesign/fpga/estimate_coefficients.py (``family_period_ns``).
+
+    nice -n 10 python benchmarks/estimator_calibration.py --target lfe5u-85f --sweep-only --work build/estimator_calibration_ecp5
+    python benchmarks/ecp5_routed.py                 # the routed specs (long: the 2-4-1 ones route for 20-25 min)
+    python benchmarks/clock_fit.py --write           # fit, check leave-one-out, store, write docs/estimator.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from doc_sections import put_block
+from ecp5_routed import routed_design
+from estimator_calibration import _folder_hash, fit_period, run_sweep, save_coefficients, sweep
+
+from codesign.fpga.boards import find_board
+from codesign.fpga.cost import PeriodModel, resource_counts
+from codesign.fpga.estimate import coefficient_table
+from codesign.fpga.rtl_emit import emit_rtl
+from codesign.fpga.search import choose_pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = "lfe5u-85f"
+ECP5 = find_board(TARGET).family
+SIZE_LUTS = (500.0, 1000.0, 2000.0, 4000.0)  # the size factor's threshold and exponent are chosen from these grids
+SIZE_EXPONENTS = tuple(round(0.05 * i, 2) for i in range(9))
+SECTION = "clock-fit-ecp5"
+OVER_YOSYS = 0.20  # the analytic model may not call a placement met that its Yosys-depth estimate misses by more
+
+
+def routed_cases(path: Path) -> tuple[list[dict], list[str]]:
+    """The routed specs of the results JSON (spec, the placement routed, routed and Yosys-depth periods), and the
+    names of those left out: routed from other RTL than emit_rtl writes for that placement today."""
+    cases: list[dict] = []
+    stale = []
+    data = json.loads(path.read_text())
+    earlier = [{**r, "name": f"{r['name']} (earlier choice)", "group": r["name"]} for r in data.get("superseded", [])]
+    for r in [*data["results"].values(), *earlier]:  # the routes of placements auto no longer chooses count too
+        spec, placement = routed_design(r)
+        with tempfile.TemporaryDirectory() as tmp:
+            emit_rtl(spec, Path(tmp) / "rtl", pipeline=placement)
+            if _folder_hash(Path(tmp) / "rtl") != r["rtl_hash"]:
+                stale.append(r["name"])
+                continue
+        twin = next((c for c in cases if _same_design(c, {"spec": spec, "placement": placement})), None)
+        if twin is not None:  # the same design routed under two names (auto chose a named placement): one case
+            twin["name"] += f" = {r['name']}"
+            continue
+        cases.append({"name": r["name"], "group": r.get("group", r["name"]), "source": "routed", "spec": spec, "placement": placement,
+                      "period_ns": 1000.0 / r["routed_fmax_mhz"], "yosys_period_ns": 1000.0 / r["yosys_clock_mhz_estimate"]})
+    return cases, stale
+
+
+def synthesized_cases(work: Path) -> list[dict]:
+    """The estimator sweep's specs synthesized for the part (cached, none run here): their Yosys-depth periods."""
+    board = find_board(TARGET)
+    rows = {row["name"]: row for row in sweep()}
+    cases = []
+    for r in run_sweep(list(rows.values()), work, TARGET, jobs=1, cached_only=True):
+        row = rows[r["name"]]
+        period = r["synth"]["period_ns_estimate"]
+        cases.append({"name": r["name"], "source": "yosys", "spec": row["spec"],
+                      "placement": choose_pipeline(row["spec"], board, row["pipeline"]).placement,
+                      "period_ns": period, "yosys_period_ns": period})
+    return cases
+
+
+def _same_design(a: dict, b: dict) -> bool:
+    """The same RTL: equal specs but for the clock target (which only ``auto`` reads) and the same placement."""
+    return replace(a["spec"], clock_mhz=1.0) == replace(b["spec"], clock_mhz=1.0) and a["placement"] == b["placement"]
+
+
+def predict(model: PeriodModel, case: dict) -> float:
+    """The period (ns) a model gives a case's placement on the part."""
+    return model.period_ns(case["spec"], case["placement"], ECP5)
+
+
+def _luts(case: dict) -> int:
+    """The design's LUTs by the analytic resource model: the size the model's size factor reads."""
+    return resource_counts(case["spec"], case["placement"], ECP5)["lut"]
+
+
+def fit(routed: list[dict], synthesized: list[dict], prior: dict[str, float]) -> PeriodModel:
+    """ECP5's period model fitted to these cases: for each size threshold and exponent of the grid, coefficients
+    fitted to the Yosys-depth periods and to the routed periods divided by their size factor; the pair whose model
+    is closest to the routed periods (squared relative error) wins."""
+    best: tuple[float, PeriodModel] | None = None
+    for size_luts in SIZE_LUTS:
+        for exponent in SIZE_EXPONENTS:
+            shape = PeriodModel({}, 1.0, size_luts, exponent)
+            cases = [(c["spec"], c["placement"], c["period_ns"] / shape.size_factor(c["luts"])) for c in routed]
+            cases += [(c["spec"], c["placement"], c["period_ns"]) for c in synthesized]
+            model = PeriodModel(fit_period(cases, prior), 1.0, size_luts, exponent)
+            cost = sum(_error(predict(model, c), c["period_ns"]) ** 2 for c in routed)
+            if best is None or cost < best[0]:
+                best = (cost, model)
+    assert best is not None
+    return best[1]
+
+
+def _error(period_est: float, period_ref: float) -> float:
+    """Relative error of an estimated clock against a reference, in percent of the reference Fmax (positive: optimistic)."""
+    return 100.0 * (period_ref / period_est - 1.0)
+
+
+def _stats(errors: list[float]) -> dict[str, float]:
+    absolute = [abs(e) for e in errors]
+    return {"specs": len(errors), "median_abs_error_percent": round(statistics.median(absolute), 1),
+            "worst_abs_error_percent": round(max(absolute), 1), "mean_signed_error_percent": round(statistics.fmean(errors), 1)}
+
+
+def evaluate(routed: list[dict], synthesized: list[dict], before: PeriodModel) -> dict:
+    """Fit on everything; predict each routed spec from a fit without it (nor its synthesized twin)."""
+    prior = {k: round(v * before.factor, 5) for k, v in before.coefficients.items()}
+    model = fit(routed, synthesized, prior)
+    rows = []
+    for i, held in enumerate(routed):
+        print(f"leave-one-out {i + 1}/{len(routed)}: {held['name']}", file=sys.stderr, flush=True)
+        # left out with it: the other routes of the same spec (auto's earlier choices) and its synthesized twin
+        others = [c for j, c in enumerate(routed) if j != i and c["group"] != held["group"]]
+        loo = predict(fit(others, [c for c in synthesized if not _same_design(c, held)], prior), held)
+        rows.append({"name": held["name"], "placement": held["placement"].text, "luts": held["luts"],
+                     "routed_mhz": round(1000.0 / held["period_ns"], 2), "yosys_mhz": round(1000.0 / held["yosys_period_ns"], 1),
+                     "before_mhz": round(1000.0 / predict(before, held), 1), "fitted_mhz": round(1000.0 / predict(model, held), 1),
+                     "loo_mhz": round(1000.0 / loo, 1), "loo_error_percent": round(_error(loo, held["period_ns"]), 1)})
+    return {"model": model, "rows": rows,
+            "before": _stats([_error(predict(before, c), c["period_ns"]) for c in routed]),
+            "fitted": _stats([_error(predict(model, c), c["period_ns"]) for c in routed]),
+            "loo": _stats([r["loo_error_percent"] for r in rows]),
+            "synthesized": _stats([_error(predict(model, c), c["period_ns"]) for c in synthesized]) if synthesized else None}
+
+
+def scaled_xcup() -> PeriodModel:
+    """The model ECP5 had before a fit of its own: UltraScale+'s coefficients scaled like the DSP delay."""
+    table = coefficient_table()
+    return PeriodModel(table["period_ns"], ECP5.delays.dsp_mult / find_board("xcvu9p").family.delays.dsp_mult)
+
+
+def optimistic_calls(model: PeriodModel, cases: list[dict]) -> list[str]:
+    """The designs the coefficients call met at the board's clock where their Yosys-depth estimate misses it by > 20 %."""
+    target_ns = 1000.0 / find_board(TARGET).clock_mhz
+    return [c["name"] for c in cases
+            if predict(model, c) <= target_ns and c["yosys_period_ns"] > target_ns / (1.0 - OVER_YOSYS)]
+
+
+def render(result: dict, n_synth: int, optimistic: list[str], command: str, stale: list[str]) -> str:
+    """The docs/estimator.md section."""
+    before, loo, fitted, model = result["before"], result["loo"], result["fitted"], result["model"]
+    lines = [
+        f"<!-- begin {SECTION} -->",
+        "## The analytic clock fitted to routed timing (ECP5)",
+        "",
+        f"Made by `{command}` (the routed specs of the section above, plus {n_synth} specs of the estimator sweep "
+        "synthesized for LFE5U-85F-6, whose Yosys-depth periods fill in the shapes nothing routed; each routed design is "
+        "predicted by a fit that saw no route of its spec, nor its synthesized twin). The coefficients are stored as "
+        "`family_period_ns.ecp5` in "
+        "`codesign/fpga/estimate_coefficients.py`: `codesign estimate`, `auto`'s search and the build's fit check use them "
+        "on ECP5 parts; other families keep UltraScale+'s, scaled by the DSP delay. Routed nets grow with the design: "
+        f"above {model.size_luts:,.0f} LUTs (the analytic LUT count) every path is longer by (LUTs / {model.size_luts:,.0f}) ** "
+        f"{model.size_exponent:g}, the threshold and exponent chosen with the coefficients (on the other specs only, for "
+        "each leave-one-out prediction).",
+        "",
+        "| analytic clock vs routed Fmax | designs | median abs. error | worst abs. error | mean signed |",
+        "|---|---:|---:|---:|---:|",
+        f"| before: UltraScale+ coefficients x DSP delay | {before['specs']} | {before['median_abs_error_percent']} % | "
+        f"{before['worst_abs_error_percent']} % | {before['mean_signed_error_percent']:+} % |",
+        f"| ECP5 fit, in sample | {fitted['specs']} | {fitted['median_abs_error_percent']} % | "
+        f"{fitted['worst_abs_error_percent']} % | {fitted['mean_signed_error_percent']:+} % |",
+        f"| **ECP5 fit, leave-one-out** | {loo['specs']} | **{loo['median_abs_error_percent']} %** | "
+        f"**{loo['worst_abs_error_percent']} %** | {loo['mean_signed_error_percent']:+} % |",
+    ]
+    if result["synthesized"]:
+        s = result["synthesized"]
+        lines.append(f"| ECP5 fit vs the Yosys-depth estimate of the synthesized sweep | {s['specs']} | "
+                     f"{s['median_abs_error_percent']} % | {s['worst_abs_error_percent']} % | {s['mean_signed_error_percent']:+} % |")
+    lines += ["", "Positive errors are optimistic (the estimate above the routed Fmax).", "",
+              "| spec | placement | LUTs (analytic) | routed | Yosys-depth | analytic before | ECP5 fit | leave-one-out | its error |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['name']} | `{r['placement']}` | {r['luts']:,} | {r['routed_mhz']:.2f} MHz | {r['yosys_mhz']} MHz | "
+                     f"{r['before_mhz']} MHz | {r['fitted_mhz']} MHz | {r['loo_mhz']} MHz | {r['loo_error_percent']:+} % |")
+    lines += ["", f"Designs the fit calls met at 100 MHz while their Yosys-depth estimate misses it by more than "
+              f"{OVER_YOSYS:.0%}: {', '.join(optimistic) if optimistic else 'none'} (of every routed and synthesized spec).",
+              *(["", f"Left out, routed from earlier RTL than the current one: {', '.join(stale)}."] if stale else []),
+              "", f"<!-- end {SECTION} -->", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Command line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", default=str(ROOT / "docs" / "ecp5_routed.json"), help="routed results (benchmarks/ecp5_routed.py)")
+    ap.add_argument("--work", default=str(ROOT / "build" / "estimator_calibration_ecp5"),
+                    help="the estimator sweep synthesized for the part (benchmarks/estimator_calibration.py --target lfe5u-85f)")
+    ap.add_argument("--doc", default=str(ROOT / "docs" / "estimator.md"))
+    ap.add_argument("--write", action="store_true", help="store the coefficients in codesign/fpga/estimate_coefficients.py")
+    args = ap.parse_args()
+    results = Path(args.results)
+    if not results.is_file():
+        sys.exit(f"clock_fit: error: {results} does not exist (run benchmarks/ecp5_routed.py first)")
+    routed, stale = routed_cases(results)
+    if stale:
+        print(f"left out, routed from earlier RTL: {', '.join(stale)}", file=sys.stderr)
+    synthesized = synthesized_cases(Path(args.work))
+    if len(routed) < 3:
+        sys.exit(f"clock_fit: error: {len(routed)} routed specs in {results}; the fit needs at least 3")
+    for case in routed + synthesized:
+        case["luts"] = _luts(case)
+    print(f"fitting on {len(routed)} routed and {len(synthesized)} synthesized specs ...", file=sys.stderr)
+    result = evaluate(routed, synthesized, scaled_xcup())
+    model = result["model"]
+    optimistic = optimistic_calls(model, routed + synthesized)
+    if args.write:
+        table = dict(coefficient_table())
+        table["family_period_ns"] = {**table.get("family_period_ns", {}), "ecp5": {
+            "period_ns": model.coefficients, "size_luts": model.size_luts, "size_exponent": model.size_exponent,
+            "routes": len(routed), "routed_specs": len({c["group"] for c in routed}), "synthesized_specs": len(synthesized),
+            "leave_one_out": result["loo"]}}
+        print(f"wrote {save_coefficients(table)}", file=sys.stderr)
+    command = "python benchmarks/clock_fit.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    text = render(result, len(synthesized), optimistic, command, stale)
+    put_block(Path(args.doc), SECTION, text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
