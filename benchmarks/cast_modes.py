@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from clock_error_bars import ANALYTIC_CLOCK_LABEL
+from clock_error_bars import analytic_clock_label
 
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
@@ -94,7 +94,7 @@ def _doc(latency: list[dict], errors: list[dict], args: argparse.Namespace, comm
         "`ap_fixed<16,6>` with the modes of each row; the ROM types keep their defaults. Cycles and clock are the",
         "analytic estimate of `codesign estimate --pipeline auto` for xcvu9p (docs/estimator.md; the Yosys netlist",
         "estimate and the co-simulation of the 1-1 and 2-4-1 rows are in docs/rtl_results.md).",
-        ANALYTIC_CLOCK_LABEL,
+        analytic_clock_label(),
         "",
         "| shape | modes | auto placement | II | prediction + update (cycles) | clock est. (MHz) | prediction + update (ns) |",
         "|---|---|---|---:|---:|---:|---:|",

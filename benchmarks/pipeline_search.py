@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clock_error_bars import ANALYTIC_CLOCK_ERROR, ROUTED_LINK, YOSYS_CLOCK_ERROR
+from clock_error_bars import ROUTED_LINK, analytic_clock_error, yosys_clock_error
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.build import build
@@ -59,7 +59,7 @@ def main() -> int:
     lines = [f"Command: `python benchmarks/pipeline_search.py --clock {args.clock:g}{flags}` (xcvu9p, analytic ESTIMATE"
              f"{'; Yosys where named' if args.synth else ''})", "",
              "The *est.* clock columns are the analytic estimate, the *Yosys* ones the Yosys logic-depth estimate. "
-             f"Error bars: {ANALYTIC_CLOCK_ERROR}; {YOSYS_CLOCK_ERROR} ({ROUTED_LINK}).", "",
+             f"Error bars: {analytic_clock_error()}; {yosys_clock_error()} ({ROUTED_LINK}).", "",
              "| spec | placements searched | meeting the clock | least pred. + update | cycles | II | est. clock (MHz) "
              "| placements at the least | auto's choice | auto's pred. + update |", "|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     notes = []

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from clock_error_bars import ANALYTIC_CLOCK_ERROR, ROUTED_LINK, YOSYS_CLOCK_ERROR
+from clock_error_bars import ROUTED_LINK, analytic_clock_error, yosys_clock_error
 
 from codesign.fixed import FixedType
 from codesign.fpga.boards import find_board
@@ -171,8 +171,8 @@ def render(results: list[dict], target: str, command: str) -> str:
         "  and optimizes differently.",
         "* **The clock is an ESTIMATE** from the logic depth of the mapped netlist (`codesign/fpga/timing_estimate.py`),",
         "  not a placed-and-routed result. Assumptions: " + "; ".join(find_board(target).family.assumptions) + ".",
-        f"* **Error bar of the clock** ({ROUTED_LINK}): {YOSYS_CLOCK_ERROR}. In the `auto` table below, the analytic column: "
-        f"{ANALYTIC_CLOCK_ERROR}.",
+        f"* **Error bar of the clock** ({ROUTED_LINK}): {yosys_clock_error()}. In the `auto` table below, the analytic column: "
+        f"{analytic_clock_error()}.",
         "* *pred. + update (ns)* is the update latency (input accepted -> update visible to the next",
         "  sample, which includes the prediction) times the estimated period; with II = 1 it is also the",
         "  time per sample.",
