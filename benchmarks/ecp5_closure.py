@@ -32,8 +32,7 @@ TITLE = "Timing closure on ECP5 (routed at the 100 MHz target)"
 ONE_TO_ONE = 'widths = [1, 1]\ngrid_size = 5\n'  # the 1->1 G5 learner, <16,6> types, the board's 100 MHz clock
 
 SPECS = [
-    # the deep placement straight away: the routes of the shallower ones take ~20 min each here and missed before
-    {"name": "default 2-4-1 G8 <16,6>", "key": "default", "config": None, "pipeline": "deep"},
+    {"name": "default 2-4-1 G8 <16,6>", "key": "default", "config": None, "pipeline": "auto"},
     {"name": "1-1 G5 <16,6>", "key": "one_to_one", "config": ONE_TO_ONE, "pipeline": "auto"},
 ]
 
