@@ -180,6 +180,8 @@ def render(result: dict, n_synth: int, optimistic: list[str], command: str, stal
         f"{model.size_exponent:g}, the threshold and exponent chosen with the coefficients (on the other specs only, for "
         "each leave-one-out prediction).",
         "",
+        "![estimated against routed Fmax](clock_fit_ecp5.png)",
+        "",
         "| analytic clock vs routed Fmax | designs | median abs. error | worst abs. error | mean signed |",
         "|---|---:|---:|---:|---:|",
         f"| before: UltraScale+ coefficients x DSP delay | {before['specs']} | {before['median_abs_error_percent']} % | "
@@ -206,6 +208,35 @@ def render(result: dict, n_synth: int, optimistic: list[str], command: str, stal
     return "\n".join(lines)
 
 
+def plot(result: dict, path: Path) -> None:
+    """Estimated against routed Fmax, per routed design: the scaled UltraScale+ model, the Yosys-depth estimate, the fit out of sample."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    routed = [r["routed_mhz"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5.6, 5.0))
+    top = 1.1 * max(max(routed), *(r["before_mhz"] for r in rows))
+    ax.plot([0, top], [0, top], color="black", lw=0.8, label="estimate = routed")
+    ax.fill_between([0, top], [0, 0.75 * top], [0, 1.25 * top], color="grey", alpha=0.15, label="±25 %")
+    ax.scatter(routed, [r["before_mhz"] for r in rows], marker="x", color="tab:red", label="analytic before (UltraScale+ x DSP delay)")
+    ax.scatter(routed, [r["yosys_mhz"] for r in rows], marker="s", s=14, color="tab:grey", label="Yosys-depth estimate")
+    ax.scatter(routed, [r["loo_mhz"] for r in rows], marker="o", color="tab:blue", label="ECP5 fit, leave-one-out")
+    ax.axvline(find_board(TARGET).clock_mhz, color="tab:green", lw=0.8, ls="--", label="board clock")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("routed Fmax, nextpnr-ecp5 (MHz)")
+    ax.set_ylabel("estimated clock (MHz)")
+    ax.set_title(f"LFE5U-85F-6: {len(rows)} routed designs", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -214,6 +245,7 @@ def main() -> None:
                     help="the estimator sweep synthesized for the part (benchmarks/estimator_calibration.py --target lfe5u-85f)")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "estimator.md"))
     ap.add_argument("--write", action="store_true", help="store the coefficients in codesign/fpga/estimate_coefficients.py")
+    ap.add_argument("--plot", default=str(ROOT / "docs" / "clock_fit_ecp5.png"), help="the estimate-against-route plot")
     args = ap.parse_args()
     results = Path(args.results)
     if not results.is_file():
@@ -238,6 +270,7 @@ def main() -> None:
             "leave_one_out": result["loo"]}}
         print(f"wrote {save_coefficients(table)}", file=sys.stderr)
     command = "python benchmarks/clock_fit.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    plot(result, Path(args.plot))
     text = render(result, len(synthesized), optimistic, command, stale)
     put_block(Path(args.doc), SECTION, text)
     print(text)
