@@ -34,7 +34,7 @@ from ecp5_routed import routed_design
 from estimator_calibration import _folder_hash, fit_period, run_sweep, save_coefficients, sweep
 
 from codesign.fpga.boards import find_board
-from codesign.fpga.cost import PeriodModel, resource_counts
+from codesign.fpga.cost import PeriodModel, resource_counts, scaled_ultrascale_model
 from codesign.fpga.estimate import coefficient_table
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.fpga.search import choose_pipeline
@@ -150,12 +150,6 @@ def evaluate(routed: list[dict], synthesized: list[dict], before: PeriodModel) -
             "synthesized": _stats([_error(predict(model, c), c["period_ns"]) for c in synthesized]) if synthesized else None}
 
 
-def scaled_xcup() -> PeriodModel:
-    """The model ECP5 had before a fit of its own: UltraScale+'s coefficients scaled like the DSP delay."""
-    table = coefficient_table()
-    return PeriodModel(table["period_ns"], ECP5.delays.dsp_mult / find_board("xcvu9p").family.delays.dsp_mult)
-
-
 def optimistic_calls(model: PeriodModel, cases: list[dict]) -> list[str]:
     """The designs the coefficients call met at the board's clock where their Yosys-depth estimate misses it by > 20 %."""
     target_ns = 1000.0 / find_board(TARGET).clock_mhz
@@ -259,7 +253,7 @@ def main() -> None:
     for case in routed + synthesized:
         case["luts"] = _luts(case)
     print(f"fitting on {len(routed)} routed and {len(synthesized)} synthesized specs ...", file=sys.stderr)
-    result = evaluate(routed, synthesized, scaled_xcup())
+    result = evaluate(routed, synthesized, scaled_ultrascale_model(ECP5))  # what ECP5 had before a fit
     model = result["model"]
     optimistic = optimistic_calls(model, routed + synthesized)
     if args.write:

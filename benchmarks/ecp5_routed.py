@@ -166,9 +166,10 @@ def _routing_share(result: dict) -> float:
 def summary(results: list[dict]) -> dict:
     """Median, mean and worst error of each estimator against the routed Fmax."""
     out = {}
-    for key in ("yosys_clock_mhz_estimate", "analytic_clock_mhz_estimate"):
-        errors = [_error(r[key] if key != "analytic_clock_mhz_estimate" else analytic_mhz(r), r["routed_fmax_mhz"])
-                  for r in results]
+    estimates = {"yosys_clock_mhz_estimate": [r["yosys_clock_mhz_estimate"] for r in results],
+                 "analytic_clock_mhz_estimate": [analytic_mhz(r) for r in results]}  # the analytic one as shipped now
+    for key, estimated in estimates.items():
+        errors = [_error(e, r["routed_fmax_mhz"]) for e, r in zip(estimated, results)]
         absolute = [abs(e) for e in errors]
         out[key] = {
             "specs": len(errors),
@@ -236,11 +237,10 @@ def stale_results(data: dict) -> list[str]:
     return stale
 
 
-def render(results: list[dict], command: str, stale: list[str] | None = None) -> str:
-    """The docs/estimator.md section."""
-    stats = summary(results)
+def render(results: list[dict], command: str, stats: dict, fit: dict | None, stale: list[str] | None = None) -> str:
+    """The docs/estimator.md section, from the results and their summary and net-delay fit."""
     y, a = stats["yosys_clock_mhz_estimate"], stats["analytic_clock_mhz_estimate"]
-    fit = net_fit(results)
+    model = period_model(ECP5)
     lines = [
         f"<!-- begin {SECTION} -->",
         f"## {TITLE}",
@@ -258,9 +258,9 @@ def render(results: list[dict], command: str, stale: list[str] | None = None) ->
         "* the **Yosys-depth estimate** (`codesign build --synth`, codesign/fpga/timing_estimate.py) on the "
         "same netlist, with the ECP5 delay model: " + "; ".join(ECP5.assumptions) + ";",
         "* the **instant analytic estimate** (`codesign estimate`, what `auto` searches with) as shipped now, for the "
-        f"placement each spec routed: {period_model(ECP5).source}"
-        + (" — so its errors here are in sample; the out-of-sample ones are in the next section." if "routed" in
-           period_model(ECP5).source else "; it has seen no ECP5 netlist."),
+        f"placement each spec routed: {model.source}"
+        + (" — so its errors here are in sample; the out-of-sample ones are in the next section." if model.routes
+           else "; it has seen no ECP5 netlist."),
         "",
         "Error = (estimated clock − routed Fmax) / routed Fmax; positive means the estimate is optimistic.",
         "",
@@ -297,10 +297,11 @@ def render(results: list[dict], command: str, stale: list[str] | None = None) ->
     for r in results:
         p = r["pnr"]
         cp = p["critical_path"]
+        analytic = analytic_mhz(r)
         lines.append(
             f"| {r['name']} | {_pipeline_text(r)} | {r['cycles']['ii']} | {r['routed_fmax_mhz']:.1f} | "
             f"{r['yosys_clock_mhz_estimate']:.1f} | {_error(r['yosys_clock_mhz_estimate'], r['routed_fmax_mhz']):+.1f} % | "
-            f"{analytic_mhz(r):.1f} | {_error(analytic_mhz(r), r['routed_fmax_mhz']):+.1f} % | "
+            f"{analytic:.1f} | {_error(analytic, r['routed_fmax_mhz']):+.1f} % | "
             f"{cp.get('logic_ns', 0):.1f} / {cp.get('routing_ns', 0):.1f} | {p['lut4']:,} | {p['ff']:,} | {p['dsp']} | "
             f"{p['ebr']} | {p['seconds']:.0f} |"
         )
@@ -398,7 +399,7 @@ def main() -> None:
     data["summary"], data["net_fit"] = summary(results), net_fit(results)  # what docs quote (benchmarks/clock_error_bars.py)
     _save(results_path, data)
     command = "python benchmarks/ecp5_routed.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
-    text = render(results, command, stale_results(data))
+    text = render(results, command, data["summary"], data["net_fit"], stale_results(data))
     put_block(Path(args.doc), SECTION, text)
     print(text)
 

@@ -505,7 +505,7 @@ def main() -> None:
     if args.sweep_only:
         return
     specs = {row["name"]: row for row in rows}
-    samples = [(specs[r["name"]]["spec"], specs[r["name"]]["pipeline"], r["synth"]) for r in results]
+    samples = [(specs[r["name"]]["spec"], placement(specs[r["name"]], args.target), r["synth"]) for r in results]  # as synthesized
     if args.fit or args.fit_period:
         coefficients = fit_coefficients(samples, args.target, period_only=args.fit_period and not args.fit)
         path = save_coefficients(coefficients)

@@ -26,7 +26,7 @@ from codesign.fpga.placement import Pipeline
 from codesign.kan.spec import KANSpec, MLPSpec
 
 __all__ = ["features", "resource_counts", "utilization_percent", "timing_features", "PeriodModel", "period_model", "period_ns",
-           "check_spec"]
+           "scaled_ultrascale_model", "check_spec"]
 
 # The analytic clock coefficients are fitted at UltraScale+ -2; other parts scale like the DSP delay of their family.
 _FITTED_DSP_MULT = resolve_family("estimate_coefficients", "xcup", 2, ()).delays.dsp_mult
@@ -60,6 +60,7 @@ class PeriodModel:
     size_luts: float = 1.0
     size_exponent: float = 0.0
     source: str = ""  # what the coefficients were fitted to, as the estimate states it
+    routes: int = 0  # routed results the coefficients were fitted to (0: none, a logic-depth fit)
 
     def size_factor(self, luts: float) -> float:
         """How much longer every path of a design of ``luts`` LUTs is than the coefficients alone say."""
@@ -83,7 +84,12 @@ def period_model(family: Family) -> PeriodModel:
         source = (f"the clock fitted to {family.router}'s routed Fmax ({own['routes']} routes of {own['routed_specs']} specs; "
                   "leave-one-out error "
                   f"{loo['median_abs_error_percent']:g} % median, {loo['worst_abs_error_percent']:g} % worst)")
-        return PeriodModel(own["period_ns"], 1.0, own["size_luts"], own["size_exponent"], source)
+        return PeriodModel(own["period_ns"], 1.0, own["size_luts"], own["size_exponent"], source, own["routes"])
+    return scaled_ultrascale_model(family)
+
+
+def scaled_ultrascale_model(family: Family) -> PeriodModel:
+    """UltraScale+'s period coefficients, scaled to a family like its DSP delay (any family without a fit of its own)."""
     source = (f"the clock fitted to the logic-depth estimate on {COEFFICIENTS['target']}"
               + ("" if family.key == "xcup" else f", scaled to {family.key} by its DSP delay"))
     return PeriodModel(COEFFICIENTS["period_ns"], family.delays.dsp_mult / _FITTED_DSP_MULT, source=source)
