@@ -28,6 +28,10 @@ from pathlib import Path
 from doc_sections import put_block
 from ecp5_closure import ONE_TO_ONE, _short
 
+from codesign.fpga.boards import find_board
+from codesign.fpga.pnr import place_and_route
+from codesign.fpga.synth import synthesize
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "lfe5u-85f"
 SECTION = "ecp5-seed-spread"
@@ -47,9 +51,6 @@ def build_rtl(spec: str, pipeline: str, work: Path) -> tuple[Path, list[str]]:
     print(f"ecp5_seed_spread: {shlex.join(cmd)}", file=sys.stderr, flush=True)
     if subprocess.run(cmd, stdout=sys.stderr, check=False).returncode != 0:
         sys.exit(f"ecp5_seed_spread: the build failed: {shlex.join(cmd)}")
-    from codesign.fpga.boards import find_board  # noqa: PLC0415
-    from codesign.fpga.synth import synthesize  # noqa: PLC0415
-
     rtl = work / "build" / "rtl"
     print(f"ecp5_seed_spread: synthesizing {rtl} with Yosys", file=sys.stderr, flush=True)
     synthesize(rtl, find_board(TARGET), keep_netlist=True)
@@ -58,9 +59,6 @@ def build_rtl(spec: str, pipeline: str, work: Path) -> tuple[Path, list[str]]:
 
 def route(rtl: str, seed: int, clock_mhz: float) -> dict:
     """One seed's route of a copy of the synthesized RTL folder (its own pnr/ folder)."""
-    from codesign.fpga.boards import find_board  # noqa: PLC0415
-    from codesign.fpga.pnr import place_and_route  # noqa: PLC0415
-
     copy = Path(f"{rtl}_seed{seed}")
     if copy.exists():
         shutil.rmtree(copy)
@@ -82,10 +80,11 @@ def summary(routes: list[dict]) -> dict:
 
 def render(results: list[dict], command: str) -> str:
     """The docs/estimator.md section."""
+    targets = ", ".join(f"{mhz:g}" for mhz in sorted({r["clock_mhz"] for r in results}))
     lines = [f"<!-- begin {SECTION} -->", f"## {TITLE}", "",
              f"Rendered by `{command}`. One Yosys netlist per row (synth_ecp5), placed and routed by nextpnr-ecp5 "
-             "timing-driven at the spec's 100 MHz with each seed; nothing else changes between the routes. The "
-             "spread is (greatest - least) / median; the seconds are nextpnr's, two routes at a time on two cores.", "",
+             f"timing-driven at the spec's clock target ({targets} MHz) with each seed; nothing else changes between the "
+             "routes. The spread is (greatest - least) / median; the seconds are nextpnr's, two routes at a time on two cores.", "",
              "| spec | placement | seed | routed Fmax (MHz) | critical path start -> end | path: logic / route (ns) "
              "| nextpnr (s) |", "|---|---|---:|---:|---|---|---:|"]
     for r in results:
@@ -133,10 +132,12 @@ def main() -> None:
         work = Path(args.work)
         work.mkdir(parents=True, exist_ok=True)
         rtl, build = build_rtl(args.spec, args.pipeline, work)
-        placement = json.loads((rtl / "rtl_manifest.json").read_text())["pipeline"]["text"]
+        pipeline = json.loads((rtl / "rtl_manifest.json").read_text())["pipeline"]  # the placement and clock it was built for
+        placement, clock_mhz = pipeline["text"], pipeline["clock_mhz"]
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            routes = list(pool.map(route, [str(rtl)] * len(seeds), seeds, [100.0] * len(seeds)))
-        stored[f"{args.spec}@{placement}"] = {"name": NAMES[args.spec], "placement": placement, "routes": routes,
+            routes = list(pool.map(route, [str(rtl)] * len(seeds), seeds, [clock_mhz] * len(seeds)))
+        stored[f"{args.spec}@{placement}"] = {"name": NAMES[args.spec], "placement": placement, "clock_mhz": clock_mhz,
+                                               "routes": routes,
                                                "summary": summary(routes), "build_command": shlex.join(build),
                                                "made_by": command}
         results_path.write_text(json.dumps(stored, indent=1) + "\n")
