@@ -264,10 +264,11 @@ sha256. The learner's clock is the board's default unless the config sets clock_
 and adds cosim {samples, bit_exact, latency_cycles, update_latency_cycles, ii} to report.json;
 --synth runs Yosys synth_xilinx for the part's family and adds synth {lut, lutram, ff, dsp,
 bram, clock_mhz_estimate, latency_ns, utilization_percent, ...}; the clock is an estimate from
-logic depth (not placed or routed). --pnr (ECP5 targets such as lfe5u-85f; implies --synth)
-places and routes it with nextpnr-ecp5 at the spec's clock (--freq) and adds pnr {fmax_mhz,
-meets_target, lut4, ff, dsp, ebr, utilisation, bitstream, ...}: the routed Fmax of the learner's
-clock, with every port registered; ecppack writes rtl/pnr/<top>.bit. `codesign sim DIR` reruns
+logic depth (not placed or routed). --pnr (ECP5 and Nexus targets such as lfe5u-85f, lifcl-40;
+implies --synth) places and routes it with nextpnr-ecp5 / nextpnr-nexus at the spec's clock
+(--freq) and adds pnr {fmax_mhz, meets_target, lut4, ff, dsp, ebr, utilisation, bitstream, ...}:
+the routed Fmax of the learner's clock, with every port registered; ecppack / prjoxide writes
+rtl/pnr/<top>.bit. `codesign sim DIR` reruns
 the co-simulation of a build.
 """
 
@@ -463,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-config", action="store_true",
                    help="print the effective config (TOML, loads back with --config) and exit without running")
     p.add_argument("--pnr", action="store_true",
-                   help="place and route with nextpnr (ECP5 targets, e.g. lfe5u-85f; implies --synth): routed Fmax, "
+                   help="place and route with nextpnr (ECP5 and Nexus targets, e.g. lfe5u-85f, lifcl-40; implies --synth): routed Fmax, "
                         "utilisation, bitstream")
     p.set_defaults(func=_cmd_build)
 

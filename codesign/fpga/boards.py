@@ -80,7 +80,11 @@ def _parse_board(file_name: str, data: dict) -> Board:
     router_args = data.get("router_args", [])
     if not isinstance(router_args, list) or not all(isinstance(a, str) for a in router_args):
         raise ValueError(f"board file {file_name}: router_args must be a list of strings")
-    family = resolve_family(file_name, need(data, "family", str), need(data, "speed_grade", int), tuple(router_args))
+    pins = data.get("router_pins", {})
+    if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+        raise ValueError(f"board file {file_name}: router_pins must map harness ports to package pins (strings)")
+    family = resolve_family(file_name, need(data, "family", str), need(data, "speed_grade", int), tuple(router_args),
+                            tuple(sorted(pins.items())))
     return Board(
         name=need(data, "name", str), board=need(data, "board", str), aliases=tuple(aliases),
         part=need(data, "part", str), series=need(data, "series", str), family=family, clock_mhz=clock,

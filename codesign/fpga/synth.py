@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from codesign.fpga.boards import Board
+from codesign.fpga.carry_feed import feed_constant_carries
 from codesign.fpga.family import Family
 from codesign.fpga.port_registers import harness_source, harness_top
 from codesign.fpga.rtl_emit import RTL_MANIFEST, load_rtl_manifest
@@ -65,12 +67,17 @@ _LUTRAM_LUTS = {
     "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
 }
 
-# ECP5 cells: (resource, units per cell). A CCU2C is two LUT4s in carry mode; a TRELLIS_DPR16X4
-# (16 x 4 pseudo-dual-port distributed RAM) takes three slices, six LUT4 sites (FPGA-DS-02012,
-# RAM mode: two slices of RAM and one for the write port); DP16KD an 18 Kb block, half a 36 Kb BRAM.
-_ECP5_CELLS = {
+# Lattice cells: (resource, units per cell). ECP5: a CCU2C is two LUT4s in carry mode; a TRELLIS_DPR16X4
+# (16 x 4 pseudo-dual-port distributed RAM) takes three slices, six LUT4 sites (FPGA-DS-02012, RAM mode:
+# two slices of RAM and one for the write port); DP16KD an 18 Kb block, half a 36 Kb BRAM. Nexus: the
+# same for CCU2, DPR16X4 and DP16K/PDP16K; WIDEFN9 is two LUT4s and their mux; a MULT18X36 takes two
+# MULT18 cores, a MULT36X36 four, a MULT9X9 a MULT9 (half of one).
+_LATTICE_CELLS = {
     "LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 6), "TRELLIS_FF": ("ff", 1),
     "MULT18X18D": ("dsp", 1), "ALU54B": ("dsp", 1), "DP16KD": ("bram", 0.5),
+    "CCU2": ("lut", 2), "WIDEFN9": ("lut", 2), "DPR16X4": ("lutram", 6), "FD1P3IX": ("ff", 1), "FD1P3JX": ("ff", 1),
+    "FD1P3BX": ("ff", 1), "FD1P3DX": ("ff", 1), "MULT9X9": ("dsp", 0.5), "MULT18X18": ("dsp", 1),
+    "MULT18X36": ("dsp", 2), "MULT36X36": ("dsp", 4), "DP16K": ("bram", 0.5), "PDP16K": ("bram", 0.5),
 }
 
 
@@ -126,7 +133,7 @@ def yowasp_first_start_pending(package: str, wasm: str) -> bool:
 
 
 def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
-    """LUT, LUTRAM (in LUTs), FF, DSP, BRAM (36 Kb) and URAM counts from Yosys's ``stat -json`` (Xilinx or ECP5 cells)."""
+    """LUT, LUTRAM (in LUTs), FF, DSP, BRAM (36 Kb) and URAM counts from Yosys's ``stat -json`` (Xilinx or Lattice cells)."""
     modules = stat.get("modules", {})
     key = next((k for k in modules if k.strip("\\") == top), None)
     if key is None:
@@ -134,8 +141,8 @@ def resources_from_stat(stat: dict[str, Any], top: str) -> dict[str, float]:
     cells = modules[key].get("num_cells_by_type", {})
     counts = {"lut": 0, "lutram": 0, "ff": 0, "dsp": 0, "bram": 0.0, "uram": 0}
     for kind, n in cells.items():
-        if kind in _ECP5_CELLS:
-            resource, per_cell = _ECP5_CELLS[kind]
+        if kind in _LATTICE_CELLS:
+            resource, per_cell = _LATTICE_CELLS[kind]
             counts[resource] += per_cell * n
         elif re.fullmatch(r"LUT[1-6]|INV", kind):
             counts["lut"] += n
@@ -181,18 +188,46 @@ def _xilinx_mapping(top: str, family: str, flow: str) -> list[str]:
     ]
 
 
-def _ecp5_mapping(top: str, family: str, flow: str) -> list[str]:
-    """synth_ecp5, with abc -lut 4:7 (LUT4s and PFU muxes) in place of its abc9 call unless flow is abc9."""
-    synth = f"synth_ecp5 -top {top}"
-    if flow == "abc9":
-        return [synth]
-    return [
-        f"{synth} -run :map_luts",
-        "techmap -map +/lattice/latches_map.v",
-        "abc -lut 4:7 -dress",
-        "clean",
-        f"{synth} -run map_cells:",
-    ]
+# synth_lattice's coarse section (Yosys 0.70) for Nexus without its multiply-add packing (alumacc -macc-only,
+# maccmap -unmap, lattice_dsp_nexus): nextpnr-nexus 0.11.1 fails to route the MULTADDSUB18X18 cells that packing
+# makes (a fabric net to a PREADD9 input, on the 1-to-1 learner at 8-bit types), so products stay MULT cells and
+# their sums CCU2 chains, as on ECP5
+_NEXUS_MUL_RULES = ((36, 36, 22, 22, "$__NX_MUL36X36"), (36, 18, 22, 10, "$__NX_MUL36X18"),
+                    (18, 18, 10, 4, "$__NX_MUL18X18"), (18, 18, 4, 10, "$__NX_MUL18X18"), (9, 9, 4, 4, "$__NX_MUL9X9"))
+_NEXUS_COARSE = [
+    "proc -latches error", "check", "flatten", "tribuf -logic", "deminout", "opt_expr", "check", "opt_clean",
+    "opt -nodffe -nosdff", "fsm", "opt", "wreduce", "peepopt", "opt_clean", "share",
+    "techmap -map +/cmp2lut.v -D LUT_WIDTH=4", "opt_expr", "opt_clean",
+    *[command for a_max, b_max, a_min, b_min, name in _NEXUS_MUL_RULES for command in (
+        f"techmap -map +/mul2dsp.v -D DSP_A_MAXWIDTH={a_max} -D DSP_B_MAXWIDTH={b_max} -D DSP_A_MINWIDTH={a_min} "
+        f"-D DSP_B_MINWIDTH={b_min} -D DSP_NAME={name}", "chtype -set $mul t:$__soft_mul")],
+    "techmap -map +/lattice/dsp_map_nexus.v", "alumacc", "opt", "memory -nomap", "opt_clean",
+]
+
+
+def _lattice_mapping(synth: str, luts: str, coarse: list[str] | None = None) -> Callable[[str, str, str], list[str]]:
+    """A synth_lattice recipe (synth_ecp5, synth_nexus), with abc -lut ``luts`` in place of its abc9 call unless flow
+    is abc9, and ``coarse`` in place of its coarse section where given."""
+
+    def mapping(top: str, family: str, flow: str) -> list[str]:
+        command = f"{synth} -top {top}"
+        before = [f"{command} -run :coarse", *coarse] if coarse else []
+        if flow == "abc9":
+            return [*before, f"{command} -run map_ram:"] if coarse else [command]
+        head = [*before, f"{command} -run map_ram:map_luts"] if coarse else [f"{command} -run :map_luts"]
+        return [
+            *head,
+            "techmap -map +/lattice/latches_map.v",
+            f"abc -lut {luts} -dress",
+            "clean",
+            f"{command} -run map_cells:",
+        ]
+
+    return mapping
+
+
+_ecp5_mapping = _lattice_mapping("synth_ecp5", "4:7")  # LUT4s and the PFU muxes up to LUT7
+_nexus_mapping = _lattice_mapping("synth_nexus", "4:5", _NEXUS_COARSE)  # LUT4s and WIDEFN9 (a LUT5)
 
 
 def _xilinx_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
@@ -207,7 +242,17 @@ def _xilinx_script(manifest: dict[str, Any], family: str, flow: str, read: Calla
     ])
 
 
-def _ecp5_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
+def _harnessed_script(mapping: Callable[[str, str, str], list[str]]) -> Callable[..., str]:
+    """The Yosys script of a routed family: the learner in its harness, mapped by ``mapping``."""
+
+    def script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
+        return _lattice_script(manifest, family, flow, read, mapping)
+
+    return script
+
+
+def _lattice_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str],
+                    mapping: Callable[[str, str, str], list[str]]) -> str:
     # the learner inside its port-register harness (codesign.fpga.port_registers), the learner
     # module kept apart until its statistics are taken, then one flat netlist for nextpnr. The learner
     # is read as a top of its own (read_slang flattens below the top it elaborates); the harness, a
@@ -218,7 +263,7 @@ def _ecp5_script(manifest: dict[str, Any], family: str, flow: str, read: Callabl
         f"read_verilog -sv -defer {HARNESS_FILE}",
         f"hierarchy -top {harness}",
         f"setattr -mod -set keep_hierarchy 1 {top}",
-        *_ecp5_mapping(harness, family, flow),
+        *mapping(harness, family, flow),
         "tee -q -o synth/stat.json stat -json",
         f"setattr -mod -unset keep_hierarchy {top}",
         "flatten",
@@ -232,12 +277,14 @@ class _Recipe(NamedTuple):
     script: Callable[[dict[str, Any], str, str, Callable[[list[str], str], str]], str]  # (manifest, family, flow, reader)
     command: str  # the synthesis command, for the report ({family}: the Yosys family)
     harnessed: bool  # the netlist's top is the port-register harness (for place and route)
+    feed_carries: bool = False  # give carry chains with a constant carry-in a feed-in cell (codesign.fpga.carry_feed)
 
 
 # one Yosys recipe per Family.synth (board_files/families.toml)
 _RECIPES = {
     "xilinx": _Recipe(_xilinx_script, "synth_xilinx -family {family} -flatten", False),
-    "ecp5": _Recipe(_ecp5_script, "synth_ecp5, ports registered", True),
+    "ecp5": _Recipe(_harnessed_script(_ecp5_mapping), "synth_ecp5, ports registered", True),
+    "nexus": _Recipe(_harnessed_script(_nexus_mapping), "synth_nexus, ports registered (serial harness)", True, True),
 }
 HARNESS_FILE = "synth/port_registers.sv"
 
@@ -328,7 +375,7 @@ def synthesize(
     reader = reader or front_end(yosys)
     (work / "synth.ys").write_text(_script(manifest, family, flow, reader, wasm=yosys[0] == sys.executable))
     if recipe.harnessed:
-        (rtl / HARNESS_FILE).write_text(harness_source(manifest))
+        (rtl / HARNESS_FILE).write_text(harness_source(manifest, serial=family.serial_harness))
     for stale in ("stat.json", "netlist.json"):
         (work / stale).unlink(missing_ok=True)
     started = time.perf_counter()
@@ -344,8 +391,10 @@ def synthesize(
         raise ToolError("Yosys", f"synthesis of {manifest['top']} failed: {' / '.join(errors)}", work / "synth.log")
     top = manifest["top"]
     counts = resources_from_stat(json.loads((work / "stat.json").read_text()), top)
-    path = critical_path(json.loads((work / "netlist.json").read_text()), netlist_top(manifest, family),
-                         family.delays)
+    netlist = json.loads((work / "netlist.json").read_text())
+    if recipe.feed_carries and feed_constant_carries(netlist, netlist_top(manifest, family)):
+        (work / "netlist.json").write_text(json.dumps(netlist))
+    path = critical_path(netlist, netlist_top(manifest, family), family.delays)
     period = path["period_ns"]
     expected = manifest["pipeline"]
     cycles = {
@@ -362,7 +411,7 @@ def synthesize(
     if not keep_netlist:
         (work / "netlist.json").unlink()  # large; the statistics and the log stay
     return SynthResult(
-        lut=int(counts["lut"]), lutram=int(counts["lutram"]), ff=int(counts["ff"]), dsp=int(counts["dsp"]),
+        lut=int(counts["lut"]), lutram=int(counts["lutram"]), ff=int(counts["ff"]), dsp=math.ceil(counts["dsp"]),
         bram=counts["bram"], uram=int(counts["uram"]), clock_mhz_estimate=round(1000.0 / period, 1), period_ns_estimate=period,
         utilization_percent=utilization, prediction_latency_ns=round(cycles["latency_cycles"] * period, 2),
         latency_ns=round(cycles["update_latency_cycles"] * period, 2), ii_ns=round(cycles["ii"] * period, 2),

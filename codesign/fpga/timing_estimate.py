@@ -24,6 +24,9 @@ dedicated connections (carry chains, MUXF7/8, DSP cascades) none. The delays of 
   delays serve speed grades 7 and 8 (pessimistic there). benchmarks/ecp5_routed.py measures the
   error against nextpnr's routed Fmax (docs/estimator.md).
 
+* Nexus (speed grade 9): the cell delays nextpnr-nexus 0.11 charges from its prjoxide database
+  (board_files/families.toml [nexus] lists them), the net delay assumed until fitted to its routes.
+
 These round numbers place the estimate in the right range; a placed and routed design can be
 faster (short local routes) or slower (congestion, long routes between DSP columns).
 """
@@ -42,14 +45,15 @@ __all__ = ["DelayModel", "critical_path"]
 # Family record (codesign.fpga.family); the module docstring above says where the figures come from.
 
 
-_FF = re.compile(r"^(FD[RSCP]E?(_1)?|TRELLIS_FF)$")
+_FF = re.compile(r"^(FD[RSCP]E?(_1)?|TRELLIS_FF|FD1P3[BDIJ]X)$")
 _LUT = re.compile(r"^(LUT[1-6]|INV)$")
 _LUTRAM = re.compile(r"^RAM(32|64|128|256)")
 _SRL = re.compile(r"^SRL")
-_ECP5_RAM = {"TRELLIS_DPR16X4"}
+_ECP5_RAM = {"TRELLIS_DPR16X4", "DPR16X4"}  # ECP5's and Nexus's 16 x 4 distributed RAM: the same ports
 _XILINX_BRAM = re.compile(r"^RAMB(18|36)E[12]$")  # block RAM: its read is registered inside (clock-to-out), every input an endpoint
 _ECP5_MUX = {"PFUMX": "C0", "L6MUX21": "SD"}  # the select input is routed; the data inputs come from the slice
-_MULT_IN = re.compile(r"^(A|B)\d+$|^SIGNED[AB]$")
+_MULT_IN = re.compile(r"^(A|B)\d*$|^SIGNED[AB]$")  # ECP5: a port per bit (A0..A17); Nexus: buses A, B
+_NEXUS_MULT = {"MULT9X9", "MULT18X18", "MULT18X36", "MULT36X36"}
 
 
 def _bits(conn: list) -> list:
@@ -82,15 +86,18 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
         out_bits = [b for v in outs.values() for b in v]
         if _FF.match(kind):
             start(out_bits, model.ff_clk_to_out, name)
-            for p in ("D", "CE", "R", "S", "CLR", "PRE", "DI", "LSR", "M"):
+            for p in ("D", "CE", "R", "S", "CLR", "PRE", "DI", "LSR", "M", "SP", "CD", "PD"):
                 endpoints += [(b, model.ff_setup, name) for b in ins.get(p, [])]
         elif _LUT.match(kind):
             arcs.append((name, [(i, o, model.lut, True) for i in sum(ins.values(), []) for o in out_bits]))
+        elif kind == "WIDEFN9":  # Nexus: two LUT4s into a mux; SEL reaches the mux alone
+            arcs.append((name, [(i, o, model.muxf + (0.0 if p == "SEL" else model.lut), True)
+                                for p, v in ins.items() for i in v for o in out_bits]))
         elif kind.startswith("MUXF"):
             arcs.append((name, [(i, o, model.muxf, p == "S") for p, v in ins.items() for i in v for o in out_bits]))
         elif kind in _ECP5_MUX:
             arcs.append((name, [(i, o, model.muxf, p == _ECP5_MUX[kind]) for p, v in ins.items() for i in v for o in out_bits]))
-        elif kind == "CCU2C":
+        elif kind in ("CCU2C", "CCU2"):
             # two bits of an ECP5 carry chain: data inputs into the chain, CIN along it and out to S0/S1
             arc = []
             for port, v in ins.items():
@@ -104,10 +111,14 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
                             delay = model.carry_in
                         arc += [(i, ob, delay, port != "CIN") for ob in obits]
             arcs.append((name, arc))
-        elif kind == "MULT18X18D":
+        elif kind == "MULT18X18D" or kind in _NEXUS_MULT:
             params = cell.get("parameters", {})
-            registered = any(str(params.get(f"REG_{r}_CLK", "NONE")).strip() not in ("NONE", "")
-                             for r in ("INPUTA", "INPUTB", "PIPELINE", "OUTPUT"))
+            if kind in _NEXUS_MULT:
+                registered = any(str(params.get(f"REG{r}", "BYPASS")).strip() == "REGISTER"
+                                 for r in ("INPUTA", "INPUTB", "OUTPUT"))
+            else:
+                registered = any(str(params.get(f"REG_{r}_CLK", "NONE")).strip() not in ("NONE", "")
+                                 for r in ("INPUTA", "INPUTB", "PIPELINE", "OUTPUT"))
             mult_in = [i for p, v in ins.items() if _MULT_IN.match(p) for i in v]
             if registered:  # any internal register: both sides end and start at the multiplier
                 start(out_bits, model.dsp_clk_to_out + model.dsp_mult / 2, name)

@@ -23,7 +23,7 @@ def test_every_required_part_has_a_board_file():
         assert b.part.lower().startswith(b.name) and b.clock_mhz > 0 and b.source
         assert min(b.lut, b.ff, b.dsp, b.bram_36k) > 0 and b.uram >= 0
         # UltraScale+ and 7-series CLBs hold two flip-flops per LUT6; an ECP5 slice one per LUT4
-        assert b.ff == (b.lut if b.family.key == "ecp5" else 2 * b.lut)
+        assert b.ff == (b.lut if b.family.key in ("ecp5", "nexus") else 2 * b.lut)
 
 
 def test_vu9p_numbers_are_the_published_ones():
@@ -96,10 +96,11 @@ def test_no_fpga_module_parses_a_part_string_outside_the_board_loader():
 
 def test_every_board_resolves_its_family_once():
     boards = load_boards()
-    assert {b.family.key for b in boards.values()} == {"xcup", "xc7", "ecp5"}
+    assert {b.family.key for b in boards.values()} == {"xcup", "xc7", "ecp5", "nexus"}
     for b in boards.values():
-        assert b.family.router == ("nextpnr-ecp5" if b.family.key == "ecp5" else "")
+        assert b.family.router == {"ecp5": "nextpnr-ecp5", "nexus": "nextpnr-nexus"}.get(b.family.key, "")
         assert bool(b.family.router_args) == bool(b.family.router)
+        assert b.family.serial_harness == (b.family.key == "nexus")
         assert b.family.dsp_widths[0] >= b.family.dsp_widths[1] > 0 and b.family.assumptions
     assert find_board("xcvu9p").family is find_board("vcu118").family  # read once per process
 
