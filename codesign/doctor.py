@@ -195,21 +195,24 @@ def _check_synth(versions: dict[str, str | None]) -> Check:
     return Check(name, True, versions["yosys"], note=note)
 
 
-def _check_pnr() -> Check:
-    """nextpnr-ecp5 and ecppack answer --version (the place-and-route flow of ECP5 targets)."""
-    from codesign.fpga.pnr import INSTALL_HINT, find_nextpnr
+def _check_pnr(router_name: str) -> Check:
+    """A router and its packer answer (the place-and-route flow of a routed family: ECP5, Nexus)."""
+    from codesign.fpga.pnr import find_nextpnr
+    from codesign.fpga.routers import ROUTERS
 
-    name = "place and route (nextpnr-ecp5 + ecppack)"
+    router = ROUTERS[router_name]
+    hint = f"pip install 'codesign[pnr]' ({router.install}), or install {router.name} and {router.packer}"
+    name = f"place and route ({router.name} + {router.packer})"
     try:
-        tools = find_nextpnr()
+        tools = find_nextpnr(router)
     except FileNotFoundError:
-        return Check(name, False, "nextpnr-ecp5 not found", INSTALL_HINT)
+        return Check(name, False, f"{router.name} not found", hint)
     out = _run(tools["nextpnr"] + ["--version"], timeout=300)
     text = (out.stdout + out.stderr) if out else ""
     version = re.search(r"Version (nextpnr-[\w.+-]+)", text)
     ok = out is not None and out.returncode == 0 and version is not None
     return Check(name, ok, f"{version.group(1)} ({tools['kind'][0]})" if ok else (_first_line(text) or "did not run"),
-                 "" if ok else INSTALL_HINT)
+                 "" if ok else hint)
 
 
 def _check_triton_interpreter(versions: dict[str, str | None]) -> Check:
@@ -263,10 +266,11 @@ def feature_checks(versions: dict[str, str | None]) -> list[Check]:
     import codesign.fpga.pnr  # noqa: F401, PLC0415
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        csim, pnr = pool.submit(_check_csim), pool.submit(_check_pnr)
+        csim, ecp5, nexus = pool.submit(_check_csim), pool.submit(_check_pnr, "nextpnr-ecp5"), pool.submit(_check_pnr, "nextpnr-nexus")
         triton = pool.submit(_check_triton_interpreter, versions)
         numba, gpu = _check_numba(), _check_gpu(versions)
-        return [numba, csim.result(), _check_cosim(versions), _check_synth(versions), pnr.result(), triton.result(), gpu]
+        return [numba, csim.result(), _check_cosim(versions), _check_synth(versions), ecp5.result(), nexus.result(),
+                triton.result(), gpu]
 
 
 def known_bad(versions: dict[str, str | None]) -> list[Check]:

