@@ -85,17 +85,18 @@ def sweep() -> list[dict]:
 NET_GRID = (0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8)  # ns per routed net, for the one-parameter fit
 
 
-def periods_by_net(rtl: Path) -> dict[str, float]:
+def periods_by_net(rtl: Path, target: str = TARGET) -> dict[str, float]:
     """The Yosys-depth period of a synthesized RTL folder's netlist for each assumed net delay of NET_GRID."""
+    family = find_board(target).family
     netlist = json.loads((rtl / "synth" / "netlist.json").read_text())
-    top = netlist_top(load_rtl_manifest(rtl), ECP5)
-    return {f"{net:.2f}": critical_path(netlist, top, dataclasses.replace(ECP5.delays, net=net))["period_ns"]
+    top = netlist_top(load_rtl_manifest(rtl), family)
+    return {f"{net:.2f}": critical_path(netlist, top, dataclasses.replace(family.delays, net=net))["period_ns"]
             for net in NET_GRID}
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path, target: str = TARGET) -> dict:
     if not path.is_file():
-        return {"target": TARGET, "results": {}}
+        return {"target": target, "results": {}}
     return json.loads(path.read_text())
 
 
@@ -105,20 +106,20 @@ def _save(path: Path, data: dict) -> None:
     tmp.replace(path)  # never a half-written results file
 
 
-def _placement(row: dict) -> object:
+def _placement(row: dict, target: str = TARGET) -> object:
     """The register placement of a row's pipeline on the target (auto chooses for its clock)."""
-    return choose_pipeline(row["spec"], find_board(TARGET), row["pipeline"]).placement
+    return choose_pipeline(row["spec"], find_board(target), row["pipeline"]).placement
 
 
-def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
+def measure(row: dict, work: Path, timeout_s: float = 1800.0, target: str = TARGET) -> dict:
     """Emit, synthesize, estimate, place and route one spec; the figures of all four."""
     spec, pipeline = row["spec"], row["pipeline"]
-    board = find_board(TARGET)
+    board = find_board(target)
     rtl = work / "rtl"
-    emit_rtl(spec, rtl, pipeline=_placement(row), force=True)  # auto chooses for ECP5's clock
+    emit_rtl(spec, rtl, pipeline=_placement(row, target), force=True)  # auto chooses for the target's clock
     rtl_hash = _folder_hash(rtl)
     synth = run_synth(rtl, board, keep_netlist=True, timeout_s=timeout_s)
-    by_net = periods_by_net(rtl)
+    by_net = periods_by_net(rtl, target)
     pnr = run_pnr(rtl, board, clock_mhz=spec.clock_mhz, timeout_s=timeout_s)
     analytic = estimate(spec, board, pipeline=pipeline)
     return {
@@ -128,7 +129,7 @@ def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
         "yosys_clock_mhz_estimate": synth["clock_mhz_estimate"],
         "analytic_clock_mhz_estimate": analytic["clock_mhz_estimate"],
         "yosys_period_ns_by_net": by_net,
-        "yosys_net_ns": ECP5.delays.net,  # the net delay the estimate above was made with
+        "yosys_net_ns": board.family.delays.net,  # the net delay the estimate above was made with
         "cycles": pnr["cycles"],
         "synth": {k: synth[k] for k in ("lut", "lutram", "ff", "dsp", "bram", "critical_path", "seconds")},
         "pnr": {k: pnr[k] for k in ("lut4", "ff", "dsp", "ebr", "utilisation", "critical_path", "harness_registers",
@@ -136,16 +137,16 @@ def measure(row: dict, work: Path, timeout_s: float = 1800.0) -> dict:
     }
 
 
-def routed_design(result: dict) -> tuple[KANSpec | MLPSpec, Pipeline]:
+def routed_design(result: dict, target: str = TARGET) -> tuple[KANSpec | MLPSpec, Pipeline]:
     """The spec and the register placement of a stored result, as a build for the target resolves it."""
     spec = spec_from_mapping({"KANSpec": "kan", "MLPSpec": "mlp"}[result["kind"]], result["spec"])
-    return spec, choose_pipeline(spec, find_board(TARGET), parse_pipeline(result["placement"])).placement
+    return spec, choose_pipeline(spec, find_board(target), parse_pipeline(result["placement"])).placement
 
 
-def analytic_mhz(result: dict) -> float:
+def analytic_mhz(result: dict, target: str = TARGET) -> float:
     """The analytic model's clock (as shipped now) for the placement a stored result routed."""
-    spec, placement = routed_design(result)
-    return round(1000.0 / period_ns(spec, placement, find_board(TARGET)), 1)
+    spec, placement = routed_design(result, target)
+    return round(1000.0 / period_ns(spec, placement, find_board(target)), 1)
 
 
 def _pipeline_text(result: dict) -> str:
@@ -163,11 +164,11 @@ def _routing_share(result: dict) -> float:
     return 100.0 * cp["routing_ns"] / (cp["routing_ns"] + cp["logic_ns"])
 
 
-def summary(results: list[dict]) -> dict:
+def summary(results: list[dict], target: str = TARGET) -> dict:
     """Median, mean and worst error of each estimator against the routed Fmax."""
     out = {}
     estimates = {"yosys_clock_mhz_estimate": [r["yosys_clock_mhz_estimate"] for r in results],
-                 "analytic_clock_mhz_estimate": [analytic_mhz(r) for r in results]}  # the analytic one as shipped now
+                 "analytic_clock_mhz_estimate": [analytic_mhz(r, target) for r in results]}  # the analytic one as shipped now
     for key, estimated in estimates.items():
         errors = [_error(e, r["routed_fmax_mhz"]) for e, r in zip(estimated, results)]
         absolute = [abs(e) for e in errors]
@@ -222,16 +223,16 @@ def net_fit(results: list[dict]) -> dict | None:
             "loo_min_signed_error_percent": round(min(held_out), 1), "loo_max_signed_error_percent": round(max(held_out), 1)}
 
 
-def stale_results(data: dict) -> list[str]:
+def stale_results(data: dict, rows: list[dict] | None = None, target: str = TARGET) -> list[str]:
     """The specs whose stored route was made from other RTL than emit_rtl writes for them today."""
     stale = []
     with tempfile.TemporaryDirectory() as tmp:
-        for row in sweep():
+        for row in sweep() if rows is None else rows:
             previous = data["results"].get(row["name"])
             if previous is None:
                 continue
             folder = Path(tmp) / re.sub(r"[^\w.-]+", "_", row["name"])
-            emit_rtl(row["spec"], folder, pipeline=_placement(row), force=True)
+            emit_rtl(row["spec"], folder, pipeline=_placement(row, target), force=True)
             if previous.get("rtl_hash") != _folder_hash(folder):
                 stale.append(row["name"])
     return stale
@@ -338,6 +339,45 @@ def render(results: list[dict], command: str, stats: dict, fit: dict | None, sta
     return "\n".join(lines)
 
 
+def route_rows(rows: list[dict], data: dict, results_path: Path, work: str, timeout_s: float, cached_only: bool,
+               target: str = TARGET) -> None:
+    """Route every row not routed from today's RTL yet (the others are cached), saving the results after each."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(work) if work else Path(tmp)
+        for i, row in enumerate(rows, 1):
+            name = row["name"]
+            folder = base / re.sub(r"[^\w.-]+", "_", name)
+            previous = data["results"].get(name)
+            if previous is not None:
+                emit_rtl(row["spec"], folder / "check", pipeline=_placement(row, target), force=True)
+                if previous.get("rtl_hash") == _folder_hash(folder / "check"):
+                    print(f"[{i}/{len(rows)}] {name}: cached ({previous['routed_fmax_mhz']} MHz routed)", file=sys.stderr)
+                    netlist = folder / "rtl" / "synth" / "netlist.json"
+                    if "yosys_period_ns_by_net" not in previous and netlist.is_file():
+                        previous["yosys_period_ns_by_net"] = periods_by_net(folder / "rtl", target)  # a result from before the fit
+                        _save(results_path, data)
+                    continue
+            if cached_only:
+                continue
+            print(f"[{i}/{len(rows)}] {name} ({row['pipeline']}): Yosys, {find_board(target).family.router} ... "
+                  f"({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            try:
+                result = measure(row, folder, timeout_s, target)
+            except (RuntimeError, ValueError) as exc:
+                print(f"[{i}/{len(rows)}] {name}: FAILED: {exc}", file=sys.stderr)
+                continue
+            if previous is not None and previous.get("placement") != result["placement"]:
+                # auto chose another placement (a refitted clock model): the earlier route stays a measurement
+                data.setdefault("superseded", []).append(previous)
+            data["results"][name] = result
+            _save(results_path, data)
+            print(f"[{i}/{len(rows)}] {name}: routed {result['routed_fmax_mhz']} MHz, Yosys-depth est. "
+                  f"{result['yosys_clock_mhz_estimate']} MHz, analytic est. {result['analytic_clock_mhz_estimate']} MHz "
+                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+
 def main() -> None:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -358,40 +398,7 @@ def main() -> None:
         rows = [r for r in rows if r["name"] in wanted]
     results_path = Path(args.results)
     data = _load(results_path)
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(args.work) if args.work else Path(tmp)
-        for i, row in enumerate(rows, 1):
-            name = row["name"]
-            folder = base / re.sub(r"[^\w.-]+", "_", name)
-            previous = data["results"].get(name)
-            if previous is not None:
-                emit_rtl(row["spec"], folder / "check", pipeline=_placement(row), force=True)
-                if previous.get("rtl_hash") == _folder_hash(folder / "check"):
-                    print(f"[{i}/{len(rows)}] {name}: cached ({previous['routed_fmax_mhz']} MHz routed)", file=sys.stderr)
-                    netlist = folder / "rtl" / "synth" / "netlist.json"
-                    if "yosys_period_ns_by_net" not in previous and netlist.is_file():
-                        previous["yosys_period_ns_by_net"] = periods_by_net(folder / "rtl")  # a result from before the fit
-                        _save(results_path, data)
-                    continue
-            if args.cached_only:
-                continue
-            print(f"[{i}/{len(rows)}] {name} ({row['pipeline']}): synth_ecp5, nextpnr-ecp5 ... "
-                  f"({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            try:
-                result = measure(row, folder, args.timeout)
-            except (RuntimeError, ValueError) as exc:
-                print(f"[{i}/{len(rows)}] {name}: FAILED: {exc}", file=sys.stderr)
-                continue
-            if previous is not None and previous.get("placement") != result["placement"]:
-                # auto chose another placement (a refitted clock model): the earlier route stays a measurement
-                data.setdefault("superseded", []).append(previous)
-            data["results"][name] = result
-            _save(results_path, data)
-            print(f"[{i}/{len(rows)}] {name}: routed {result['routed_fmax_mhz']} MHz, Yosys-depth est. "
-                  f"{result['yosys_clock_mhz_estimate']} MHz, analytic est. {result['analytic_clock_mhz_estimate']} MHz "
-                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    route_rows(rows, data, results_path, args.work, args.timeout, args.cached_only)
     order = [r["name"] for r in sweep()]
     results = sorted(data["results"].values(), key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
     if not results:
