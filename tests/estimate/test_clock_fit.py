@@ -1,4 +1,4 @@
-"""ECP5's analytic clock: its own fit to nextpnr's routed Fmax (benchmarks/clock_fit.py), checked against those routes."""
+"""ECP5's and Nexus's analytic clocks: each its own fit to nextpnr's routed Fmax (benchmarks/clock_fit.py), checked against those routes."""
 
 from __future__ import annotations
 
@@ -16,15 +16,18 @@ from codesign.fpga.search import choose_pipeline
 from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.spec import KANSpec
 
-ROUTED = json.loads((Path(__file__).resolve().parents[2] / "docs" / "ecp5_routed.json").read_text())["results"]
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROUTED = json.loads((DOCS / "ecp5_routed.json").read_text())["results"]
+NEXUS_ROUTED = json.loads((DOCS / "nexus_routed.json").read_text())["results"]
 ECP5 = find_board("lfe5u-85f")
+NEXUS = find_board("lifcl-40")
 
 
-def _routed(row: dict) -> tuple[float, float]:
+def _routed(row: dict, board=ECP5) -> tuple[float, float]:
     """(the shipped model's clock, the routed Fmax) of a stored route, in MHz."""
     spec = spec_from_mapping({"KANSpec": "kan", "MLPSpec": "mlp"}[row["kind"]], row["spec"])
-    placement = choose_pipeline(spec, ECP5, parse_pipeline(row["placement"])).placement
-    return 1000.0 / period_ns(spec, placement, ECP5), row["routed_fmax_mhz"]
+    placement = choose_pipeline(spec, board, parse_pipeline(row["placement"])).placement
+    return 1000.0 / period_ns(spec, placement, board), row["routed_fmax_mhz"]
 
 
 def test_ecp5_reads_its_own_fit_and_other_families_scale_ultrascale():
@@ -58,3 +61,17 @@ def test_no_route_called_met_that_its_yosys_depth_estimate_misses_by_more_than_2
         estimated, _ = _routed(row)
         target = row["clock_target_mhz"]
         assert not (estimated >= target and row["yosys_clock_mhz_estimate"] < 0.8 * target), name
+
+
+def test_nexus_reads_its_own_fit():
+    """Nexus has coefficients fitted to nextpnr-nexus's routes, not UltraScale+'s scaled."""
+    nexus = period_model(NEXUS.family)
+    assert nexus.coefficients == COEFFICIENTS["family_period_ns"]["nexus"]["period_ns"] and nexus.factor == 1.0
+    assert "nextpnr-nexus's routed Fmax" in nexus.source
+
+
+@pytest.mark.parametrize("name", sorted(NEXUS_ROUTED))
+def test_nexus_clock_is_within_25_percent_of_each_routed_design(name):
+    """The shipped Nexus fit against every stored route (in sample; leave-one-out in docs/estimator.md)."""
+    estimated, routed = _routed(NEXUS_ROUTED[name], NEXUS)
+    assert abs(estimated - routed) <= 0.25 * routed, f"{name}: {estimated:.1f} MHz estimated, {routed} routed"

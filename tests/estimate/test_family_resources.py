@@ -1,4 +1,4 @@
-"""The analytic resource model of each family against Yosys for that family: ECP5's DSP and LUTRAM from its own primitives."""
+"""The analytic resource model of each family against Yosys for that family: ECP5's and Nexus's DSP and LUTRAM from their own primitives."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from codesign.kan.kinds import spec_from_mapping
 from codesign.kan.spec import KANSpec, MLPSpec
 
 ROUTED = Path(__file__).resolve().parents[2] / "docs" / "ecp5_routed.json"
+NEXUS_ROUTED = Path(__file__).resolve().parents[2] / "docs" / "nexus_routed.json"
 
 
 def _spec(row: dict) -> KANSpec | MLPSpec:
@@ -34,8 +35,8 @@ def _spec(row: dict) -> KANSpec | MLPSpec:
     return kind(**fields)
 
 
-def _rows() -> list[tuple[str, dict]]:
-    return sorted(json.loads(ROUTED.read_text())["results"].items())
+def _rows(path: Path = ROUTED) -> list[tuple[str, dict]]:
+    return sorted(json.loads(path.read_text())["results"].items())
 
 
 @pytest.mark.parametrize("name,row", _rows(), ids=[n for n, _ in _rows()])
@@ -53,6 +54,25 @@ def test_ecp5_ff_within_the_xcvu9p_tables_bar():
     board = find_board("lfe5u-85f")
     errors = []
     for _, row in _rows():
+        est = estimate(_spec(row), board, pipeline=parse_pipeline(row["placement"]))
+        errors.append(abs(est["ff"] - row["synth"]["ff"]) / row["synth"]["ff"])
+    assert len(errors) >= 15 and statistics.median(errors) <= 0.15
+
+
+@pytest.mark.parametrize("name,row", _rows(NEXUS_ROUTED), ids=[n for n, _ in _rows(NEXUS_ROUTED)])
+def test_nexus_dsp_and_lutram_match_synth_nexus(name, row):
+    """synth_nexus's multipliers (MULT9 cores in pairs) and DPR16X4 counts (benchmarks/nexus_routed.py), from the family's data."""
+    board = find_board("lifcl-40")
+    est = estimate(_spec(row), board, pipeline=parse_pipeline(row["placement"]))
+    assert est["dsp"] == row["synth"]["dsp"]
+    assert est["lutram"] == row["synth"]["lutram"]
+
+
+def test_nexus_ff_within_the_xcvu9p_tables_bar():
+    """synth_nexus's flip-flops over the routed specs: the median error within the xcvu9p table's 15 %."""
+    board = find_board("lifcl-40")
+    errors = []
+    for _, row in _rows(NEXUS_ROUTED):
         est = estimate(_spec(row), board, pipeline=parse_pipeline(row["placement"]))
         errors.append(abs(est["ff"] - row["synth"]["ff"]) / row["synth"]["ff"])
     assert len(errors) >= 15 and statistics.median(errors) <= 0.15
