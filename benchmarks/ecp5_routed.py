@@ -238,6 +238,20 @@ def stale_results(data: dict, rows: list[dict] | None = None, target: str = TARG
     return stale
 
 
+def error_row(label: str, stats: dict) -> str:
+    """One estimator's row of the error table: median, worst, signed range and mean error against the routes."""
+    return (f"| {label} | {stats['specs']} | {stats['median_abs_error_percent']:.1f} % | "
+            f"{stats['worst_abs_error_percent']:.1f} % | {stats['min_signed_error_percent']:+.1f} % … "
+            f"{stats['max_signed_error_percent']:+.1f} % | {stats['mean_signed_error_percent']:+.1f} % |")
+
+
+def fit_row(fit: dict) -> str:
+    """The error table's row of the Yosys-depth estimate with its net delay fitted (leave-one-out)."""
+    return (f"| Yosys-depth estimate, net delay fitted, leave-one-out | {fit['specs']} | "
+            f"{fit['loo_median_abs_error_percent']:.1f} % | {fit['loo_worst_abs_error_percent']:.1f} % | "
+            f"{fit['loo_min_signed_error_percent']:+.1f} % … {fit['loo_max_signed_error_percent']:+.1f} % | — |")
+
+
 def render(results: list[dict], command: str, stats: dict, fit: dict | None, stale: list[str] | None = None) -> str:
     """The docs/estimator.md section, from the results and their summary and net-delay fit."""
     y, a = stats["yosys_clock_mhz_estimate"], stats["analytic_clock_mhz_estimate"]
@@ -267,18 +281,12 @@ def render(results: list[dict], command: str, stats: dict, fit: dict | None, sta
         "",
         "| estimator | specs | median abs. error | worst abs. error | signed error range | mean signed error |",
         "|---|---:|---:|---:|---|---:|",
-        f"| Yosys-depth estimate, ECP5 delays, {_nets(results)} per net | {y['specs']} | {y['median_abs_error_percent']:.1f} % | "
-        f"{y['worst_abs_error_percent']:.1f} % | {y['min_signed_error_percent']:+.1f} % … "
-        f"{y['max_signed_error_percent']:+.1f} % | {y['mean_signed_error_percent']:+.1f} % |",
-        f"| analytic estimate | {a['specs']} | {a['median_abs_error_percent']:.1f} % | "
-        f"{a['worst_abs_error_percent']:.1f} % | {a['min_signed_error_percent']:+.1f} % … "
-        f"{a['max_signed_error_percent']:+.1f} % | {a['mean_signed_error_percent']:+.1f} % |",
+        error_row(f"Yosys-depth estimate, ECP5 delays, {_nets(results)} per net", y),
+        error_row("analytic estimate", a),
     ]
     if fit:
         lines += [
-            f"| Yosys-depth estimate, net delay fitted, leave-one-out | {fit['specs']} | "
-            f"{fit['loo_median_abs_error_percent']:.1f} % | {fit['loo_worst_abs_error_percent']:.1f} % | "
-            f"{fit['loo_min_signed_error_percent']:+.1f} % … {fit['loo_max_signed_error_percent']:+.1f} % | — |",
+            fit_row(fit),
             "",
             f"The last row calibrates the one assumed constant: the net delay that best fits the routed Fmax of all "
             f"{fit['specs']} specs is **{fit['net_ns']:.2f} ns** (against the {_nets(results)} of the first row); each spec's "

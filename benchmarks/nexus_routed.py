@@ -27,7 +27,21 @@ import sys
 from pathlib import Path
 
 from doc_sections import put_block
-from ecp5_routed import _error, _load, _pipeline_text, _placement, _save, analytic_mhz, net_fit, route_rows, stale_results, summary, sweep
+from ecp5_routed import (
+    _error,
+    _load,
+    _pipeline_text,
+    _placement,
+    _save,
+    analytic_mhz,
+    error_row,
+    fit_row,
+    net_fit,
+    route_rows,
+    stale_results,
+    summary,
+    sweep,
+)
 
 from codesign.fpga.boards import find_board
 from codesign.fpga.cost import period_model, resource_counts
@@ -43,12 +57,6 @@ def nexus_sweep() -> list[dict]:
     board = find_board(TARGET)
     return [row for row in sweep()
             if resource_counts(row["spec"], _placement(row, TARGET), board.family)["dsp"] <= board.dsp]
-
-
-def _error_row(label: str, stats: dict) -> str:
-    return (f"| {label} | {stats['specs']} | {stats['median_abs_error_percent']:.1f} % | "
-            f"{stats['worst_abs_error_percent']:.1f} % | {stats['min_signed_error_percent']:+.1f} % … "
-            f"{stats['max_signed_error_percent']:+.1f} % | {stats['mean_signed_error_percent']:+.1f} % |")
 
 
 def render(results: list[dict], command: str, stats: dict, fit: dict | None, ecp5: dict, stale: list[str]) -> str:
@@ -81,14 +89,12 @@ def render(results: list[dict], command: str, stats: dict, fit: dict | None, ecp
         "",
         "| estimator | specs | median abs. error | worst abs. error | signed error range | mean signed error |",
         "|---|---:|---:|---:|---|---:|",
-        _error_row(f"Yosys-depth estimate, Nexus delays, {made_with} per net", stats["yosys_clock_mhz_estimate"]),
-        _error_row("analytic estimate", stats["analytic_clock_mhz_estimate"]),
+        error_row(f"Yosys-depth estimate, Nexus delays, {made_with} per net", stats["yosys_clock_mhz_estimate"]),
+        error_row("analytic estimate", stats["analytic_clock_mhz_estimate"]),
     ]
     if fit:
         lines += [
-            f"| Yosys-depth estimate, net delay fitted, leave-one-out | {fit['specs']} | "
-            f"{fit['loo_median_abs_error_percent']:.1f} % | {fit['loo_worst_abs_error_percent']:.1f} % | "
-            f"{fit['loo_min_signed_error_percent']:+.1f} % … {fit['loo_max_signed_error_percent']:+.1f} % | — |",
+            fit_row(fit),
             "",
             f"The net delay that best fits the routed Fmax of all {fit['specs']} specs is **{fit['net_ns']:.2f} ns** "
             f"(the estimates of the first row were made with {made_with}); each spec's error in the last row comes from "
