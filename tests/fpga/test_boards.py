@@ -109,6 +109,11 @@ def test_every_board_resolves_its_family_once():
     ({"family": "virtex"}, "family 'virtex' is not in board_files/families.toml"),
     ({"speed_grade": "2"}, "field 'speed_grade' has the wrong type"),
     ({"family": "ecp5", "router_args": []}, "needs router_args"),
+    ({"family": "nexus", "router_args": ["--device", "LIFCL-40-9BG400C"]}, "router_pins must name the package pins of ap_clk"),
+    ({"family": "nexus", "router_args": ["--device", "LIFCL-40-9BG400C"], "router_pins": {"ap_clk": "D3"}},
+     "router_pins must name the package pins of ap_clk, scan_in, scan_out"),
+    ({"family": "ecp5", "router_args": ["--85k"], "router_pins": {"ap_clk": "D3"}}, "nextpnr-ecp5 places them itself"),
+    ({"router_pins": ["D3"]}, "router_pins must map harness ports to package pins"),
 ])
 def test_a_board_file_with_a_bad_family_is_refused(change, message):
     data = tomllib.loads((Path(codesign.board_files.__file__).parent / "xcvu9p.toml").read_text())
