@@ -32,6 +32,7 @@ from ecp5_routed import (
     _load,
     _pipeline_text,
     _placement,
+    _routing_share,
     _save,
     analytic_mhz,
     error_row,
@@ -128,7 +129,7 @@ def render(results: list[dict], command: str, stats: dict, fit: dict | None, ecp
         "registers; 18x18 multipliers count MULT9 cores in pairs. "
         f"{sum(r['meets_target'] for r in results)} of {len(results)} specs meet the "
         f"{results[0]['clock_target_mhz']:g} MHz target; the routed critical paths spend "
-        f"{statistics.median(100 * r['pnr']['critical_path']['routing_ns'] / r['pnr']['critical_path']['path_ns'] for r in results):.0f} % "
+        f"{statistics.median(_routing_share(r) for r in results):.0f} % "
         "of their delay in routing (median). The ECP5 column is the same spec routed on LFE5U-85F-6 "
         "(docs/ecp5_routed.json; for `auto`, the placement chosen for that family).",
         f"<!-- end {SECTION} -->",
