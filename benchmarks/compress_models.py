@@ -274,7 +274,7 @@ def table(rows: list[dict]) -> str:
                 low, high = paired_ratio_interval(m["window_nll"], m["reference_window_nll"], m["window_tokens"])
                 interval = f", 95 % CI {100 * (low - 1):+.1f} … {100 * (high - 1):+.1f}%"
             metric = f"ppl {m['perplexity']:.3f} ({100 * (ratio - 1):+.1f}%{interval} vs {m['reference_perplexity']:.3f})"
-        blocks = "all" if r.get("blocks") is None else ",".join(map(str, r["blocks"]))
+        blocks = _blocks_label(r.get("blocks"))
         rank = _rank(r) if _rank(r) is not None else ""
         act = "" if r.get("mean_activation_error") is None else f"{r['mean_activation_error']:.4f}"
         out.append(f"| {r['model']} | {blocks} | {_label(r)} | {r['bits']} | {rank} | {r['bits_per_weight']:.2f} | "
@@ -301,13 +301,14 @@ def summary(rows: list[dict], wanted: list[tuple[str, int]]) -> str:
     Calibration-free k-means rows count only with the zero-point grid; the metric is the change of perplexity
     (causal LMs) or the mean cosine (MiniLM), beside bits per weight and compression seconds.
     """
-    out = ["| model | method | bits | bits/weight | metric | compress time (s) |", "|---|---|---|---|---|---|"]
-    for model in dict.fromkeys(r["model"] for r in rows):
+    out = ["| model | blocks | method | bits | bits/weight | metric | compress time (s) |", "|---|---|---|---|---|---|---|"]
+    # one group per model and set of compressed blocks: a row of three blocks never stands in for the whole model
+    for model, blocks in dict.fromkeys((r["model"], _blocks_label(r.get("blocks"))) for r in rows):
         for method, bits in wanted:
             spec = row_spec(method, bits, 40)
             axis = 1
-            found = [r for r in rows if r["model"] == model and r["bits"] == bits
-                     and _same_spec(r, method, spec, axis)]
+            found = [r for r in rows if r["model"] == model and _blocks_label(r.get("blocks")) == blocks
+                     and r["bits"] == bits and _same_spec(r, method, spec, axis)]
             if not found:
                 continue
             r = found[-1]
@@ -317,8 +318,18 @@ def summary(rows: list[dict], wanted: list[tuple[str, int]]) -> str:
             else:
                 change = 100 * (m["perplexity"] / m["reference_perplexity"] - 1)
                 metric = f"{change:+.1f} % ({m['perplexity']:.3f} vs {m['reference_perplexity']:.3f})"
-            out.append(f"| {model} | {_label(r)} | {bits} | {r['bits_per_weight']:.2f} | {metric} | {r['compression_seconds']:.0f} |")
+            out.append(f"| {model} | {blocks} | {_label(r)} | {bits} | {r['bits_per_weight']:.2f} | {metric} | "
+                       f"{r['compression_seconds']:.0f} |")
     return "\n".join(out)
+
+
+def _blocks_label(blocks: list[int] | None) -> str:
+    """The compressed blocks as a table shows them: "all", a range "0-23", or the list "0,12,23"."""
+    if blocks is None:
+        return "all"
+    if len(blocks) > 2 and blocks == list(range(blocks[0], blocks[-1] + 1)):
+        return f"{blocks[0]}-{blocks[-1]}"
+    return ",".join(map(str, blocks))
 
 
 def _same_spec(d: dict, method: str, spec: MethodSpec, hqq_axis: int) -> bool:
