@@ -283,8 +283,9 @@ def _beside(r: dict | None, reference: float) -> str:
 def table(rows: list[dict], codesign_paths: Sequence[Path]) -> str:
     """Markdown: the agreement rows (f32, f16 GGUF against transformers), then each quantized row beside codesign's."""
     out = []
-    for model in dict.fromkeys(r["model"] for r in rows):
-        mine = [r for r in rows if r["model"] == model]
+    # one table per model and token budget: a model may have been scored on more than one held-out budget
+    for model, eval_tokens in dict.fromkeys((r["model"], r["eval_tokens"]) for r in rows):
+        mine = [r for r in rows if r["model"] == model and r["eval_tokens"] == eval_tokens]
         ref = next((r for r in mine if r["kind"] == "transformers"), None)
         if ref is None:
             continue
