@@ -253,17 +253,41 @@ def codesign_rows(paths: Sequence[Path], model: str, weights: int, window_tokens
                   reference: float) -> list[dict]:
     """Rows of compress_models.py JSON files that compressed the same linears (`weights` of them, the GGUF's block
     linears) and were scored on the same windows: the same tokens per window (rows older than per-window scores: the
-    same token count and context) and the same reference perplexity."""
+    same token count and context) and the same reference perplexity. A row scored on more windows whose first ones
+    are these (a longer held-out budget of the same stream) stands here with its perplexity over those first windows,
+    from its own per-window NLLs (`prefix_of` keeps its window count)."""
     rows = []
     for path in paths:
         for r in _rows(path):
+            if r.get("model") != model or r.get("weights") != weights:
+                continue
             m = r.get("metric", {})
-            same = (m.get("window_tokens") == window_tokens if "window_tokens" in m
-                    else m.get("n_tokens") == sum(window_tokens) and m.get("context") == context)
-            if (r.get("model") == model and r.get("weights") == weights and same
-                    and math.isclose(m.get("reference_perplexity", 0.0), reference, rel_tol=1e-4)):
+            if "window_tokens" not in m:
+                if m.get("n_tokens") == sum(window_tokens) and m.get("context") == context:
+                    r = {**r, "metric": m}
+                else:
+                    continue
+            elif m["window_tokens"] != window_tokens:
+                r = _on_first_windows(r, window_tokens)
+                if r is None:
+                    continue
+            if math.isclose(r["metric"].get("reference_perplexity", 0.0), reference, rel_tol=1e-4):
                 rows.append(r)
     return rows
+
+
+def _on_first_windows(row: dict, window_tokens: list[int]) -> dict | None:
+    """`row` scored on its first len(window_tokens) windows only, or None unless those are these windows."""
+    m = row["metric"]
+    n = len(window_tokens)
+    if m["window_tokens"][:n] != window_tokens or "reference_window_nll" not in m:
+        return None
+    tokens = sum(window_tokens)
+    metric = {**m, "window_tokens": window_tokens, "window_nll": m["window_nll"][:n],
+              "reference_window_nll": m["reference_window_nll"][:n], "n_tokens": tokens,
+              "perplexity": math.exp(sum(m["window_nll"][:n]) / tokens),
+              "reference_perplexity": math.exp(sum(m["reference_window_nll"][:n]) / tokens)}
+    return {**row, "metric": metric, "prefix_of": len(m["window_tokens"])}
 
 
 def _best(rows: list[dict], bits: float, calibrated: bool) -> dict | None:
@@ -277,7 +301,10 @@ def _beside(r: dict | None, reference: float) -> str:
     from compress_models import _label  # noqa: PLC0415 - benchmarks/ is on the path when run as a script
 
     ppl = r["metric"]["perplexity"]
-    return f"{_label(r)}, {r['bits']} bits: {r['bits_per_weight']:.2f} b/w, {ppl:.3f} ({100 * (ppl / reference - 1):+.1f} %)"
+    windows = (f" (its first {len(r['metric']['window_tokens'])} of {r['prefix_of']} windows)"
+               if "prefix_of" in r else "")
+    return (f"{_label(r)}, {r['bits']} bits: {r['bits_per_weight']:.2f} b/w, {ppl:.3f} "
+            f"({100 * (ppl / reference - 1):+.1f} %){windows}")
 
 
 def table(rows: list[dict], codesign_paths: Sequence[Path]) -> str:
