@@ -81,3 +81,28 @@ def test_doctor_reports_llama_cpp_python_and_the_extra_stays_out_of_the_test_tie
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(r.startswith("llama-cpp-python") for r in extras["compress-peers"])
     assert not any("compress-peers" in r or "llama" in r for r in extras["test"])
+
+
+def test_codesign_rows_scored_on_more_windows_stand_beside_on_their_first_windows(tmp_path):
+    import json
+    import math
+
+    from compress_vs_llamacpp import codesign_rows
+
+    def row(window_tokens, window_nll, reference_nll):
+        tokens = sum(window_tokens)
+        return {"model": "m", "weights": 10, "metric": {
+            "window_tokens": window_tokens, "window_nll": window_nll, "reference_window_nll": reference_nll,
+            "n_tokens": tokens, "perplexity": math.exp(sum(window_nll) / tokens),
+            "reference_perplexity": math.exp(sum(reference_nll) / tokens)}}
+
+    longer = row([4, 4, 4, 4], [8.0, 6.0, 40.0, 40.0], [4.0, 4.0, 20.0, 20.0])
+    shifted = row([4, 5, 4, 4], [8.0, 6.0, 40.0, 40.0], [4.0, 4.0, 20.0, 20.0])  # other windows: left out
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([longer, shifted]))
+    found = codesign_rows([path], "m", 10, [4, 4], context=4, reference=math.exp(8.0 / 8))
+    assert len(found) == 1
+    assert found[0]["prefix_of"] == 4
+    assert found[0]["metric"]["perplexity"] == pytest.approx(math.exp(14.0 / 8))
+    assert found[0]["metric"]["window_nll"] == [8.0, 6.0]
+    assert codesign_rows([path], "m", 10, [4, 4], context=4, reference=math.exp(1.5)) == []  # another reference
