@@ -263,9 +263,7 @@ def codesign_rows(paths: Sequence[Path], model: str, weights: int, window_tokens
                 continue
             m = r.get("metric", {})
             if "window_tokens" not in m:
-                if m.get("n_tokens") == sum(window_tokens) and m.get("context") == context:
-                    r = {**r, "metric": m}
-                else:
+                if m.get("n_tokens") != sum(window_tokens) or m.get("context") != context:
                     continue
             elif m["window_tokens"] != window_tokens:
                 r = _on_first_windows(r, window_tokens)
