@@ -40,6 +40,7 @@ from codesign.fpga.boards import find_board
 from codesign.fpga.cost import PeriodModel, resource_counts, scaled_ultrascale_model
 from codesign.fpga.estimate import coefficient_table
 from codesign.fpga.family import Family
+from codesign.fpga.pnr import check_pnr_target
 from codesign.fpga.rtl_emit import emit_rtl
 from codesign.fpga.search import choose_pipeline
 
@@ -251,7 +252,7 @@ def plot(result: dict, path: Path, target: FitTarget) -> None:
     ax.axvline(find_board(target.board).clock_mhz, color="tab:green", lw=0.8, ls="--", label="board clock")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
-    ax.set_xlabel(f"routed Fmax, {target.family.router} (MHz)")
+    ax.set_xlabel(f"routed Fmax, {check_pnr_target(find_board(target.board)).name} (MHz)")
     ax.set_ylabel("estimated clock (MHz)")
     ax.set_title(f"{find_board(target.board).part}: {len(rows)} routed designs", fontsize=10)
     ax.grid(alpha=0.3)

@@ -35,7 +35,7 @@ from codesign.fpga.boards import find_board
 from codesign.fpga.cost import period_model, period_ns
 from codesign.fpga.estimate import estimate
 from codesign.fpga.placement import Pipeline, parse_pipeline
-from codesign.fpga.pnr import run_pnr
+from codesign.fpga.pnr import check_pnr_target, run_pnr
 from codesign.fpga.rtl_emit import emit_rtl, load_rtl_manifest
 from codesign.fpga.search import choose_pipeline
 from codesign.fpga.synth import netlist_top, run_synth
@@ -368,7 +368,7 @@ def route_rows(rows: list[dict], data: dict, results_path: Path, work: str, time
                     continue
             if cached_only:
                 continue
-            print(f"[{i}/{len(rows)}] {name} ({row['pipeline']}): Yosys, {find_board(target).family.router} ... "
+            print(f"[{i}/{len(rows)}] {name} ({row['pipeline']}): Yosys, {check_pnr_target(find_board(target)).name} ... "
                   f"({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:

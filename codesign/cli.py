@@ -588,13 +588,12 @@ def _find_router_of(target: str) -> object:
     an unknown target or a family without a router, which the build reports itself."""
     from codesign.fpga.boards import find_board  # noqa: PLC0415
     from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
-    from codesign.fpga.routers import ROUTERS  # noqa: PLC0415
 
     try:
         router = find_board(target).family.router
     except ValueError:
         return None
-    return find_nextpnr(ROUTERS[router]) if router else None
+    return find_nextpnr(router) if router else None
 
 
 def _missing_extras(args: argparse.Namespace) -> list[str]:

@@ -82,11 +82,10 @@ def build(
     """
     stream = stream if stream is not None else sys.stdout
     plan = make_plan(learner, target, config, samples, task, seed, cosim, synth, pipeline, strict, pnr, init, data)
-    if plan.pnr:
-        from codesign.fpga.pnr import check_pnr_target, find_nextpnr  # noqa: PLC0415
+    if plan.router is not None:
+        from codesign.fpga.pnr import find_nextpnr  # noqa: PLC0415
 
-        # a family without an open router, or its router not installed: one line now, before anything is written
-        find_nextpnr(check_pnr_target(plan.board))
+        find_nextpnr(plan.router)  # the router not installed: one line now, before anything is written
     compiler = find_compiler()
     ap_types = find_ap_types()
     if plan.cosim:
@@ -238,11 +237,11 @@ def _route_until_met(out_dir: Path, plan: BuildPlan, report: BuildReport, measur
     routed one ends in rtl/, with its synthesis, estimate and (re-run) co-simulation in the report, and
     the pnr section keeps every attempt. When none meets the target, the fit note says so.
     """
-    from codesign.fpga.pnr import check_pnr_target, place_and_route  # noqa: PLC0415
+    from codesign.fpga.pnr import place_and_route  # noqa: PLC0415
     from codesign.fpga.synth import synthesize  # noqa: PLC0415
 
-    spec, board = plan.spec, plan.board
-    router = check_pnr_target(board)
+    spec, board, router = plan.spec, plan.board, plan.router
+    assert router is not None  # make_plan resolves it with pnr
     assert report.synth is not None and report.estimate is not None and report.rtl is not None  # --pnr implies --synth
     choice, rtl = plan.choice, report.rtl
     runs: list[tuple[PipelineChoice, RtlSection, SynthResult, PnrResult, AnalyticEstimate]] = []

@@ -81,7 +81,8 @@ def period_model(family: Family) -> PeriodModel:
     own = COEFFICIENTS.get("family_period_ns", {}).get(family.key)
     if own is not None:
         loo = own["leave_one_out"]
-        source = (f"the clock fitted to {family.router}'s routed Fmax ({own['routes']} routes of {own['routed_specs']} specs; "
+        router = family.router.name if family.router else family.title
+        source = (f"the clock fitted to {router}'s routed Fmax ({own['routes']} routes of {own['routed_specs']} specs; "
                   "leave-one-out error "
                   f"{loo['median_abs_error_percent']:g} % median, {loo['worst_abs_error_percent']:g} % worst)")
         return PeriodModel(own["period_ns"], 1.0, own["size_luts"], own["size_exponent"], source, own["routes"])

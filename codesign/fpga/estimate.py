@@ -114,7 +114,7 @@ def analytic_estimate(spec: KANSpec | MLPSpec, board: Board, choice: PipelineCho
             f"({COEFFICIENTS['target']}); {period_model(family).source}; cycles are exact")
     unchecked = [k for k in ("lut", "ff", "dsp", "lutram", "clock") if k not in family.model_checked]
     if unchecked:
-        checkers = f"synthesis and {family.router}" if family.router else "synthesis"
+        checkers = f"synthesis and {family.router.name}" if family.router else "synthesis"
         text += f"; on {family.title} ({family.key}) --strict leaves {', '.join(unchecked)} to {checkers}"
     return AnalyticEstimate(
         lut=counts["lut"], lutram=counts["lutram"], ff=counts["ff"], dsp=counts["dsp"], bram=counts["bram"],

@@ -15,7 +15,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from codesign.fpga.routers import ROUTERS
+from codesign.fpga.routers import ROUTERS, Router
 
 __all__ = ["DelayModel", "Family", "family_facts", "resolve_family", "SERIAL_PINS", "SYNTH_RECIPES"]
 
@@ -68,7 +68,7 @@ class Family:
     speed_grade: int
     delays: DelayModel  # at this part's speed grade
     assumptions: tuple[str, ...]
-    router: str  # "" where no open place-and-route runs
+    router: Router | None  # the open place-and-route flow (its record, resolved from the name); None where none runs
     router_args: tuple[str, ...]  # the router's device, package and speed options for this part
     router_pins: tuple[tuple[str, str], ...] = ()  # (harness port, package pin) where the router needs every pin placed
     dsp_instance: str = ""  # the DSP primitive the RTL instantiates with its registers ("": synthesis packs them)
@@ -76,7 +76,7 @@ class Family:
     @property
     def serial_harness(self) -> bool:
         """The router needs every pin placed (its record says so): the timing harness is the serial one, on ``router_pins``."""
-        return bool(self.router) and ROUTERS[self.router].serial_pins
+        return self.router is not None and self.router.serial_pins
 
 
 @cache
@@ -129,16 +129,17 @@ def resolve_family(board_file: str, key: str, speed_grade: int, router_args: tup
     fmax = {int(g): float(v) for g, v in need_field(where, family, "dsp_fmax_mhz", dict).items()}
     reference = int(need_field(where, family, "reference_grade", int))
     grade_factor = fmax[reference] / fmax[speed_grade] if speed_grade in fmax and reference in fmax else 1.0
-    router = need_field(where, family, "router", str)
-    if router and router not in ROUTERS:
-        raise ValueError(f"{where}: router {router!r} is not one of {', '.join(ROUTERS)}")
+    router_name = need_field(where, family, "router", str)
+    if router_name and router_name not in ROUTERS:
+        raise ValueError(f"{where}: router {router_name!r} is not one of {', '.join(ROUTERS)}")
+    router = ROUTERS[router_name] if router_name else None
     if router and not router_args:
-        raise ValueError(f"board file {board_file}: family {key} routes with {router}, so it needs router_args")
-    if router_pins and not (router and ROUTERS[router].serial_pins):
+        raise ValueError(f"board file {board_file}: family {key} routes with {router.name}, so it needs router_args")
+    if router_pins and not (router and router.serial_pins):
         raise ValueError(f"board file {board_file}: router_pins are for a router that needs every pin placed; "
-                         f"{router or 'no router'} places them itself")
-    if router and ROUTERS[router].serial_pins and {p for p, _ in router_pins} != set(SERIAL_PINS):
-        raise ValueError(f"board file {board_file}: {router} needs every pin placed: router_pins must name the "
+                         f"{router.name if router else 'no router'} places them itself")
+    if router and router.serial_pins and {p for p, _ in router_pins} != set(SERIAL_PINS):
+        raise ValueError(f"board file {board_file}: {router.name} needs every pin placed: router_pins must name the "
                          f"package pins of {', '.join(SERIAL_PINS)}")
     widths = need_field(where, family, "dsp_widths", list)
     return Family(

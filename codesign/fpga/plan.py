@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from codesign.config import LEARNERS, load_config_spec
 from codesign.fpga.boards import Board, find_board
 from codesign.fpga.placement import Pipeline, PipelineChoice
+from codesign.fpga.pnr import check_pnr_target
+from codesign.fpga.routers import Router
 from codesign.fpga.search import choose_pipeline
 from codesign.kan.data_run import data_spec
 from codesign.kan.kinds import kind_of
@@ -49,6 +51,7 @@ class BuildPlan:
     synth: bool = False
     pnr: bool = False
     strict: bool = False
+    router: Router | None = None  # with pnr: the board's place-and-route flow
 
     @property
     def steps(self) -> int:
@@ -103,5 +106,7 @@ def make_plan(
         task_options(task)  # an unknown task is refused here, before anything is written
         check_stream_size(task, samples)
     choice = choose_pipeline(spec, board, pipeline)  # a bad pipeline is refused here; auto is resolved once
+    router = check_pnr_target(board) if pnr else None  # a family without an open router is refused here
     return BuildPlan(learner=learner, target=target, board=board, spec=spec, choice=choice, samples=samples, task=task,
-                     seed=seed, data=data, initial=initial, cosim=cosim, synth=synth or pnr, pnr=pnr, strict=strict)
+                     seed=seed, data=data, initial=initial, cosim=cosim, synth=synth or pnr, pnr=pnr, strict=strict,
+                     router=router)

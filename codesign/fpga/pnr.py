@@ -30,7 +30,7 @@ from typing import Any
 
 from codesign.fpga.boards import Board, load_boards
 from codesign.fpga.port_registers import harness_register_bits, harness_top
-from codesign.fpga.routers import ROUTERS, Router
+from codesign.fpga.routers import Router
 from codesign.fpga.rtl_emit import load_rtl_manifest
 from codesign.processes import ToolError, run_tool
 
@@ -44,12 +44,12 @@ PINS_FILE = "pins.pdc"
 
 def check_pnr_target(board: Board) -> Router:
     """The router record of a board's family; a one-line error naming the families and parts that have one otherwise."""
-    if not board.family.router:
+    if board.family.router is None:
         routed = [b for b in load_boards().values() if b.family.router]
         families = ", ".join(sorted({f"{b.family.title} ({b.family.key})" for b in routed}))
         raise ValueError(f"--pnr: {board.name} ({board.series}) has no open place-and-route flow here; "
                          f"--pnr supports the {families} family ({', '.join(b.name for b in routed)})")
-    return ROUTERS[board.family.router]
+    return board.family.router
 
 
 def nextpnr_device_args(board: Board) -> list[str]:

@@ -98,7 +98,7 @@ def test_every_board_resolves_its_family_once():
     boards = load_boards()
     assert {b.family.key for b in boards.values()} == {"xcup", "xc7", "ecp5", "nexus"}
     for b in boards.values():
-        assert b.family.router == {"ecp5": "nextpnr-ecp5", "nexus": "nextpnr-nexus"}.get(b.family.key, "")
+        assert (b.family.router.name if b.family.router else "") == {"ecp5": "nextpnr-ecp5", "nexus": "nextpnr-nexus"}.get(b.family.key, "")
         assert bool(b.family.router_args) == bool(b.family.router)
         assert b.family.serial_harness == (b.family.key == "nexus")
         assert b.family.dsp_widths[0] >= b.family.dsp_widths[1] > 0 and b.family.assumptions
