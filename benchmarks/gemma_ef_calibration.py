@@ -46,24 +46,26 @@ def validation_tokens(tokenizer, count: int) -> torch.Tensor:
     return token_stream(tokenizer, "train", count, skip_articles=len(wiki_articles("train")) - VALIDATION_ARTICLES)
 
 
-def gemma_with_stats(threads: int, calib_tokens: int, path: Path | None) -> tuple[torch.nn.Module, object, list[str], CalibrationStats]:
-    """Gemma, its tokenizer, its linears' names and their covariances: read from path when it holds them for
-    calib_tokens, else computed (and saved there)."""
+def model_with_stats(threads: int, calib_tokens: int, path: Path | None,
+                     name: str = "gemma3-270m") -> tuple[torch.nn.Module, object, list[str], CalibrationStats]:
+    """A benchmark model (Gemma by default), its tokenizer, its linears' names and their covariances: read from path
+    when it holds them for calib_tokens, else computed (and saved there)."""
     torch.set_num_threads(threads)
-    model, tokenizer = load_model("gemma3-270m")
-    names = linear_names("gemma3-270m", model)
-    return model, tokenizer, names, cached_stats(model, tokenizer, names, calib_tokens, path)
+    model, tokenizer = load_model(name)
+    names = linear_names(name, model)
+    return model, tokenizer, names, cached_stats(model, tokenizer, names, calib_tokens, path, name)
 
 
-def cached_stats(model, tokenizer, names: list[str], calib_tokens: int, path: Path | None) -> CalibrationStats:
-    """Input covariances of Gemma's linears over the first calib_tokens train tokens: read from path, else computed
+def cached_stats(model, tokenizer, names: list[str], calib_tokens: int, path: Path | None,
+                 name: str = "gemma3-270m") -> CalibrationStats:
+    """Input covariances of a model's linears over the first calib_tokens train tokens: read from path, else computed
     (and written there when path is given)."""
     if path is not None and path.exists():
         cached = torch.load(path)
         if cached.pop("calib_tokens", 16384) != calib_tokens:
             raise SystemExit(f"{path} holds covariances of another calibration token count")
         return CalibrationStats(**cached)
-    stats = calibrate("gemma3-270m", model, tokenizer, names, Budget(calib_tokens=calib_tokens), inputs=True)
+    stats = calibrate(name, model, tokenizer, names, Budget(calib_tokens=calib_tokens), inputs=True)
     if path is not None:
         torch.save({**dataclasses.asdict(stats), "calib_tokens": calib_tokens}, path)
     return stats

@@ -37,7 +37,7 @@ from codesign.llm.long_context import paired_ratio_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compress_models import row_spec  # noqa: E402  (one parser of the row names)
-from gemma_ef_calibration import gemma_with_stats, validation_tokens  # noqa: E402  (one definition of the validation slice)
+from gemma_ef_calibration import model_with_stats, validation_tokens  # noqa: E402  (one definition of the validation slice)
 
 KINDS = {"q, k": ("q_proj", "k_proj"), "v": ("v_proj",), "o": ("o_proj",), "gate, up": ("gate_proj", "up_proj"),
          "down": ("down_proj",)}
@@ -121,7 +121,7 @@ def main() -> int:
     parser.add_argument("--subsets", action="store_true", default=None,
                         help="score SRR on each layer kind and depth alone (the default without --block-guard)")
     args = parser.parse_args()
-    model, tokenizer, names, stats = gemma_with_stats(args.threads, args.calib_tokens, args.stats)
+    model, tokenizer, names, stats = model_with_stats(args.threads, args.calib_tokens, args.stats)
     start = time.perf_counter()
     scaled, _ = compress_linears(model, row_spec(f"qer-scaled+{args.base}", args.bits, 0), stats, names)
     srr, _ = compress_linears(model, row_spec(f"srr+{args.base}", args.bits, 0), stats, names)

@@ -1,8 +1,10 @@
-"""End-to-end distillation of the stored scales and levels of 3-bit Gemma-3-270M: validation first, then the held-out text.
+"""End-to-end distillation of a 3-bit causal LM's stored scales and levels: validation first, then the held-out text.
 
-    python benchmarks/gemma_e2e_tune.py --threads 1 --stats /tmp/gemma_stats_16384.pt
+    python benchmarks/e2e_tune_validation.py --threads 1 --stats /tmp/gemma_stats_16384.pt
+    python benchmarks/e2e_tune_validation.py --model smollm2-135m --row kmeans+ef-act-refit --calib-tokens 8192 \
+        --heldout-tokens 0 --lr LR --epochs N
 
-The base: k-means + error feedback in act order, group 64, every linear but the tied head, covariances
+The base: k-means + error feedback in act order, group 64, every linear (Gemma: but the tied head), covariances
 of 16384 calibration tokens (one pass, the table's row kmeans+ef-act:3). Then every layer's stored
 scales and levels are tuned together to minimize KL(original ‖ quantized) on the calibration windows
 (codesign.compress.e2e_tune; the last 1/8 of them pick the evaluation point). Perplexity of the base and
@@ -25,11 +27,12 @@ from codesign.llm.long_context import paired_ratio_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compress_models import row_spec  # noqa: E402  (one parser of the row names)
-from gemma_ef_calibration import gemma_with_stats, validation_tokens  # noqa: E402  (one definition of the validation slice)
+from gemma_ef_calibration import model_with_stats, validation_tokens  # noqa: E402  (one definition of the validation slice)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="gemma3-270m", help="a causal LM of compress_models.py (default gemma3-270m)")
     parser.add_argument("--row", default="kmeans+ef-act", help="the base row (compress_models.py's names)")
     parser.add_argument("--bits", type=int, default=3)
     parser.add_argument("--calib-tokens", type=int, default=16384)
@@ -42,7 +45,9 @@ def main() -> int:
     parser.add_argument("--stats", type=Path, default=None, help="file caching the covariances (written if absent)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    model, tokenizer, names, stats = gemma_with_stats(args.threads, args.calib_tokens, args.stats)
+    if args.model == "minilm":
+        parser.error("--model: end-to-end tuning distills next-token distributions; minilm is not a causal LM")
+    model, tokenizer, names, stats = model_with_stats(args.threads, args.calib_tokens, args.stats, args.model)
     start = time.perf_counter()
     replacements, _ = compress_linears(model, row_spec(args.row, args.bits, 0), stats, names)
     print(f"{args.row}:{args.bits} built in {time.perf_counter() - start:.0f} s", flush=True)
