@@ -62,7 +62,12 @@ class BlockTuneConfig:
 
 
 class TunedLinear(torch.nn.Module):
-    """A QuantizedLinear's weight as fixed codes times trainable group scales (and trainable per-layer levels)."""
+    """A QuantizedLinear's weight as fixed codes times trainable group scales (and trainable per-layer levels).
+
+    It holds only what is stored (uint8 codes, per-group scales, zero points, levels) and, in training, keeps
+    only its input for the backward pass: the weight is rebuilt there (:class:`_CodedLinear`), so tuning a
+    whole model keeps one layer's float weight at a time rather than several per layer.
+    """
 
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
@@ -71,41 +76,42 @@ class TunedLinear(torch.nn.Module):
             raise ValueError(f"block tuning needs scalar-grid layers, got {type(weight).__name__}")
         self.source, self.grid = module, weight
         n, k = weight.shape
-        self.codes = unpack_codes(weight.packed, weight.bits, k).long()
+        self.codes = unpack_codes(weight.packed, weight.bits, k)  # uint8 [N, K]
         self.log_scale = torch.nn.Parameter(weight.scales.float().clamp(min=torch.finfo(torch.float16).tiny).log())
         # per-layer levels train (k-means, with or without zero points); an integer grid's levels stay integers
         self.train_levels = weight.codebook.dim() == 1 and (weight.zeros is None or weight.method.startswith("kmeans"))
         # the zero points stay as stored; they shift each group's levels
-        self.offsets = (None if weight.zeros is None
-                        else weight.zeros.float().repeat_interleave(weight.group_size, dim=1))
+        self.zeros = None if weight.zeros is None else weight.zeros.float()[..., None]  # [N, K / g, 1]
         # levels with zero points are stored in fractions of a level (0 .. 2**8); trained in units of half their
         # span, as the symmetric levels in [-1, 1] are, so that a step size means the same for both
         book_span = float(weight.codebook.float().max() - weight.codebook.float().min())
         self.level_unit = book_span / 2 if weight.zeros is not None and book_span > 0 else 1.0
-        if self.train_levels:
-            self.levels = torch.nn.Parameter(weight.codebook.float().clone() / self.level_unit)
-            self.fixed_units = None
-        else:
-            book = weight.codebook.float()
-            units = book[self.codes] if book.dim() == 1 else book.gather(
-                2, self.codes.view(n, k // weight.group_size, weight.group_size)).view(n, k)
-            if weight.zeros is not None:
-                units = units - weight.zeros.float().repeat_interleave(weight.group_size, dim=1)
-            self.fixed_units = units
+        self.levels = torch.nn.Parameter(weight.codebook.float().clone() / self.level_unit) if self.train_levels else None
+        self.fixed_book = None if self.train_levels else weight.codebook.float()
         self.bias: torch.Tensor | None = module.bias  # type: ignore[assignment]
 
-    def weight(self) -> torch.Tensor:
-        """The dequantized weight [N, K] of the current scales and levels."""
-        if self.fixed_units is not None:
-            units = self.fixed_units
+    def units(self, levels: torch.Tensor | None) -> torch.Tensor:
+        """The weight before its group scales, grouped [N, K / g, g]: levels (or the fixed codebook) at the codes, less
+        the zero points."""
+        n, k = self.grid.shape
+        g = self.grid.group_size
+        index = self.codes.int()
+        if levels is not None:
+            units = (levels * self.level_unit)[index].view(n, k // g, g)
         else:
-            units = self.levels[self.codes] * self.level_unit
-            units = units if self.offsets is None else units - self.offsets
-        return units * self.log_scale.exp().repeat_interleave(self.grid.group_size, dim=1)
+            assert self.fixed_book is not None
+            book = self.fixed_book
+            units = (book[index] if book.dim() == 1 else book.gather(2, index.view(n, k // g, g).long())).view(n, k // g, g)
+        return units if self.zeros is None else units - self.zeros
+
+    def weight(self) -> torch.Tensor:
+        """The dequantized weight [N, K] of the current scales and levels (differentiable)."""
+        return (self.units(self.levels) * self.log_scale.exp()[..., None]).flatten(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., K] -> [..., N] with the trainable weight."""
-        y = torch.nn.functional.linear(x.float(), self.weight()).to(x.dtype)
+        levels = self.levels if self.levels is not None else self.log_scale.new_zeros(0)
+        y = _CodedLinear.apply(x.float(), self.log_scale, levels, self).to(x.dtype)
         return y if self.bias is None else y + self.bias.to(y.dtype)
 
     def trainable(self) -> list[torch.nn.Parameter]:
@@ -127,14 +133,43 @@ class TunedLinear(torch.nn.Module):
         """Store the tuned scales (float16) and levels into the QuantizedLinear's buffers; levels re-sorted with their codes."""
         buffers = {name: _stored(self.source, name) for name in ("scales", "codebook", "packed")}
         buffers["scales"].copy_(self.log_scale.exp().to(torch.float16))
-        if self.train_levels:
+        if self.levels is not None:
             book = (self.levels * self.level_unit).to(torch.float16)
             order = torch.argsort(book.float(), stable=True)
             rank = torch.empty_like(order)
             rank[order] = torch.arange(order.numel())
             buffers["codebook"].copy_(book[order])
             if not bool((order == torch.arange(order.numel())).all()):  # the nearest-level search needs sorted levels
-                buffers["packed"].copy_(pack_codes(rank[self.codes].to(torch.uint8), self.grid.bits))
+                buffers["packed"].copy_(pack_codes(rank[self.codes.long()].to(torch.uint8), self.grid.bits))
+
+
+class _CodedLinear(torch.autograd.Function):
+    """y = x W^T with W = units(levels) * exp(log_scale) per group; saves x only and rebuilds W in backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, log_scale: torch.Tensor, levels: torch.Tensor, layer: TunedLinear) -> torch.Tensor:
+        ctx.layer = layer
+        ctx.save_for_backward(x, log_scale, levels)
+        with torch.no_grad():
+            return torch.nn.functional.linear(x, layer.weight())
+
+    @staticmethod
+    def backward(ctx, grad_y: torch.Tensor):
+        x, log_scale, levels = ctx.saved_tensors
+        layer: TunedLinear = ctx.layer
+        with torch.no_grad():
+            scale = log_scale.exp()[..., None]  # [N, K / g, 1]
+            units = layer.units(levels if levels.numel() else None)  # [N, K / g, g]
+            weight = (units * scale).flatten(1)
+            grad_x = grad_y @ weight if ctx.needs_input_grad[0] else None
+            del weight
+            grad_w = (grad_y.reshape(-1, grad_y.shape[-1]).t() @ x.reshape(-1, x.shape[-1])).view_as(units)
+            grad_log_scale = (grad_w * units).sum(-1) * scale[..., 0] if ctx.needs_input_grad[1] else None
+            grad_levels = None
+            if levels.numel() and ctx.needs_input_grad[2]:
+                flat = (grad_w * scale).flatten()
+                grad_levels = levels.new_zeros(levels.shape).index_add_(0, layer.codes.flatten().int(), flat) * layer.level_unit
+        return grad_x, grad_log_scale, grad_levels, None
 
 
 def _stored(module: torch.nn.Module, name: str) -> torch.Tensor:

@@ -140,3 +140,30 @@ def test_block_tune_needs_error_feedback_on_a_scalar_grid():
     with pytest.raises(ValueError, match="block_tune applies to error feedback on a scalar grid"):
         quantize_(tiny_llama(1), KMeansConfig(bits=2, group_size=GROUP), calibration=batches(2),
                   block_tune=BlockTuneConfig())
+
+
+@pytest.mark.parametrize("config", [
+    KMeansConfig(bits=4, group_size=GROUP, zero_point=True),  # zero points, levels trained in units of half their span
+    KMeansConfig(bits=3, group_size=GROUP, zero_point=False),  # symmetric levels, trained
+    KMeansConfig(bits=2, group_size=GROUP, codebook="group"),  # per-group codebooks: scales only
+    AsymIntConfig(bits=4, group_size=GROUP),  # integer levels and zero points: scales only
+], ids=["kmeans-zero-point", "kmeans-symmetric", "kmeans-group-books", "int-asym"])
+def test_the_weight_rebuilt_in_backward_gives_autograds_gradients(config):
+    torch.manual_seed(5)
+    module = QuantizedLinear.from_linear(torch.nn.Linear(96, 24), config, kernel="torch")
+    tuned = TunedLinear(module)
+    with torch.no_grad():
+        tuned.log_scale.add_(0.05 * torch.randn_like(tuned.log_scale))
+    x = torch.randn(3, 5, 96, requires_grad=True)
+    probe = torch.randn(3, 5, 24)
+    grads = []
+    for run in (lambda: tuned(x), lambda: torch.nn.functional.linear(x, tuned.weight()) + tuned.bias):
+        x.grad = None
+        for p in tuned.trainable():
+            p.grad = None
+        y = run()
+        (y * probe).sum().backward()
+        grads.append([x.grad.clone(), *(p.grad.clone() for p in tuned.trainable())])
+    assert len(grads[0]) == (3 if tuned.levels is not None else 2)
+    for ours, autograd in zip(*grads, strict=True):
+        assert torch.allclose(ours, autograd, rtol=1e-4, atol=1e-5)
