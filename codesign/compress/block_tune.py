@@ -79,15 +79,15 @@ class TunedLinear(torch.nn.Module):
         self.codes = unpack_codes(weight.packed, weight.bits, k)  # uint8 [N, K]
         self.log_scale = torch.nn.Parameter(weight.scales.float().clamp(min=torch.finfo(torch.float16).tiny).log())
         # per-layer levels train (k-means, with or without zero points); an integer grid's levels stay integers
-        self.train_levels = weight.codebook.dim() == 1 and (weight.zeros is None or weight.method.startswith("kmeans"))
+        train_levels = weight.codebook.dim() == 1 and (weight.zeros is None or weight.method.startswith("kmeans"))
         # the zero points stay as stored; they shift each group's levels
         self.zeros = None if weight.zeros is None else weight.zeros.float()[..., None]  # [N, K / g, 1]
         # levels with zero points are stored in fractions of a level (0 .. 2**8); trained in units of half their
         # span, as the symmetric levels in [-1, 1] are, so that a step size means the same for both
         book_span = float(weight.codebook.float().max() - weight.codebook.float().min())
         self.level_unit = book_span / 2 if weight.zeros is not None and book_span > 0 else 1.0
-        self.levels = torch.nn.Parameter(weight.codebook.float().clone() / self.level_unit) if self.train_levels else None
-        self.fixed_book = None if self.train_levels else weight.codebook.float()
+        self.levels = torch.nn.Parameter(weight.codebook.float().clone() / self.level_unit) if train_levels else None
+        self.fixed_book = None if train_levels else weight.codebook.float()
         self.bias: torch.Tensor | None = module.bias  # type: ignore[assignment]
 
     def units(self, levels: torch.Tensor | None) -> torch.Tensor:
@@ -110,8 +110,7 @@ class TunedLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., K] -> [..., N] with the trainable weight."""
-        levels = self.levels if self.levels is not None else self.log_scale.new_zeros(0)
-        y = _CodedLinear.apply(x.float(), self.log_scale, levels, self).to(x.dtype)
+        y = _CodedLinear.apply(x.float(), self.log_scale, self.levels, self).to(x.dtype)
         return y if self.bias is None else y + self.bias.to(y.dtype)
 
     def trainable(self) -> list[torch.nn.Parameter]:
@@ -147,7 +146,7 @@ class _CodedLinear(torch.autograd.Function):
     """y = x W^T with W = units(levels) * exp(log_scale) per group; saves x only and rebuilds W in backward."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, log_scale: torch.Tensor, levels: torch.Tensor, layer: TunedLinear) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, log_scale: torch.Tensor, levels: torch.Tensor | None, layer: TunedLinear) -> torch.Tensor:
         ctx.layer = layer
         ctx.save_for_backward(x, log_scale, levels)
         with torch.no_grad():
@@ -159,14 +158,14 @@ class _CodedLinear(torch.autograd.Function):
         layer: TunedLinear = ctx.layer
         with torch.no_grad():
             scale = log_scale.exp()[..., None]  # [N, K / g, 1]
-            units = layer.units(levels if levels.numel() else None)  # [N, K / g, g]
+            units = layer.units(levels)  # [N, K / g, g]
             weight = (units * scale).flatten(1)
             grad_x = grad_y @ weight if ctx.needs_input_grad[0] else None
             del weight
             grad_w = (grad_y.reshape(-1, grad_y.shape[-1]).t() @ x.reshape(-1, x.shape[-1])).view_as(units)
             grad_log_scale = (grad_w * units).sum(-1) * scale[..., 0] if ctx.needs_input_grad[1] else None
             grad_levels = None
-            if levels.numel() and ctx.needs_input_grad[2]:
+            if levels is not None and ctx.needs_input_grad[2]:
                 flat = (grad_w * scale).flatten()
                 grad_levels = levels.new_zeros(levels.shape).index_add_(0, layer.codes.flatten().int(), flat) * layer.level_unit
         return grad_x, grad_log_scale, grad_levels, None
