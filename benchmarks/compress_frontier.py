@@ -26,7 +26,7 @@ import math
 import sys
 from pathlib import Path
 
-from compress_models import KMEANS_GRID, _blocks_label
+from compress_models import KMEANS_GRID, _blocks_label, _same_spec, row_spec
 
 from codesign.llm.long_context import paired_ratio_interval
 
@@ -38,11 +38,12 @@ def calibration_free(rows: list[dict], model: str, blocks: str) -> dict[tuple[st
     """{(method, bits): rows by bits per weight}: the calibration-free rows of one model and block set, one per group size."""
     found: dict[tuple[str, int], dict[int, dict]] = {}
     for r in rows:
-        plain = not (r.get("error_feedback") or r.get("steps") or r.get("e2e_tune") or r.get("block_tune") or r.get("winq"))
-        grid_ok = r["method"] != "kmeans" or r.get("kmeans_grid") == KMEANS_GRID
-        if (r["model"] == model and _blocks_label(r.get("blocks")) == blocks and plain and grid_ok
-                and r["method"] in ("kmeans", *PEERS) and r.get("hqq_axis", 1) == 1 and "window_nll" in r["metric"]):
-            found.setdefault((r["method"], r["bits"]), {})[r.get("group_size", 64)] = r  # the last row of a group size
+        method, group = r["method"], r.get("group_size", 64)
+        if (method in ("kmeans", *PEERS) and r["model"] == model and _blocks_label(r.get("blocks")) == blocks
+                and (method != "kmeans" or r.get("kmeans_grid") == KMEANS_GRID)  # today's grid only
+                and _same_spec(r, method, row_spec(method, r["bits"], 0, group_size=group), hqq_axis=1)
+                and "window_nll" in r["metric"]):
+            found.setdefault((method, r["bits"]), {})[group] = r  # the last row of a group size
     return {key: sorted(by_group.values(), key=lambda r: r["bits_per_weight"]) for key, by_group in found.items()}
 
 
