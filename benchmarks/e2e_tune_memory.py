@@ -1,4 +1,4 @@
-"""Memory and time of end-to-end tuning: the resident memory it adds over the quantized model, and seconds a step.
+"""Memory and time of end-to-end tuning: the resident memory it adds over the quantized model, and its seconds.
 
     python benchmarks/e2e_tune_memory.py --model smollm2-135m --windows 4 --epochs 1
 
@@ -61,7 +61,7 @@ class PeakSampler:
 
 
 def main() -> int:
-    """Quantize, tune end to end, print the memory tuning added and its time a step."""
+    """Quantize, tune end to end, print the memory tuning added and its time."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--bits", type=int, default=3)
@@ -85,11 +85,10 @@ def main() -> int:
     with PeakSampler() as sampler:
         result = tune_end_to_end(model, replacements, windows, EndToEndConfig(epochs=args.epochs))
     seconds = time.perf_counter() - start
-    steps = args.epochs * (len(windows) - max(1, round(len(windows) * EndToEndConfig().holdout)))
     print(f"{args.model}, {len(names)} linears ({weights / 1e6:.1f} M weights), {args.bits} bits, {len(windows)} windows, "
           f"{args.epochs} epoch(s), {args.threads} thread(s): tuning added {(sampler.peak - before) / 2**30:.2f} GiB "
-          f"of resident memory at its peak (process before tuning {before / 2**30:.2f} GiB); {seconds:.1f} s, "
-          f"{seconds / steps:.1f} s a step; holdout KL {result['holdout_before']:.5f} -> {result['holdout_after']:.5f}")
+          f"of resident memory at its peak (process before tuning {before / 2**30:.2f} GiB); {seconds:.1f} s; "
+          f"holdout KL {result['holdout_before']:.5f} -> {result['holdout_after']:.5f}")
     return 0
 
 
